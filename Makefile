@@ -1,0 +1,60 @@
+# bridge: `make pool label eval DATASET=nq` is the main job; `make test` runs the test suite.
+# Both build the environment (.venv) first when it is missing; later runs reuse it.
+
+SHELL := /bin/bash
+PYTHON ?= python3
+VENV ?= .venv
+PY := $(VENV)/bin/python
+BRIDGE := $(PY) -m bridge
+STAMP := $(VENV)/.bridge-installed
+
+DATASET ?= nq
+DATA_DIR ?= ../shared/data
+LIMIT ?=
+DEPTH ?= 10
+POOL ?= default
+SYSTEMS ?=
+BACKEND ?= llamacpp
+MODEL ?= smollm2-135m
+LABEL_ARGS ?=
+PYTEST_ARGS ?=
+
+COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
+
+.PHONY: install install-qwen test lint retrieve pool label eval doctor bench clean
+
+install: $(STAMP)
+
+$(STAMP): pyproject.toml scripts/install.sh
+	VENV=$(VENV) PYTHON=$(PYTHON) bash scripts/install.sh
+	touch $@
+
+install-qwen: install
+	$(PY) -m pip install -e '.[qwen]'
+
+retrieve: install
+	$(BRIDGE) retrieve $(COMMON) --pool-config $(POOL) $(if $(SYSTEMS),--systems $(SYSTEMS))
+
+pool: retrieve
+	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)
+
+label: install
+	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(MODEL) $(LABEL_ARGS)
+
+eval: install
+	$(BRIDGE) eval $(COMMON)
+
+doctor: install
+	$(BRIDGE) doctor --data-dir $(DATA_DIR)
+
+test: install
+	$(PY) -m pytest $(PYTEST_ARGS)
+
+lint: install
+	$(VENV)/bin/ruff check bridge retrievers eval tests bench
+
+bench: install
+	$(PY) -m bench $(BENCH_ARGS)
+
+clean:
+	rm -rf runs/*/ qrels/*/ reports/ .pytest_cache

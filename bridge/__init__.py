@@ -1,0 +1,3 @@
+"""bridge: complete missing relevance judgments with DREAM debates and re-benchmark retrievers."""
+
+__version__ = "0.1.0"

@@ -1,0 +1,232 @@
+"""The ``bridge`` command line: one subcommand per pipeline stage, plus ``doctor``.
+
+Environment variables are read here and only here: ``BRIDGE_DATA`` (data directory),
+``BRIDGE_CACHE`` (cache directory), and the API key variable named by ``--api-key-env``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import importlib
+import logging
+import os
+import sys
+from collections.abc import Sequence
+from pathlib import Path
+
+from bridge.config import DEFAULT_DATA_DIR, Workspace
+from bridge.errors import BridgeError
+
+EPILOG = """\
+Pipeline (each stage reads the files of the one before):
+  bridge retrieve  -> runs/<ds>/<system>.run
+  bridge pool      -> qrels/<ds>/pool.tsv (+ original.qrels)
+  bridge label     -> qrels/<ds>/labels.jsonl, qrels/<ds>/augmented.qrels
+  bridge eval      -> reports/<ds>/leaderboard.csv, holes.csv
+"""
+
+
+def add_common_options(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--dataset", "-d", default="nq", help="nq, scifact, dl19, nfcorpus, beir:PATH[#SPLIT], irds:ID (default: nq)"
+    )
+    parser.add_argument(
+        "--data-dir",
+        type=Path,
+        default=Path(os.environ.get("BRIDGE_DATA", DEFAULT_DATA_DIR)),
+        help="folder with the datasets (env BRIDGE_DATA; default: ../shared/data)",
+    )
+    parser.add_argument("--limit", type=int, default=None, help="use only the first N queries (deterministic)")
+    parser.add_argument("--runs-dir", type=Path, default=Path("runs"), help="run files root (default: runs)")
+    parser.add_argument("--qrels-dir", type=Path, default=Path("qrels"), help="pool/labels/qrels root (default: qrels)")
+    parser.add_argument("--reports-dir", type=Path, default=Path("reports"), help="reports root (default: reports)")
+    parser.add_argument(
+        "--cache-dir",
+        type=Path,
+        default=Path(os.environ.get("BRIDGE_CACHE", "cache")),
+        help="indexes, encodings, assembled models, LLM response cache (env BRIDGE_CACHE; default: cache)",
+    )
+    parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars or info logs")
+
+
+def add_llm_options(parser: argparse.ArgumentParser) -> None:
+    g = parser.add_argument_group("LLM backend")
+    g.add_argument(
+        "--backend", default="llamacpp", choices=["llamacpp", "openai", "vllm"], help="default: llamacpp (embedded)"
+    )
+    g.add_argument(
+        "--model",
+        default="smollm2-135m",
+        help="llamacpp: smollm2-135m | qwen2.5-coder-1.5b | path.gguf; openai: served model name; vllm: model path",
+    )
+    g.add_argument("--base-url", default=None, help="openai backend: e.g. http://localhost:8000/v1")
+    g.add_argument("--api-key-env", default="OPENAI_API_KEY", help="variable holding the API key (openai backend)")
+    g.add_argument("--concurrency", type=int, default=8, help="openai backend: requests in flight")
+    g.add_argument("--timeout", type=float, default=120.0, help="openai backend: seconds per request")
+    g.add_argument("--max-retries", type=int, default=5, help="openai backend: retries with backoff")
+    g.add_argument("--rps", type=float, default=None, help="openai backend: requests per second limit")
+    g.add_argument("--n-ctx", type=int, default=4096, help="llamacpp: context window")
+    g.add_argument("--threads", type=int, default=2, help="llamacpp: CPU threads")
+
+
+def _register_pool(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pool", help="top-DEPTH of every run minus judged pairs -> pool.tsv")
+    add_common_options(p)
+    p.add_argument("--depth", type=int, default=10, help="pool depth per run (default: 10)")
+    p.set_defaults(func=cmd_pool)
+
+
+def _register_label(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("label", help="judge pool pairs with DREAM debates -> labels.jsonl, augmented.qrels")
+    add_common_options(p)
+    add_llm_options(p)
+    g = p.add_argument_group("DREAM")
+    g.add_argument("--rounds", type=int, default=2, help="maximum debate rounds R (default: 2)")
+    g.add_argument("--temperature", type=float, default=0.0)
+    g.add_argument("--swap-stances", action="store_true", help="Agent B (opening 'no') speaks first")
+    g.add_argument(
+        "--escalate-to", choices=["human", "llm"], default="human", help="who decides persistent disagreement"
+    )
+    g.add_argument("--prompt-order", choices=["cache", "paper"], default="cache", help="prompt block order")
+    g.add_argument("--max-tokens", type=int, default=384)
+    p.add_argument("--restart", action="store_true", help="start labels.jsonl afresh (old file kept as .bak)")
+    p.add_argument("--batch-pairs", type=int, default=64, help="pairs per engine batch (records are written per batch)")
+    p.add_argument("--price-prompt", type=float, default=0.0, help="$ per million prompt tokens (cost estimate)")
+    p.add_argument("--price-completion", type=float, default=0.0, help="$ per million completion tokens")
+    p.set_defaults(func=cmd_label)
+
+
+def _register_doctor(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("doctor", help="show what is installed and usable")
+    p.add_argument("--data-dir", type=Path, default=Path(os.environ.get("BRIDGE_DATA", DEFAULT_DATA_DIR)))
+    p.add_argument("--cache-dir", type=Path, default=Path(os.environ.get("BRIDGE_CACHE", "cache")))
+    p.add_argument("--smoke", action="store_true", help="also run one llama.cpp generation and one pyserini search")
+    p.set_defaults(func=cmd_doctor)
+
+
+COMMANDS: tuple[str, ...] = ("retrievers.cli", "pool", "label", "eval.cli", "doctor")
+"""Subcommands in --help order: a built-in name, or a module with ``register(subparsers)``."""
+_BUILTIN = {"pool": _register_pool, "label": _register_label, "doctor": _register_doctor}
+
+
+def build_parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(
+        prog="bridge",
+        description="Complete missing relevance judgments (DREAM debates) and re-benchmark retrievers.",
+        epilog=EPILOG,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    sub = parser.add_subparsers(dest="command", required=True, metavar="COMMAND")
+    for name in COMMANDS:
+        register = _BUILTIN.get(name) or importlib.import_module(name).register
+        register(sub)
+    return parser
+
+
+def workspace_from_args(args: argparse.Namespace) -> Workspace:
+    return Workspace(args.data_dir, args.runs_dir, args.qrels_dir, args.reports_dir, args.cache_dir)
+
+
+def dataset_from_args(args: argparse.Namespace):
+    from bridge.datasets import load_dataset
+
+    return load_dataset(args.dataset, args.data_dir, args.limit)
+
+
+def cmd_pool(args: argparse.Namespace) -> int:
+    from bridge.pool import build_pool, check_run_queries, load_runs, write_pool
+    from bridge.trec import write_qrels
+
+    ws = workspace_from_args(args)
+    ds = dataset_from_args(args)
+    runs = load_runs(ws.runs(ds.slug))
+    for warning in check_run_queries(runs, ds.qids):
+        logging.warning(warning)
+    entries = build_pool(runs, ds.qrels, ds.qids, depth=args.depth)
+    write_pool(entries, ws.pool_file(ds.slug))
+    write_qrels(ds.qrels, ws.original_qrels(ds.slug))
+    queries = len({e.qid for e in entries})
+    print(f"pooled {len(runs)} runs at depth {args.depth}: {len(entries)} unjudged pairs over {queries} queries")
+    print(f"-> {ws.pool_file(ds.slug)}")
+    return 0
+
+
+def llm_config_from_args(args: argparse.Namespace):
+    from bridge.llm import LLMConfig
+
+    return LLMConfig(
+        backend=args.backend,
+        model=args.model,
+        base_url=args.base_url,
+        api_key=os.environ.get(args.api_key_env),
+        n_ctx=args.n_ctx,
+        n_threads=args.threads,
+        max_concurrency=args.concurrency,
+        timeout_s=args.timeout,
+        max_retries=args.max_retries,
+        requests_per_second=args.rps,
+        cache_dir=args.cache_dir,
+    )
+
+
+def cmd_label(args: argparse.Namespace) -> int:
+    from bridge.dream import DebateConfig, DebateEngine
+    from bridge.label import Pricing, label_pool
+    from bridge.llm import open_llm
+
+    ws = workspace_from_args(args)
+    ds = dataset_from_args(args)
+    llm = open_llm(llm_config_from_args(args), ws.llm_cache)
+    engine = DebateEngine(
+        llm,
+        DebateConfig(
+            rounds=args.rounds,
+            temperature=args.temperature,
+            swap_stances=args.swap_stances,
+            escalate_to=args.escalate_to,
+            prompt_order=args.prompt_order,
+            max_tokens=args.max_tokens,
+        ),
+    )
+    summary = label_pool(
+        ds,
+        engine,
+        ws.pool_file(ds.slug),
+        ws.labels_file(ds.slug),
+        ws.augmented_qrels(ds.slug),
+        restart=args.restart,
+        batch_pairs=args.batch_pairs,
+        pricing=Pricing(args.price_prompt, args.price_completion),
+        progress=not args.quiet,
+    )
+    print(f"DREAM on {ds.name} with {llm.model_id}")
+    print("\n".join(summary.lines()))
+    print(f"-> {ws.labels_file(ds.slug)}\n-> {ws.augmented_qrels(ds.slug)}")
+    return 0
+
+
+def cmd_doctor(args: argparse.Namespace) -> int:
+    from bridge.doctor import run_doctor
+
+    return run_doctor(args.data_dir, args.cache_dir, smoke=args.smoke)
+
+
+def main(argv: Sequence[str] | None = None) -> int:
+    parser = build_parser()
+    args = parser.parse_args(argv)
+    quiet = getattr(args, "quiet", False)
+    logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
+    if quiet:
+        os.environ["TQDM_DISABLE"] = "1"
+    try:
+        return int(args.func(args))
+    except BridgeError as exc:
+        print(f"bridge {args.command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"bridge {args.command}: interrupted (finished work is kept; re-run to resume)", file=sys.stderr)
+        return 130
+
+
+if __name__ == "__main__":
+    raise SystemExit(main())

@@ -1,0 +1,113 @@
+"""labels.jsonl (one judged pair per line, with provenance) and augmented qrels built from it.
+
+Every judge (DREAM, the baselines, the prefilter, human review) writes the same record.
+``label`` is 1 (relevant), 0 (not relevant) or null (undecided: escalated or parse failure,
+waiting for a human). ``route`` says how the label was reached.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Iterable, Mapping
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from bridge.errors import InputError
+from bridge.fsio import read_jsonl
+from bridge.trec import Qrels, write_qrels
+
+UNDECIDED_ROUTES = frozenset({"escalated", "parse-failure"})
+
+
+@dataclass(frozen=True)
+class Usage:
+    """LLM accounting for one pair: calls made (cache hits excluded) and tokens."""
+
+    calls: int = 0
+    cached_calls: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+
+    def __add__(self, other: Usage) -> Usage:
+        return Usage(
+            self.calls + other.calls,
+            self.cached_calls + other.cached_calls,
+            self.prompt_tokens + other.prompt_tokens,
+            self.completion_tokens + other.completion_tokens,
+            self.latency_s + other.latency_s,
+        )
+
+
+@dataclass(frozen=True)
+class LabelRecord:
+    qid: str
+    docid: str
+    label: int | None
+    route: str
+    judge: str
+    config_id: str
+    model: str
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    """The debate, round by round: each round's agents with response, reason, reference, p_yes."""
+    details: dict[str, Any] = field(default_factory=dict)
+    """Judge-specific extras: adjudication, prefilter votes, UMBRELA grade, human votes."""
+    p_yes: float | None = None
+    """P("yes") of the first-round positive agent (or the single judge), when log-probabilities exist."""
+    usage: Usage = field(default_factory=Usage)
+    systems: list[str] = field(default_factory=list)
+    min_rank: int | None = None
+
+    @property
+    def decided(self) -> bool:
+        return self.label is not None
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: Path | None = None, line: int | None = None) -> LabelRecord:
+        try:
+            usage = Usage(**data.get("usage", {}))
+            record = cls(**{**data, "usage": usage})
+        except TypeError as exc:
+            raise InputError(f"not a label record ({exc})", path=path, line=line) from None
+        if record.label not in (0, 1, None):
+            raise InputError(f"label must be 0, 1 or null, got {record.label!r}", path=path, line=line, field="label")
+        return record
+
+
+def read_labels(path: str | Path) -> list[LabelRecord]:
+    """All records of a labels.jsonl; for a repeated (qid, docid) the last record wins."""
+    path = Path(path)
+    if not path.exists():
+        return []
+    latest: dict[tuple[str, str], LabelRecord] = {}
+    for lineno, row in read_jsonl(path):
+        record = LabelRecord.from_json(row, path=path, line=lineno)
+        latest[(record.qid, record.docid)] = record
+    return list(latest.values())
+
+
+def augment_qrels(original: Qrels, labels: Iterable[LabelRecord], qids: Iterable[str] | None = None) -> Qrels:
+    """Original qrels plus every decided new label (1 relevant, 0 judged non-relevant).
+
+    Original judgments are never overwritten. Undecided pairs stay unjudged until a human
+    decides them. ``qids`` restricts the output to a query subset (``--limit``).
+    """
+    keep = set(qids) if qids is not None else None
+    out: Qrels = {qid: dict(docs) for qid, docs in original.items() if keep is None or qid in keep}
+    for record in labels:
+        if record.label is None or (keep is not None and record.qid not in keep):
+            continue
+        docs = out.setdefault(record.qid, {})
+        docs.setdefault(record.docid, record.label)
+    return out
+
+
+def write_augmented_qrels(
+    original: Qrels, labels: Iterable[LabelRecord], path: str | Path, qids: Iterable[str]
+) -> Qrels:
+    qrels = augment_qrels(original, labels, qids)
+    write_qrels(qrels, path)
+    return qrels

@@ -1,0 +1,89 @@
+"""LLM backends behind one protocol, a registry of them, and the response cache.
+
+``llamacpp`` (embedded, default), ``openai`` (any OpenAI-compatible server, e.g. vLLM),
+``vllm`` (offline batched generation; optional ``[gpu]`` extra, imported lazily).
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.errors import BridgeError
+from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
+from bridge.llm.cache import CachedBackend, ResponseCache
+
+
+@dataclass(frozen=True)
+class LLMConfig:
+    backend: str = "llamacpp"
+    model: str = "smollm2-135m"
+    """llamacpp: alias or .gguf path; openai: the served model name; vllm: a local model path."""
+    base_url: str | None = None
+    """openai: e.g. http://localhost:8000/v1"""
+    api_key: str | None = None
+    n_ctx: int = 4096
+    n_threads: int = 2
+    max_concurrency: int = 8
+    """openai: requests in flight at once."""
+    timeout_s: float = 120.0
+    max_retries: int = 5
+    requests_per_second: float | None = None
+    """openai: client-side rate limit (None: unlimited)."""
+    cache_dir: Path = Path("cache")
+
+
+def _llamacpp(config: LLMConfig) -> LLMBackend:
+    from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig
+
+    return LlamaCppBackend(
+        LlamaCppConfig(model=config.model, n_ctx=config.n_ctx, n_threads=config.n_threads, cache_dir=config.cache_dir)
+    )
+
+
+def _openai(config: LLMConfig) -> LLMBackend:
+    from bridge.llm.openai_http import OpenAIBackend
+
+    return OpenAIBackend(config)
+
+
+def _vllm(config: LLMConfig) -> LLMBackend:
+    from bridge.llm.vllm_offline import VllmBackend
+
+    return VllmBackend(config)
+
+
+BACKENDS: dict[str, Callable[[LLMConfig], LLMBackend]] = {
+    "llamacpp": _llamacpp,
+    "openai": _openai,
+    "vllm": _vllm,
+}
+
+
+def make_backend(config: LLMConfig) -> LLMBackend:
+    try:
+        factory = BACKENDS[config.backend]
+    except KeyError:
+        raise BridgeError(f"unknown LLM backend {config.backend!r}; choose from {', '.join(BACKENDS)}") from None
+    return factory(config)
+
+
+def open_llm(config: LLMConfig, cache_path: Path | None = None) -> CachedBackend:
+    """The configured backend behind the SQLite response cache (``<cache_dir>/llm-cache.sqlite``)."""
+    cache = ResponseCache(cache_path or config.cache_dir / "llm-cache.sqlite")
+    return CachedBackend(make_backend(config), cache)
+
+
+__all__ = [
+    "BACKENDS",
+    "CachedBackend",
+    "LLMBackend",
+    "LLMConfig",
+    "LLMRequest",
+    "LLMResponse",
+    "Message",
+    "ResponseCache",
+    "make_backend",
+    "open_llm",
+]

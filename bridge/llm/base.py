@@ -1,0 +1,134 @@
+"""The LLM plug-in point: typed requests and responses, and the backend protocol.
+
+A backend receives a whole batch of requests at once (one debate round for all pending
+pairs), so servers can run them concurrently and embedded engines can order them for
+prefix reuse. Requests are plain frozen values: their canonical JSON is the cache key.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import math
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass
+from typing import Any, Protocol, runtime_checkable
+
+
+@dataclass(frozen=True)
+class Message:
+    role: str
+    content: str
+
+
+@dataclass(frozen=True)
+class LLMRequest:
+    """One chat completion. ``json_schema`` (canonical JSON text) asks for constrained decoding."""
+
+    messages: tuple[Message, ...]
+    max_tokens: int = 256
+    temperature: float = 0.0
+    seed: int = 0
+    json_schema: str | None = None
+    probe_field: str | None = None
+    """Report the model's top alternatives at the first token of this JSON field's value
+    (e.g. ``response`` -> P(yes) vs P(no)), where the backend exposes log-probabilities."""
+    probe_top: int = 10
+
+    def as_openai_messages(self) -> list[dict[str, str]]:
+        return [{"role": m.role, "content": m.content} for m in self.messages]
+
+    def schema(self) -> dict[str, Any] | None:
+        return json.loads(self.json_schema) if self.json_schema else None
+
+
+def schema_text(schema: dict[str, Any]) -> str:
+    """Canonical JSON for a schema, so equal schemas give equal cache keys."""
+    return json.dumps(schema, sort_keys=True, separators=(",", ":"))
+
+
+@dataclass(frozen=True)
+class LLMResponse:
+    text: str
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    latency_s: float = 0.0
+    prompt_eval_tokens: int | None = None
+    """Prompt tokens actually evaluated (the rest came from the engine's prefix cache)."""
+    prompt_eval_s: float | None = None
+    generation_s: float | None = None
+    finish_reason: str = "stop"
+    probe: dict[str, float] | None = None
+    """Top alternatives (token -> log-probability) at the probed field's first value token."""
+    cached: bool = False
+    """True when served from the response cache (no model call was made)."""
+
+    def to_json(self) -> dict[str, Any]:
+        data = asdict(self)
+        data.pop("cached")
+        return data
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], cached: bool = False) -> LLMResponse:
+        return cls(**data, cached=cached)
+
+
+@runtime_checkable
+class LLMBackend(Protocol):
+    """Anything that turns a batch of chat requests into responses, in order."""
+
+    @property
+    def model_id(self) -> str:
+        """Identifies the model and everything that changes its output (part of the cache key)."""
+        ...
+
+    def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]: ...
+
+
+def request_key(model_id: str, request: LLMRequest) -> str:
+    """SHA-256 of the canonical request: the same model, prompt and parameters give the same key."""
+    payload = json.dumps({"model": model_id, "request": asdict(request)}, sort_keys=True, separators=(",", ":"))
+    return hashlib.sha256(payload.encode()).hexdigest()
+
+
+def field_value_token(tokens: Sequence[str], field_name: str) -> int | None:
+    """Index of the token where the value of ``"field_name":`` starts in generated JSON.
+
+    The last occurrence of the key counts (decision fields come last in bridge's schemas).
+    The value may share a token with its opening quote (``"yes``); that token is returned.
+    """
+    text = ""
+    ends = []
+    for tok in tokens:
+        text += tok
+        ends.append(len(text))
+    marker = f'"{field_name}"'
+    at = text.rfind(marker)
+    if at < 0:
+        return None
+    at += len(marker)
+    while at < len(text) and text[at] in ' \t\n:"':
+        at += 1
+    return next((i for i, end in enumerate(ends) if end > at), None)
+
+
+def answer_probability(response: LLMResponse, positive: str, negative: str) -> float | None:
+    """P(positive) from the probe alternatives, renormalised over the two answers.
+
+    An alternative counts for an answer when, stripped of quotes and spaces, it is a prefix
+    of the answer word (``y``, ``yes``, ``"yes``). None without probe data or if neither appears.
+    """
+    if not response.probe:
+        return None
+    pos = neg = 0.0
+    for alt, logprob in response.probe.items():
+        word = alt.strip().strip('"').strip().lower()
+        if not word:
+            continue
+        if positive.startswith(word):
+            pos += math.exp(logprob)
+        elif negative.startswith(word):
+            neg += math.exp(logprob)
+    if pos + neg == 0.0:
+        return None
+    return pos / (pos + neg)

@@ -1,0 +1,145 @@
+"""TREC run and qrels files: strict reading, atomic writing, trec_eval's tie-breaking.
+
+Run file line:   ``qid Q0 docid rank score tag``
+Qrels file line: ``qid 0 docid relevance``
+
+Tie-breaking follows trec_eval: documents are ordered by score descending and, among
+equal scores, by docid descending (byte order, as trec_eval's ``strcmp``). The rank
+column of a run is ignored on reading (trec_eval ignores it too) and rewritten on writing,
+so a run written here ranks the same in every evaluation tool.
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Iterable, Mapping
+from pathlib import Path
+
+from bridge.errors import InputError
+from bridge.fsio import atomic_write
+
+Run = dict[str, dict[str, float]]
+"""qid -> docid -> score (the shape ir_measures and pytrec_eval take)."""
+
+Qrels = dict[str, dict[str, int]]
+"""qid -> docid -> relevance grade."""
+
+
+def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
+    """One query's documents in trec_eval order: score descending, then docid descending."""
+    return sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+
+
+def top_k(scores: Mapping[str, float], k: int) -> list[str]:
+    return [docid for docid, _ in ranked(scores)[:k]]
+
+
+def canonical_scores(run: Mapping[str, Mapping[str, float]]) -> Run:
+    """Replace scores by strictly decreasing integers in trec_eval order.
+
+    Evaluation back-ends break ties differently; after this, there are no ties left and
+    every back-end sees exactly trec_eval's ranking.
+    """
+    out: Run = {}
+    for qid, scores in run.items():
+        docs = ranked(scores)
+        out[qid] = {docid: float(len(docs) - i) for i, (docid, _) in enumerate(docs)}
+    return out
+
+
+def read_run(path: str | Path) -> Run:
+    """Read a TREC run; raise :class:`InputError` naming file, line and problem."""
+    path = Path(path)
+    run: Run = {}
+    seen_at: dict[tuple[str, str], int] = {}
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 6:
+                raise InputError(
+                    f"expected 6 columns 'qid Q0 docid rank score tag', found {len(fields)}",
+                    path=path,
+                    line=lineno,
+                )
+            qid, _, docid, rank, score, _tag = fields
+            try:
+                int(rank)
+            except ValueError:
+                raise InputError(f"rank {rank!r} is not an integer", path=path, line=lineno, field="rank") from None
+            try:
+                value = float(score)
+            except ValueError:
+                raise InputError(f"score {score!r} is not a number", path=path, line=lineno, field="score") from None
+            if math.isnan(value):
+                raise InputError("score is NaN", path=path, line=lineno, field="score")
+            key = (qid, docid)
+            if key in seen_at:
+                raise InputError(
+                    f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {seen_at[key]}",
+                    path=path,
+                    line=lineno,
+                )
+            seen_at[key] = lineno
+            run.setdefault(qid, {})[docid] = value
+    return run
+
+
+def write_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str, depth: int | None = None) -> None:
+    """Write a run atomically, ranks in trec_eval order, at most ``depth`` documents per query."""
+    if not tag or any(c.isspace() for c in tag):
+        raise ValueError(f"run tag must be a non-empty word, got {tag!r}")
+    with atomic_write(path) as handle:
+        for qid, scores in run.items():
+            docs = ranked(scores)
+            if depth is not None:
+                docs = docs[:depth]
+            for rank, (docid, score) in enumerate(docs, start=1):
+                handle.write(f"{qid} Q0 {docid} {rank} {score:.6g} {tag}\n")
+
+
+def read_qrels(path: str | Path) -> Qrels:
+    """Read TREC qrels ``qid iter docid rel``; raise :class:`InputError` on any malformed line."""
+    path = Path(path)
+    qrels: Qrels = {}
+    seen_at: dict[tuple[str, str], int] = {}
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            fields = line.split()
+            if not fields:
+                continue
+            if len(fields) != 4:
+                raise InputError(
+                    f"expected 4 columns 'qid 0 docid relevance', found {len(fields)}", path=path, line=lineno
+                )
+            qid, _, docid, rel = fields
+            try:
+                grade = int(rel)
+            except ValueError:
+                raise InputError(
+                    f"relevance {rel!r} is not an integer", path=path, line=lineno, field="relevance"
+                ) from None
+            key = (qid, docid)
+            if key in seen_at:
+                raise InputError(
+                    f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {seen_at[key]}",
+                    path=path,
+                    line=lineno,
+                )
+            seen_at[key] = lineno
+            qrels.setdefault(qid, {})[docid] = grade
+    return qrels
+
+
+def write_qrels(qrels: Mapping[str, Mapping[str, int]], path: str | Path) -> None:
+    with atomic_write(path) as handle:
+        for qid, docs in qrels.items():
+            for docid, grade in docs.items():
+                handle.write(f"{qid} 0 {docid} {grade}\n")
+
+
+def restrict(mapping: Mapping[str, dict], qids: Iterable[str]) -> dict:
+    """Keep only the given query ids (a run or qrels limited to a query subset)."""
+    keep = set(qids)
+    return {qid: docs for qid, docs in mapping.items() if qid in keep}

@@ -1,0 +1,1 @@
+"""Re-benchmarking on original vs augmented qrels: measures, holes, leaderboards."""

@@ -1,0 +1,135 @@
+"""The retrieve stage: run the systems of a pool file and write one TREC run per system.
+
+A run is skipped when it is up to date: its sidecar ``runs/<ds>/.meta/<system>.json``
+records the dataset fingerprint, the system's parameters, the depth and the query set, and
+all four match. Indexes and encodings are cached under ``<cache>/<dataset>/<key>`` where
+the key hashes the corpus fingerprint and everything that changes the index.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import time
+import tomllib
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from bridge.datasets import Dataset
+from bridge.errors import BridgeError, InputError
+from bridge.fsio import write_json_atomic
+from bridge.trec import Run, read_run, write_run
+from retrievers.base import RetrievalContext, SystemSpec, index_key, make_retriever
+
+log = logging.getLogger(__name__)
+
+POOL_DIR = Path(__file__).parent / "pools"
+
+
+def load_pool_config(name_or_path: str) -> list[SystemSpec]:
+    """Systems of a pool file: a name in ``retrievers/pools/`` (``default``) or a TOML path."""
+    path = Path(name_or_path)
+    if not path.suffix:
+        path = POOL_DIR / f"{name_or_path}.toml"
+    if not path.exists():
+        known = ", ".join(sorted(p.stem for p in POOL_DIR.glob("*.toml")))
+        raise BridgeError(f"pool configuration {name_or_path!r} not found ({path}); known: {known}")
+    try:
+        data = tomllib.loads(path.read_text(encoding="utf-8"))
+    except tomllib.TOMLDecodeError as exc:
+        raise InputError(f"invalid TOML ({exc})", path=path) from None
+    systems = data.get("systems")
+    if not isinstance(systems, dict) or not systems:
+        raise InputError("expected [systems.<name>] tables", path=path, field="systems")
+    specs = []
+    for name, table in systems.items():
+        if not isinstance(table, dict) or "family" not in table:
+            raise InputError("each system needs a 'family'", path=path, field=f"systems.{name}")
+        params = {k: v for k, v in table.items() if k != "family"}
+        specs.append(SystemSpec(name, str(table["family"]), params))
+    return specs
+
+
+def select_systems(specs: Sequence[SystemSpec], names: Sequence[str] | None) -> list[SystemSpec]:
+    """The requested systems plus the systems they consume, inputs first."""
+    by_name = {s.name: s for s in specs}
+    wanted = list(names) if names else [s.name for s in specs]
+    ordered: list[SystemSpec] = []
+
+    def visit(name: str, trail: tuple[str, ...]) -> None:
+        if name in trail:
+            raise BridgeError(f"systems form a cycle: {' -> '.join((*trail, name))}")
+        if any(s.name == name for s in ordered):
+            return
+        if name not in by_name:
+            raise BridgeError(f"unknown system {name!r}; the pool has: {', '.join(by_name)}")
+        for dep in by_name[name].inputs:
+            visit(dep, (*trail, name))
+        ordered.append(by_name[name])
+
+    for name in wanted:
+        visit(name, ())
+    return ordered
+
+
+@dataclass(frozen=True)
+class RunResult:
+    system: str
+    path: Path
+    skipped: bool
+    seconds: float
+
+
+def _run_meta(dataset: Dataset, spec: SystemSpec, k: int, inputs: Mapping[str, str]) -> dict[str, Any]:
+    return {
+        "dataset": dataset.name,
+        "dataset_fingerprint": dataset.fingerprint,
+        "system": spec.name,
+        "family": spec.family,
+        "params": json.loads(json.dumps(dict(spec.params), default=str)),
+        "k": k,
+        "queries": hashlib.sha256("\n".join(dataset.qids).encode()).hexdigest()[:16],
+        "inputs": dict(inputs),
+    }
+
+
+def retrieve(
+    dataset: Dataset,
+    specs: Sequence[SystemSpec],
+    runs_dir: Path,
+    cache_dir: Path,
+    k: int = 100,
+    force: bool = False,
+    options: Mapping[str, Any] | None = None,
+) -> list[RunResult]:
+    """Run each system (inputs first) and write ``runs_dir/<system>.run``; skip up-to-date runs."""
+    results: list[RunResult] = []
+    runs: dict[str, Run] = {}
+    meta_hashes: dict[str, str] = {}
+    for spec in specs:
+        run_path = runs_dir / f"{spec.name}.run"
+        meta_path = runs_dir / ".meta" / f"{spec.name}.json"
+        meta = _run_meta(dataset, spec, k, {name: meta_hashes[name] for name in spec.inputs})
+        meta_hashes[spec.name] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]
+        if not force and run_path.exists() and meta_path.exists() and json.loads(meta_path.read_text()) == meta:
+            log.info("%s: up to date (%s)", spec.name, run_path)
+            if any(spec.name in s.inputs for s in specs):
+                runs[spec.name] = read_run(run_path)
+            results.append(RunResult(spec.name, run_path, True, 0.0))
+            continue
+        start = time.perf_counter()
+        context = RetrievalContext(cache_dir=cache_dir, runs=runs, options=options or {})
+        retriever = make_retriever(spec, context)
+        workdir = cache_dir / dataset.slug / f"{spec.family}-{index_key(dataset.fingerprint, retriever)}"
+        workdir.mkdir(parents=True, exist_ok=True)
+        log.info("%s: indexing / loading index in %s", spec.name, workdir)
+        retriever.index(dataset.corpus, workdir)
+        run = retriever.search(dataset.queries, k)
+        write_run(run, run_path, tag=spec.name, depth=k)
+        write_json_atomic(meta_path, meta)
+        runs[spec.name] = run
+        results.append(RunResult(spec.name, run_path, False, time.perf_counter() - start))
+    return results

@@ -1,0 +1,91 @@
+"""Shared fixtures: a tiny BEIR-format dataset on disk and a scripted LLM."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable, Sequence
+from pathlib import Path
+
+import pytest
+
+from bridge.llm.base import LLMRequest, LLMResponse
+
+DATA_DIR = Path(__file__).resolve().parents[1].parent / "shared" / "data"
+
+TINY_CORPUS = [
+    {
+        "_id": "d1",
+        "title": "Nobel Prize in Physics",
+        "text": "The first Nobel Prize in Physics was awarded in 1901 to Wilhelm Conrad Rontgen.",
+    },
+    {"_id": "d2", "title": "X-rays", "text": "Rontgen discovered X-rays in 1895 in Wurzburg."},
+    {
+        "_id": "d3",
+        "title": "Photosynthesis",
+        "text": "Plants convert light energy into chemical energy by photosynthesis.",
+    },
+    {
+        "_id": "d4",
+        "title": "Chlorophyll",
+        "text": "Chlorophyll absorbs light most strongly in the blue and red parts of the spectrum.",
+    },
+    {"_id": "d5", "title": "Football", "text": "The World Cup is an international association football competition."},
+]
+TINY_QUERIES = [
+    {"_id": "q1", "text": "who won the first nobel prize in physics"},
+    {"_id": "q2", "text": "how do plants convert light into energy"},
+]
+TINY_QRELS = [("q1", "d1", 1), ("q2", "d3", 1)]
+
+
+@pytest.fixture
+def tiny_beir(tmp_path: Path) -> Path:
+    root = tmp_path / "tiny"
+    (root / "qrels").mkdir(parents=True)
+    (root / "corpus.jsonl").write_text("".join(json.dumps(d) + "\n" for d in TINY_CORPUS))
+    (root / "queries.jsonl").write_text("".join(json.dumps(q) + "\n" for q in TINY_QUERIES))
+    (root / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{d}\t{r}\n" for q, d, r in TINY_QRELS)
+    )
+    return root
+
+
+def needs_shared_data() -> pytest.MarkDecorator:
+    return pytest.mark.skipif(not DATA_DIR.is_dir(), reason=f"shared data not found at {DATA_DIR}")
+
+
+class ScriptedLLM:
+    """A fake backend: ``script(request) -> reply text``; records every request it receives."""
+
+    model_id = "scripted"
+
+    def __init__(self, script: Callable[[LLMRequest], str]) -> None:
+        self.script = script
+        self.requests: list[LLMRequest] = []
+        self.batches: list[int] = []
+
+    def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]:
+        self.batches.append(len(requests))
+        self.requests.extend(requests)
+        return [LLMResponse(self.script(r), prompt_tokens=10, completion_tokens=5, latency_s=0.01) for r in requests]
+
+
+def prompt_text(request: LLMRequest) -> str:
+    return "\n".join(m.content for m in request.messages)
+
+
+def speaker(request: LLMRequest) -> str:
+    """Which agent a debate prompt addresses ("Agent A", "Agent B" or "Adjudicator")."""
+    text = prompt_text(request)
+    if "adjudicator" in request.messages[0].content.lower():
+        return "Adjudicator"
+    return re.search(r"You are (Agent [AB])", text).group(1)
+
+
+def round_of(request: LLMRequest) -> int:
+    return int(re.search(r"This is round (\d+)", prompt_text(request)).group(1))
+
+
+def agent_reply(response: str, reason: str = "scripted", reference: Sequence[str] = ()) -> str:
+    return json.dumps({"reference": list(reference), "reason": reason, "response": response})
