@@ -76,26 +76,6 @@ def _register_pool(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_pool)
 
 
-def _register_label(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("label", help="judge pool pairs with DREAM debates -> labels.jsonl, augmented.qrels")
-    add_common_options(p)
-    add_llm_options(p)
-    g = p.add_argument_group("DREAM")
-    g.add_argument("--rounds", type=int, default=2, help="maximum debate rounds R (default: 2)")
-    g.add_argument("--temperature", type=float, default=0.0)
-    g.add_argument("--swap-stances", action="store_true", help="Agent B (opening 'no') speaks first")
-    g.add_argument(
-        "--escalate-to", choices=["human", "llm"], default="human", help="who decides persistent disagreement"
-    )
-    g.add_argument("--prompt-order", choices=["cache", "paper"], default="cache", help="prompt block order")
-    g.add_argument("--max-tokens", type=int, default=384)
-    p.add_argument("--restart", action="store_true", help="start labels.jsonl afresh (old file kept as .bak)")
-    p.add_argument("--batch-pairs", type=int, default=64, help="pairs per engine batch (records are written per batch)")
-    p.add_argument("--price-prompt", type=float, default=0.0, help="$ per million prompt tokens (cost estimate)")
-    p.add_argument("--price-completion", type=float, default=0.0, help="$ per million completion tokens")
-    p.set_defaults(func=cmd_label)
-
-
 def _register_doctor(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("doctor", help="show what is installed and usable")
     p.add_argument("--data-dir", type=Path, default=Path(os.environ.get("BRIDGE_DATA", DEFAULT_DATA_DIR)))
@@ -104,9 +84,9 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_doctor)
 
 
-COMMANDS: tuple[str, ...] = ("retrievers.cli", "pool", "label", "eval.cli", "doctor")
+COMMANDS: tuple[str, ...] = ("retrievers.cli", "pool", "bridge.label_cli", "eval.cli", "doctor")
 """Subcommands in --help order: a built-in name, or a module with ``register(subparsers)``."""
-_BUILTIN = {"pool": _register_pool, "label": _register_label, "doctor": _register_doctor}
+_BUILTIN = {"pool": _register_pool, "doctor": _register_doctor}
 
 
 def build_parser() -> argparse.ArgumentParser:
@@ -167,42 +147,6 @@ def llm_config_from_args(args: argparse.Namespace):
         requests_per_second=args.rps,
         cache_dir=args.cache_dir,
     )
-
-
-def cmd_label(args: argparse.Namespace) -> int:
-    from bridge.dream import DebateConfig, DebateEngine
-    from bridge.label import Pricing, label_pool
-    from bridge.llm import open_llm
-
-    ws = workspace_from_args(args)
-    ds = dataset_from_args(args)
-    llm = open_llm(llm_config_from_args(args), ws.llm_cache)
-    engine = DebateEngine(
-        llm,
-        DebateConfig(
-            rounds=args.rounds,
-            temperature=args.temperature,
-            swap_stances=args.swap_stances,
-            escalate_to=args.escalate_to,
-            prompt_order=args.prompt_order,
-            max_tokens=args.max_tokens,
-        ),
-    )
-    summary = label_pool(
-        ds,
-        engine,
-        ws.pool_file(ds.slug),
-        ws.labels_file(ds.slug),
-        ws.augmented_qrels(ds.slug),
-        restart=args.restart,
-        batch_pairs=args.batch_pairs,
-        pricing=Pricing(args.price_prompt, args.price_completion),
-        progress=not args.quiet,
-    )
-    print(f"DREAM on {ds.name} with {llm.model_id}")
-    print("\n".join(summary.lines()))
-    print(f"-> {ws.labels_file(ds.slug)}\n-> {ws.augmented_qrels(ds.slug)}")
-    return 0
 
 
 def cmd_doctor(args: argparse.Namespace) -> int:

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from bridge.judging import Case, ParseError, parse_json_object, register_judge, usage_of, yes_no
+from bridge.judging import Case, ParseError, ask_with_repair, parse_json_object, register_judge, usage_of, yes_no
 from bridge.labels import LabelRecord
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
 from bridge.prompts import template_digest, template_module
@@ -180,42 +180,20 @@ class DebateEngine:
             probe_field="response" if self.config.probe_yes else None,
         )
 
-    def _repair_request(self, request: LLMRequest, reply: str, error: str) -> LLMRequest:
-        messages = (*request.messages, Message("assistant", reply), Message("user", str(self._prompts.repair(error))))
-        return LLMRequest(
-            messages=messages,
-            max_tokens=request.max_tokens * 2,
-            temperature=request.temperature,
-            json_schema=request.json_schema,
-            probe_field=request.probe_field,
-        )
-
-    # -- one batched round -----------------------------------------------------------------
     def _ask(self, requests: list[LLMRequest], agents: list[str], spent: list[list[LLMResponse]]) -> list[AgentTurn]:
-        """One batch of turns; replies that do not parse are re-asked once, as one more batch.
-
-        ``spent[i]`` collects every response paid for request ``i`` (for the pair's accounting).
-        """
-        responses = self.llm.generate(requests)
-        turns: list[AgentTurn] = []
-        failed: list[int] = []
-        for i, response in enumerate(responses):
-            spent[i].append(response)
-            try:
-                turns.append(_parse_turn(agents[i], response))
-            except ParseError as exc:
-                turns.append(AgentTurn(agents[i], None, raw=response.text, error=str(exc)))
-                failed.append(i)
-        if failed:
-            repairs = [self._repair_request(requests[i], responses[i].text, turns[i].error or "") for i in failed]
-            for i, response in zip(failed, self.llm.generate(repairs), strict=True):
-                spent[i].append(response)
-                try:
-                    turns[i] = replace(_parse_turn(agents[i], response), repaired=True)
-                except ParseError as exc:
-                    turns[i] = replace(
-                        turns[i], raw=response.text, error=f"{turns[i].error}; after repair: {exc}", repaired=True
-                    )
+        """One batch of turns (with one repair re-ask); ``spent[i]`` collects request i's responses."""
+        replies = ask_with_repair(
+            self.llm, requests, lambda i, r: _parse_turn(agents[i], r), lambda error: str(self._prompts.repair(error))
+        )
+        turns = []
+        for i, reply in enumerate(replies):
+            spent[i].extend(reply.responses)
+            if reply.value is None:
+                turns.append(
+                    AgentTurn(agents[i], None, raw=reply.responses[-1].text, error=reply.error, repaired=reply.repaired)
+                )
+            else:
+                turns.append(replace(reply.value, repaired=reply.repaired))
         return turns
 
     def _play_round(self, debates: Sequence[_Debate]) -> None:

@@ -6,11 +6,13 @@ from __future__ import annotations
 import json
 import re
 from collections.abc import Callable, Sequence
-from dataclasses import dataclass
-from typing import Any, Protocol
+from dataclasses import dataclass, replace
+from typing import Any, Generic, Protocol, TypeVar
 
 from bridge.labels import LabelRecord, Usage
-from bridge.llm.base import LLMResponse
+from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
+
+T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -95,3 +97,57 @@ def usage_of(responses: Sequence[LLMResponse]) -> Usage:
             latency_s=0.0 if r.cached else r.latency_s,
         )
     return total
+
+
+@dataclass
+class Reply(Generic[T]):
+    """A parsed reply (``value``; None if unusable even after repair) and every response paid for."""
+
+    value: T | None
+    responses: list[LLMResponse]
+    error: str | None = None
+    repaired: bool = False
+
+
+def ask_with_repair(
+    llm: LLMBackend,
+    requests: Sequence[LLMRequest],
+    parse: Callable[[int, LLMResponse], T],
+    repair_text: Callable[[str], str],
+) -> list[Reply[T]]:
+    """Send one batch; re-ask once, as one more batch, for the replies ``parse`` rejects.
+
+    The repair request is the original conversation plus the bad reply and ``repair_text(error)``.
+    """
+    responses = llm.generate(list(requests))
+    replies: list[Reply[T]] = []
+    failed: list[int] = []
+    for i, response in enumerate(responses):
+        try:
+            replies.append(Reply(parse(i, response), [response]))
+        except ParseError as exc:
+            replies.append(Reply(None, [response], str(exc)))
+            failed.append(i)
+    if not failed:
+        return replies
+    repairs = [
+        replace(
+            requests[i],
+            messages=(
+                *requests[i].messages,
+                Message("assistant", responses[i].text),
+                Message("user", repair_text(replies[i].error or "")),
+            ),
+            max_tokens=requests[i].max_tokens * 2,
+        )
+        for i in failed
+    ]
+    for i, response in zip(failed, llm.generate(repairs), strict=True):
+        reply = replies[i]
+        reply.responses.append(response)
+        reply.repaired = True
+        try:
+            reply.value, reply.error = parse(i, response), None
+        except ParseError as exc:
+            reply.error = f"{reply.error}; after repair: {exc}"
+    return replies

@@ -87,39 +87,42 @@ def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:
     return cases
 
 
-def label_pool(
+def judge_pairs(
     dataset: Dataset,
     judge: Judge,
-    pool_path: Path,
+    entries: Sequence[PoolEntry],
     labels_path: Path,
-    augmented_path: Path,
     restart: bool = False,
     batch_pairs: int = 64,
-    pricing: Pricing = Pricing(),
     progress: bool = True,
-) -> LabelSummary:
-    """Judge the pool's pairs for the dataset's queries; resume from ``labels_path``."""
-    start = time.perf_counter()
-    topics = set(dataset.qids)
-    entries = [e for e in read_pool(pool_path) if e.qid in topics]
+) -> tuple[LabelSummary, list[LabelRecord]]:
+    """Judge the pairs that ``labels_path`` does not hold yet for this judge configuration.
+
+    Returns the run's summary and the current records of the configuration (plus human
+    decisions) for ``entries``. Records are appended and fsynced as each pair is decided.
+    """
     if restart and labels_path.exists():
         backup = labels_path.with_name(labels_path.name + f".{time.strftime('%Y%m%d-%H%M%S')}.bak")
         shutil.move(labels_path, backup)
     existing = read_labels(labels_path)
     config_id = judge.config_id
-    in_pool = {(e.qid, e.docid) for e in entries}
+    wanted = {(e.qid, e.docid) for e in entries}
     foreign = {
         r.config_id
         for r in existing
-        if r.judge == judge.name and r.config_id != config_id and (r.qid, r.docid) in in_pool
+        if r.judge == judge.name and r.config_id != config_id and (r.qid, r.docid) in wanted
     }
     if foreign:
         raise BridgeError(
             f"{labels_path} holds labels from another {judge.name} configuration ({', '.join(sorted(foreign))}; "
             f"now {config_id}). Re-run with --restart to relabel (the old file is kept as a .bak and cached LLM "
-            "responses are reused), or pass another --labels file."
+            "responses are reused), or write to another --qrels-dir."
         )
-    done = {(r.qid, r.docid) for r in existing if r.config_id == config_id or r.judge == "human"}
+
+    def current(record: LabelRecord) -> bool:
+        return record.config_id == config_id or record.judge == "human"
+
+    done = {(r.qid, r.docid) for r in existing if current(r)}
     todo = [e for e in entries if (e.qid, e.docid) not in done]
     summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo))
     cases = cases_for(dataset, todo)
@@ -134,7 +137,26 @@ def label_pool(
         for begin in range(0, len(cases), batch_pairs):
             judge.judge(cases[begin : begin + batch_pairs], keep)
     bar.close()
-    records = [r for r in read_labels(labels_path) if r.config_id == config_id or r.judge == "human"]
+    records = [r for r in read_labels(labels_path) if current(r) and (r.qid, r.docid) in wanted]
+    return summary, records
+
+
+def label_pool(
+    dataset: Dataset,
+    judge: Judge,
+    pool_path: Path,
+    labels_path: Path,
+    augmented_path: Path,
+    restart: bool = False,
+    batch_pairs: int = 64,
+    pricing: Pricing = Pricing(),
+    progress: bool = True,
+) -> LabelSummary:
+    """Judge the pool's pairs for the dataset's queries, resuming from ``labels_path``; write augmented qrels."""
+    start = time.perf_counter()
+    topics = set(dataset.qids)
+    entries = [e for e in read_pool(pool_path) if e.qid in topics]
+    summary, records = judge_pairs(dataset, judge, entries, labels_path, restart, batch_pairs, progress)
     write_augmented_qrels(dataset.qrels, records, augmented_path, dataset.qids)
     summary.wall_s = time.perf_counter() - start
     summary.cost = pricing.cost(summary.usage)

@@ -69,10 +69,10 @@ def make_backend(config: LLMConfig) -> LLMBackend:
     return factory(config)
 
 
-def open_llm(config: LLMConfig, cache_path: Path | None = None) -> CachedBackend:
+def open_llm(config: LLMConfig, cache_path: Path | None = None, progress: bool = False) -> CachedBackend:
     """The configured backend behind the SQLite response cache (``<cache_dir>/llm-cache.sqlite``)."""
     cache = ResponseCache(cache_path or config.cache_dir / "llm-cache.sqlite")
-    return CachedBackend(make_backend(config), cache)
+    return CachedBackend(make_backend(config), cache, progress=progress)
 
 
 __all__ = [

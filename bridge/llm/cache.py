@@ -68,11 +68,13 @@ class ResponseCache:
 class CachedBackend:
     """Wraps a backend: cached requests are answered from SQLite, the rest go out as one batch."""
 
-    def __init__(self, backend: LLMBackend, cache: ResponseCache, commit_every: int = 32) -> None:
+    def __init__(self, backend: LLMBackend, cache: ResponseCache, commit_every: int = 32, progress: bool = False) -> None:
         self.backend = backend
         self.cache = cache
         self.commit_every = commit_every
         """Misses go to the backend in slices of this size; each slice is committed when it returns."""
+        self.progress = progress
+        """Show a progress bar over the uncached calls of every batch."""
         self.stats = CacheStats()
 
     @property
@@ -89,7 +91,7 @@ class CachedBackend:
         self.stats.hits += len(requests) - len(todo)
         self.stats.misses += len(todo)
         pending = list(todo.items())
-        bar = _progress_bar(len(pending), enabled=progress and bool(pending))
+        bar = _progress_bar(len(pending), enabled=(progress or self.progress) and bool(pending))
         for start in range(0, len(pending), self.commit_every):
             chunk = pending[start : start + self.commit_every]
             fresh = self.backend.generate([request for _, request in chunk])

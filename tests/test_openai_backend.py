@@ -1,0 +1,158 @@
+"""The OpenAI-compatible backend against a real local HTTP server (concurrency, retries, schema, probe)."""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
+
+import pytest
+
+from bridge.errors import BridgeError
+from bridge.llm import LLMConfig, ResponseCache
+from bridge.llm.base import LLMRequest, Message, answer_probability, schema_text
+from bridge.llm.cache import CachedBackend
+from bridge.llm.openai_http import OpenAIBackend
+
+
+class FakeServer:
+    """A chat-completions endpoint whose behaviour each test scripts."""
+
+    def __init__(self) -> None:
+        self.bodies: list[dict] = []
+        self.failures: list[int] = []  # status codes to return before succeeding
+        self.delay = 0.0
+        self.in_flight = 0
+        self.max_in_flight = 0
+        self.lock = threading.Lock()
+        server = self
+
+        class Handler(BaseHTTPRequestHandler):
+            def log_message(self, *args):  # quiet
+                pass
+
+            def do_POST(self):
+                body = json.loads(self.rfile.read(int(self.headers["Content-Length"])))
+                with server.lock:
+                    server.bodies.append(body)
+                    server.in_flight += 1
+                    server.max_in_flight = max(server.max_in_flight, server.in_flight)
+                    status = server.failures.pop(0) if server.failures else 200
+                try:
+                    time.sleep(server.delay)
+                    if status != 200:
+                        self.send_response(status)
+                        self.send_header("Retry-After", "0")
+                        self.end_headers()
+                        self.wfile.write(b'{"error": "scripted"}')
+                        return
+                    reply = server.reply(body)
+                    data = json.dumps(reply).encode()
+                    self.send_response(200)
+                    self.send_header("Content-Type", "application/json")
+                    self.send_header("Content-Length", str(len(data)))
+                    self.end_headers()
+                    self.wfile.write(data)
+                finally:
+                    with server.lock:
+                        server.in_flight -= 1
+
+        self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
+        self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)
+        self.thread.start()
+        self.url = f"http://127.0.0.1:{self.httpd.server_address[1]}/v1"
+
+    def reply(self, body: dict) -> dict:
+        text = json.dumps({"response": "yes", "echo": body["messages"][-1]["content"]})
+        choice = {"message": {"role": "assistant", "content": text}, "finish_reason": "stop"}
+        if body.get("logprobs"):
+            tokens = ['{"', "response", '":', ' "', "yes", '",', ' "echo', '": "x"}']
+            content = [{"token": t, "logprob": -0.1, "top_logprobs": []} for t in tokens]
+            content[4]["top_logprobs"] = [{"token": "yes", "logprob": -0.2231}, {"token": "no", "logprob": -1.6094}]
+            choice["logprobs"] = {"content": content}
+        return {"choices": [choice], "usage": {"prompt_tokens": 11, "completion_tokens": 7}}
+
+    def close(self) -> None:
+        self.httpd.shutdown()
+        self.httpd.server_close()
+
+
+@pytest.fixture
+def server():
+    s = FakeServer()
+    yield s
+    s.close()
+
+
+def backend(server: FakeServer, **options) -> OpenAIBackend:
+    config = LLMConfig(backend="openai", model="served-model", base_url=server.url, api_key="k", **options)
+    return OpenAIBackend(config)
+
+
+def req(text: str, **options) -> LLMRequest:
+    return LLMRequest((Message("user", text),), **options)
+
+
+def test_batch_runs_concurrently_and_keeps_order(server):
+    server.delay = 0.1
+    out = backend(server, max_concurrency=3).generate([req(f"q{i}") for i in range(9)])
+    assert [json.loads(r.text)["echo"] for r in out] == [f"q{i}" for i in range(9)]
+    assert server.max_in_flight == 3
+    assert out[0].prompt_tokens == 11 and out[0].completion_tokens == 7 and out[0].latency_s >= 0.1
+
+
+def test_retries_on_429_and_5xx(server):
+    server.failures = [429, 503]
+    b = backend(server, max_retries=3)
+    [out] = b.generate([req("hi")])
+    assert json.loads(out.text)["response"] == "yes" and b.retries == 2 and len(server.bodies) == 3
+
+
+def test_gives_up_after_max_retries(server):
+    server.failures = [500] * 10
+    with pytest.raises(BridgeError, match="giving up after 3 attempts"):
+        backend(server, max_retries=2).generate([req("hi")])
+
+
+def test_client_error_is_not_retried(server):
+    server.failures = [400]
+    with pytest.raises(BridgeError, match="HTTP 400"):
+        backend(server, max_retries=5).generate([req("hi")])
+    assert len(server.bodies) == 1
+
+
+def test_timeout_is_retried_then_reported(server):
+    server.delay = 0.5
+    with pytest.raises(BridgeError, match="Timeout"):
+        backend(server, timeout_s=0.1, max_retries=1).generate([req("hi")])
+    assert len(server.bodies) == 2
+
+
+def test_schema_and_probe(server):
+    schema = {"type": "object", "properties": {"response": {"type": "string"}}}
+    [out] = backend(server).generate([req("hi", json_schema=schema_text(schema), probe_field="response")])
+    body = server.bodies[0]
+    assert body["response_format"]["json_schema"]["schema"] == schema
+    assert body["logprobs"] is True and body["model"] == "served-model" and body["temperature"] == 0.0
+    assert answer_probability(out, "yes", "no") == pytest.approx(0.8 / (0.8 + 0.2), abs=1e-3)
+
+
+def test_rate_limit_spaces_requests(server):
+    start = time.perf_counter()
+    backend(server, max_concurrency=5, requests_per_second=20).generate([req(f"q{i}") for i in range(5)])
+    assert time.perf_counter() - start >= 0.2  # 5 starts at least 50 ms apart
+
+
+def test_cache_makes_a_rerun_free(server, tmp_path):
+    cached = CachedBackend(backend(server), ResponseCache(tmp_path / "c.sqlite"))
+    first = cached.generate([req("a"), req("b"), req("a")])
+    assert len(server.bodies) == 2  # the duplicate request is sent once
+    again = CachedBackend(backend(server), ResponseCache(tmp_path / "c.sqlite")).generate([req("b"), req("a")])
+    assert len(server.bodies) == 2 and all(r.cached for r in again)
+    assert [r.text for r in again] == [first[1].text, first[0].text]
+
+
+def test_missing_base_url_is_a_clear_error():
+    with pytest.raises(BridgeError, match="--base-url"):
+        OpenAIBackend(LLMConfig(backend="openai", model="m"))
