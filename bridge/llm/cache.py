@@ -68,7 +68,9 @@ class ResponseCache:
 class CachedBackend:
     """Wraps a backend: cached requests are answered from SQLite, the rest go out as one batch."""
 
-    def __init__(self, backend: LLMBackend, cache: ResponseCache, commit_every: int = 32, progress: bool = False) -> None:
+    def __init__(
+        self, backend: LLMBackend, cache: ResponseCache, commit_every: int = 32, progress: bool = False
+    ) -> None:
         self.backend = backend
         self.cache = cache
         self.commit_every = commit_every
