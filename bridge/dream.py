@@ -107,7 +107,8 @@ class _Debate:
     responses: list[LLMResponse] = field(default_factory=list)
 
 
-def _parse_turn(agent: str, response: LLMResponse) -> AgentTurn:
+def parse_turn(agent: str, response: LLMResponse) -> AgentTurn:
+    """A reply parsed into a turn, with P(yes) from the response's probe when present."""
     turn = parse_agent_reply(agent, response.text)
     return replace(turn, p_yes=answer_probability(response, "yes", "no"))
 
@@ -171,6 +172,10 @@ class DebateEngine:
             user = "\n\n".join([inputs, role, hist, closing])
         return (Message("system", system), Message("user", user))
 
+    def agent_request(self, case: Case, agent: str, history: Sequence[DebateRound]) -> LLMRequest:
+        """The request for one agent's turn (prompt, decoding parameters, schema)."""
+        return self._request(self.agent_messages(case, agent, history), AGENT_SCHEMA)
+
     def _request(self, messages: tuple[Message, ...], schema: dict[str, Any]) -> LLMRequest:
         return LLMRequest(
             messages=messages,
@@ -180,11 +185,12 @@ class DebateEngine:
             probe_field="response" if self.config.probe_yes else None,
         )
 
+    def repair_text(self, error: str) -> str:
+        return str(self._prompts.repair(error))
+
     def _ask(self, requests: list[LLMRequest], agents: list[str], spent: list[list[LLMResponse]]) -> list[AgentTurn]:
         """One batch of turns (with one repair re-ask); ``spent[i]`` collects request i's responses."""
-        replies = ask_with_repair(
-            self.llm, requests, lambda i, r: _parse_turn(agents[i], r), lambda error: str(self._prompts.repair(error))
-        )
+        replies = ask_with_repair(self.llm, requests, lambda i, r: parse_turn(agents[i], r), self.repair_text)
         turns = []
         for i, reply in enumerate(replies):
             spent[i].extend(reply.responses)
@@ -198,7 +204,7 @@ class DebateEngine:
 
     def _play_round(self, debates: Sequence[_Debate]) -> None:
         jobs = [(d, agent) for d in debates for agent in self._order]
-        requests = [self._request(self.agent_messages(d.case, agent, d.rounds), AGENT_SCHEMA) for d, agent in jobs]
+        requests = [self.agent_request(d.case, agent, d.rounds) for d, agent in jobs]
         turns = self._ask(requests, [agent for _, agent in jobs], [d.responses for d, _ in jobs])
         width = len(self._order)
         for k, d in enumerate(debates):
