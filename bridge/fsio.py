@@ -21,6 +21,7 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
     path = Path(path)
     path.parent.mkdir(parents=True, exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; outputs get the usual permissions
     try:
         handle = os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding=encoding, newline="")
         with handle:
@@ -32,6 +33,15 @@ def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-
         with contextlib.suppress(FileNotFoundError):
             os.unlink(tmp)
         raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # read once at import: os.umask can only be read by setting it
 
 
 def write_text_atomic(path: str | Path, text: str) -> None:

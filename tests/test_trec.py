@@ -103,3 +103,15 @@ def test_read_jsonl_names_bad_line(tmp_path):
     path = write(tmp_path / "x.jsonl", '{"a": 1}\n{oops}\n')
     with pytest.raises(InputError, match=r"x.jsonl, line 2: not valid JSON"):
         list(read_jsonl(path))
+
+
+def test_atomic_write_gives_normal_permissions(tmp_path):
+    import os
+    import stat
+
+    path = tmp_path / "out.txt"
+    with atomic_write(path) as handle:
+        handle.write("x")
+    umask = os.umask(0)
+    os.umask(umask)
+    assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
