@@ -17,6 +17,7 @@ from review_support import (
 )
 
 from bridge.review.app import create_app
+from bridge.review.store import ReviewDB
 
 
 @pytest.fixture
@@ -179,3 +180,18 @@ def test_a_double_click_sent_in_parallel_is_one_judgment(db):
             t.join(30)
     assert statuses == [303] * 8
     assert len(db.judgments()) == 1
+
+
+def test_restarted_server_keeps_judgments_and_signed_in_browsers(db):
+    token = db.add_annotator("ann")
+    with httpx.Client(timeout=30) as browser:
+        with running_server(db) as base:
+            first = browser.post(f"{base}/login", data={"token": token}).headers["location"]
+            second = browser.post(f"{base}{first}", data={"token": token, "label": "1"}).headers["location"]
+        restarted = ReviewDB(db.path)  # a new process would open the file the same way
+        with running_server(restarted) as base:
+            page = browser.get(f"{base}{second}")  # the old session cookie is still valid
+            assert page.status_code == 200 and 'id="judge-form"' in page.text
+            again = browser.post(f"{base}{first}", data={"token": token, "label": "0"})  # stale form
+            assert again.status_code == 303
+    assert [(j.annotator, j.label) for j in restarted.judgments()] == [("ann", 1)]
