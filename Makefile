@@ -17,11 +17,12 @@ SYSTEMS ?=
 BACKEND ?= llamacpp
 MODEL ?= smollm2-135m
 LABEL_ARGS ?=
+REVIEW_ARGS ?=
 PYTEST_ARGS ?=
 
 COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
 
-.PHONY: install install-qwen test lint retrieve pool label eval doctor bench clean
+.PHONY: install install-qwen test lint retrieve pool label review eval doctor bench clean
 
 install: $(STAMP)
 
@@ -40,6 +41,11 @@ pool: retrieve
 
 label: install
 	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(MODEL) $(LABEL_ARGS)
+
+# Human review of escalated pairs: serves the review page on 127.0.0.1 (prints the URL).
+# Create annotators first: $(PY) -m bridge review add-annotator NAME --dataset $(DATASET)
+review: install
+	$(BRIDGE) review serve $(COMMON) $(REVIEW_ARGS)
 
 eval: install
 	$(BRIDGE) eval $(COMMON)

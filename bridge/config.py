@@ -28,6 +28,9 @@ class Workspace:
     def augmented_qrels(self, slug: str) -> Path:
         return self.qrels_dir / slug / "augmented.qrels"
 
+    def review_db(self, slug: str) -> Path:
+        return self.qrels_dir / slug / "review.sqlite"
+
     def original_qrels(self, slug: str) -> Path:
         return self.qrels_dir / slug / "original.qrels"
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import shutil
 import time
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Collection, Iterable, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 
@@ -21,8 +21,9 @@ from bridge.datasets import Dataset
 from bridge.errors import BridgeError
 from bridge.fsio import JsonlAppender
 from bridge.judging import Case, Judge
-from bridge.labels import LabelRecord, Usage, read_labels, write_augmented_qrels
+from bridge.labels import HUMAN_JUDGE, LabelRecord, Usage, read_labels, write_augmented_qrels
 from bridge.pool import PoolEntry, read_pool
+from bridge.trec import Qrels
 
 
 @dataclass(frozen=True)
@@ -87,6 +88,20 @@ def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:
     return cases
 
 
+def counted_records(records: Iterable[LabelRecord], config_ids: Collection[str]) -> list[LabelRecord]:
+    """The records that count for a judge configuration: its own plus every human decision.
+
+    Records of other configurations in the same labels.jsonl (an old run, another judge) are ignored.
+    """
+    return [r for r in records if r.config_id in config_ids or r.judge == HUMAN_JUDGE]
+
+
+def write_label_qrels(dataset: Dataset, labels_path: Path, augmented_path: Path, config_ids: Collection[str]) -> Qrels:
+    """Regenerate augmented qrels from the original qrels and the counted records of ``labels_path``."""
+    records = counted_records(read_labels(labels_path), config_ids)
+    return write_augmented_qrels(dataset.qrels, records, augmented_path, dataset.qids)
+
+
 def judge_pairs(
     dataset: Dataset,
     judge: Judge,
@@ -118,11 +133,7 @@ def judge_pairs(
             f"now {config_id}). Re-run with --restart to relabel (the old file is kept as a .bak and cached LLM "
             "responses are reused), or write to another --qrels-dir."
         )
-
-    def current(record: LabelRecord) -> bool:
-        return record.config_id == config_id or record.judge == "human"
-
-    done = {(r.qid, r.docid) for r in existing if current(r)}
+    done = {(r.qid, r.docid) for r in counted_records(existing, {config_id})}
     todo = [e for e in entries if (e.qid, e.docid) not in done]
     summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo))
     cases = cases_for(dataset, todo)
@@ -137,7 +148,7 @@ def judge_pairs(
         for begin in range(0, len(cases), batch_pairs):
             judge.judge(cases[begin : begin + batch_pairs], keep)
     bar.close()
-    records = [r for r in read_labels(labels_path) if current(r) and (r.qid, r.docid) in wanted]
+    records = [r for r in counted_records(read_labels(labels_path), {config_id}) if (r.qid, r.docid) in wanted]
     return summary, records
 
 
@@ -156,8 +167,8 @@ def label_pool(
     start = time.perf_counter()
     topics = set(dataset.qids)
     entries = [e for e in read_pool(pool_path) if e.qid in topics]
-    summary, records = judge_pairs(dataset, judge, entries, labels_path, restart, batch_pairs, progress)
-    write_augmented_qrels(dataset.qrels, records, augmented_path, dataset.qids)
+    summary, _ = judge_pairs(dataset, judge, entries, labels_path, restart, batch_pairs, progress)
+    write_label_qrels(dataset, labels_path, augmented_path, {judge.config_id})
     summary.wall_s = time.perf_counter() - start
     summary.cost = pricing.cost(summary.usage)
     return summary

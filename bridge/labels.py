@@ -17,6 +17,8 @@ from bridge.fsio import read_jsonl
 from bridge.trec import Qrels, write_qrels
 
 UNDECIDED_ROUTES = frozenset({"escalated", "parse-failure"})
+HUMAN_JUDGE = "human"
+"""``judge`` (and ``route``) of a label decided by people in ``bridge review``."""
 
 
 @dataclass(frozen=True)

@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import ScriptedLLM, agent_reply, speaker
 
-from bridge.datasets import DictCorpus, Document, Query
 from bridge.datasets import Dataset as DS
+from bridge.datasets import DictCorpus, Document, Query
 from bridge.dream import DebateEngine
 from bridge.errors import BridgeError
 from bridge.judge_eval import (
@@ -25,8 +25,19 @@ from bridge.judges import SupportJudge
 
 def graded_dataset() -> DS:
     docs = {f"d{i}": Document(f"d{i}", "", f"passage {i} {'RELEVANT' if i % 2 == 0 else 'other'}") for i in range(12)}
-    qrels = {"q1": {f"d{i}": (3 if i % 2 == 0 else i % 3 % 2) for i in range(6)}, "q2": {f"d{i}": (2 if i % 2 == 0 else 0) for i in range(6, 12)}}
-    return DS("toy", "toy", DictCorpus(docs), (Query("q1", "first"), Query("q2", "second")), qrels, "fp", relevance_threshold=2)
+    qrels = {
+        "q1": {f"d{i}": (3 if i % 2 == 0 else i % 3 % 2) for i in range(6)},
+        "q2": {f"d{i}": (2 if i % 2 == 0 else 0) for i in range(6, 12)},
+    }
+    return DS(
+        "toy",
+        "toy",
+        DictCorpus(docs),
+        (Query("q1", "first"), Query("q2", "second")),
+        qrels,
+        "fp",
+        relevance_threshold=2,
+    )
 
 
 def test_cohen_kappa_hand_computed():
@@ -44,7 +55,9 @@ def test_roc_auc_hand_computed():
 
 
 def test_quality_from_confusion():
-    q = JudgeQuality("x", pairs=10, decided=8, escalated=2, confusion={(True, 1): 3, (True, 0): 1, (False, 0): 2, (False, 1): 2})
+    q = JudgeQuality(
+        "x", pairs=10, decided=8, escalated=2, confusion={(True, 1): 3, (True, 0): 1, (False, 0): 2, (False, 1): 2}
+    )
     assert q.recall_relevant == pytest.approx(0.75) and q.recall_irrelevant == pytest.approx(0.5)
     assert q.balanced_accuracy == pytest.approx(0.625) and q.escalation_ratio == pytest.approx(0.2)
 
@@ -70,7 +83,10 @@ def test_run_judge_eval_scores_each_method_and_injection(tmp_path):
         chunk = request.messages[-1].content.split("<chunk>\n")[1]
         return agent_reply("yes" if speaker(request) == "Agent A" or "RELEVANT" in chunk else "no")
 
-    judges = {"llmjudge": lambda: SupportJudge(ScriptedLLM(oneshot)), "dream": lambda: DebateEngine(ScriptedLLM(debate))}
+    judges = {
+        "llmjudge": lambda: SupportJudge(ScriptedLLM(oneshot)),
+        "dream": lambda: DebateEngine(ScriptedLLM(debate)),
+    }
     qualities, injections = run_judge_eval(ds, judges, tmp_path / "je", 8, 2, seed=0, injection_pairs=2, progress=False)
     by = {q.method: q for q in qualities}
     assert by["llmjudge"].balanced_accuracy == pytest.approx(1.0) and by["llmjudge"].escalated == 0
