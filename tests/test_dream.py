@@ -131,3 +131,19 @@ def test_invalid_config_is_rejected():
         DebateConfig(rounds=0)
     with pytest.raises(ValueError):
         DebateConfig(escalate_to="crowd")  # type: ignore[arg-type]
+
+
+def test_rerun_through_the_response_cache_makes_no_llm_calls(tmp_path):
+    from bridge.llm.cache import CachedBackend, ResponseCache
+
+    def script(r):
+        return agent_reply("yes" if speaker(r) == "Agent A" or round_of(r) == 2 else "no")
+
+    cases = [Case(f"q{i}", "d", "query", f"chunk {i}") for i in range(3)]
+    first = ScriptedLLM(script)
+    records = run(DebateEngine(CachedBackend(first, ResponseCache(tmp_path / "c.sqlite"))), cases)
+    second = ScriptedLLM(script)
+    again = run(DebateEngine(CachedBackend(second, ResponseCache(tmp_path / "c.sqlite"))), cases)
+    assert len(first.requests) == 12 and second.requests == []
+    assert [(r.label, r.route) for r in again] == [(r.label, r.route) for r in records] == [(1, "consensus-r2")] * 3
+    assert all(r.usage.calls == 0 and r.usage.cached_calls == 4 for r in again)
