@@ -58,7 +58,9 @@ def test_sigkill_mid_run_then_resume(tiny_beir, tmp_path):
     assert 3 <= len(before) < len(entries), "the kill must land mid-run"
 
     resumed = ScriptedLLM(lambda r: agent_reply("no"))
-    summary = label_pool(ds, DebateEngine(resumed), tmp_path / "pool.tsv", labels, tmp_path / "aug.qrels", progress=False)
+    summary = label_pool(
+        ds, DebateEngine(resumed), tmp_path / "pool.tsv", labels, tmp_path / "aug.qrels", progress=False
+    )
     after = [json.loads(line) for line in labels.read_text().splitlines()]
     assert summary.resumed == len(before)
     assert len(resumed.requests) == 2 * (len(entries) - len(before))  # only unfinished pairs are debated
