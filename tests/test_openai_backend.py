@@ -156,3 +156,22 @@ def test_cache_makes_a_rerun_free(server, tmp_path):
 def test_missing_base_url_is_a_clear_error():
     with pytest.raises(BridgeError, match="--base-url"):
         OpenAIBackend(LLMConfig(backend="openai", model="m"))
+
+
+def test_vllm_backend_is_optional_and_explains_itself():
+    import importlib.util
+
+    from bridge.llm import make_backend
+
+    backend = make_backend(LLMConfig(backend="vllm", model="/models/llama"))  # no import of vllm yet
+    assert backend.model_id == "vllm:/models/llama"
+    if importlib.util.find_spec("vllm") is None:
+        with pytest.raises(BridgeError, match=r"\[gpu\]"):
+            backend.generate([req("hi")])
+
+
+def test_unknown_backend_lists_the_known_ones():
+    from bridge.llm import make_backend
+
+    with pytest.raises(BridgeError, match="llamacpp, openai, vllm"):
+        make_backend(LLMConfig(backend="tgi"))
