@@ -34,15 +34,18 @@ TEMPLATE = "dream.j2"
 AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "reference": {"type": "array", "items": {"type": "string"}, "maxItems": 3},
-        "reason": {"type": "string"},
+        "reference": {"type": "array", "items": {"type": "string", "maxLength": 400}, "maxItems": 3},
+        "reason": {"type": "string", "maxLength": 800},
         "response": {"type": "string", "enum": ["yes", "no"]},
     },
     "required": ["reference", "reason", "response"],
 }
 ADJUDICATOR_SCHEMA: dict[str, Any] = {
     "type": "object",
-    "properties": {"reason": {"type": "string"}, "response": {"type": "string", "enum": ["yes", "no"]}},
+    "properties": {
+        "reason": {"type": "string", "maxLength": 800},
+        "response": {"type": "string", "enum": ["yes", "no"]},
+    },
     "required": ["reason", "response"],
 }
 
