@@ -128,10 +128,11 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--pairs", type=int, default=50)
     parser.add_argument("--model", default="smollm2-135m")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
-    parser.add_argument("--threads", type=int, default=2)
+    parser.add_argument("--threads", type=int, default=1, help="generation threads")
+    parser.add_argument("--batch-threads", type=int, default=2, help="prompt-evaluation threads")
     args = parser.parse_args(argv)
     cases = bench_cases(args.data_dir, args.pairs)
-    config = LlamaCppConfig(model=args.model, n_threads=args.threads)
+    config = LlamaCppConfig(model=args.model, n_threads=args.threads, n_threads_batch=args.batch_threads)
     paper, cache_order = DebateConfig(prompt_order="paper"), DebateConfig(prompt_order="cache")
 
     with tempfile.TemporaryDirectory() as tmp:
@@ -153,7 +154,7 @@ def main(argv: list[str]) -> int:
     same_prompts_identical = naive == labels(batched_paper)
     order_agreement = sum(labels(batched_paper)[k] == v for k, v in labels(batched_cache).items()) / n
     rate = {name: n / (t / 60) for name, t in (("naive", t_naive), ("paper", t_paper), ("cache", t_cache))}
-    print(f"model {naive_meter.model_id}, {n} NQ pairs, {args.threads} threads")
+    print(f"model {naive_meter.model_id}, {n} NQ pairs, {args.threads}+{args.batch_threads} threads")
     print(
         f"{'run':28s} {'s':>8s} {'pairs/min':>10s} {'calls':>6s} {'prompt tok':>11s} {'evaluated':>10s} "
         f"{'prompt-eval s':>14s} {'generation s':>13s}"

@@ -67,7 +67,8 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--max-retries", type=int, default=5, help="openai backend: retries with backoff")
     g.add_argument("--rps", type=float, default=None, help="openai backend: requests per second limit")
     g.add_argument("--n-ctx", type=int, default=4096, help="llamacpp: context window")
-    g.add_argument("--threads", type=int, default=2, help="llamacpp: CPU threads")
+    g.add_argument("--threads", type=int, default=1, help="llamacpp: generation threads (default: 1)")
+    g.add_argument("--batch-threads", type=int, default=2, help="llamacpp: prompt-evaluation threads (default: 2)")
 
 
 def _register_pool(sub: argparse._SubParsersAction) -> None:
@@ -142,6 +143,7 @@ def llm_config_from_args(args: argparse.Namespace):
         api_key=os.environ.get(args.api_key_env),
         n_ctx=args.n_ctx,
         n_threads=args.threads,
+        n_threads_batch=args.batch_threads,
         max_concurrency=args.concurrency,
         timeout_s=args.timeout,
         max_retries=args.max_retries,

@@ -24,7 +24,10 @@ class LLMConfig:
     """openai: e.g. http://localhost:8000/v1"""
     api_key: str | None = None
     n_ctx: int = 4096
-    n_threads: int = 2
+    n_threads: int = 1
+    """llamacpp: generation threads (see LlamaCppConfig)."""
+    n_threads_batch: int = 2
+    """llamacpp: prompt-evaluation threads."""
     max_concurrency: int = 8
     """openai: requests in flight at once."""
     timeout_s: float = 120.0
@@ -38,7 +41,13 @@ def _llamacpp(config: LLMConfig) -> LLMBackend:
     from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig
 
     return LlamaCppBackend(
-        LlamaCppConfig(model=config.model, n_ctx=config.n_ctx, n_threads=config.n_threads, cache_dir=config.cache_dir)
+        LlamaCppConfig(
+            model=config.model,
+            n_ctx=config.n_ctx,
+            n_threads=config.n_threads,
+            n_threads_batch=config.n_threads_batch,
+            cache_dir=config.cache_dir,
+        )
     )
 
 
