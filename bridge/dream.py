@@ -34,8 +34,8 @@ TEMPLATE = "dream.j2"
 AGENT_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "reference": {"type": "array", "items": {"type": "string", "maxLength": 400}, "maxItems": 3},
-        "reason": {"type": "string", "maxLength": 800},
+        "reference": {"type": "array", "items": {"type": "string", "maxLength": 300}, "maxItems": 3},
+        "reason": {"type": "string", "maxLength": 600},
         "response": {"type": "string", "enum": ["yes", "no"]},
     },
     "required": ["reference", "reason", "response"],
@@ -43,7 +43,7 @@ AGENT_SCHEMA: dict[str, Any] = {
 ADJUDICATOR_SCHEMA: dict[str, Any] = {
     "type": "object",
     "properties": {
-        "reason": {"type": "string", "maxLength": 800},
+        "reason": {"type": "string", "maxLength": 600},
         "response": {"type": "string", "enum": ["yes", "no"]},
     },
     "required": ["reason", "response"],
@@ -60,7 +60,8 @@ class DebateConfig:
     escalate_to: Literal["human", "llm"] = "human"
     prompt_order: Literal["cache", "paper"] = "cache"
     """``cache``: static text first, agent identity last; ``paper``: identity opens the system prompt."""
-    max_tokens: int = 384
+    max_tokens: int = 512
+    """Room for the longest reply the schema allows (3 quotes of 300 and a reason of 600 characters)."""
     probe_yes: bool = True
     """Record P(yes) at the decision token where the backend exposes log-probabilities."""
 

@@ -64,13 +64,13 @@ def parse_json_object(text: str) -> dict[str, Any]:
     """The JSON object in a reply; tolerates code fences and text around the object."""
     stripped = _FENCE.sub("", text.strip())
     try:
-        value = json.loads(stripped)
+        value = json.loads(stripped, strict=False)  # strict=False: raw newlines inside strings are fine
     except json.JSONDecodeError:
         start, end = stripped.find("{"), stripped.rfind("}")
         if start < 0 or end <= start:
             raise ParseError("no JSON object in the reply") from None
         try:
-            value = json.loads(stripped[start : end + 1])
+            value = json.loads(stripped[start : end + 1], strict=False)
         except json.JSONDecodeError as exc:
             raise ParseError(f"invalid JSON: {exc.msg}") from None
     if not isinstance(value, dict):

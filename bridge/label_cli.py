@@ -29,7 +29,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
         default="cache",
         help="DREAM: static text first for prefix caching (default) or the paper's order (identity first)",
     )
-    g.add_argument("--max-tokens", type=int, default=384, help="DREAM: tokens per agent turn")
+    g.add_argument("--max-tokens", type=int, default=512, help="DREAM: tokens per agent turn (default: 512)")
     g.add_argument("--grade-threshold", type=int, default=2, help="umbrela: final score counted as relevant")
 
 

@@ -147,3 +147,10 @@ def test_rerun_through_the_response_cache_makes_no_llm_calls(tmp_path):
     assert len(first.requests) == 12 and second.requests == []
     assert [(r.label, r.route) for r in again] == [(r.label, r.route) for r in records] == [(1, "consensus-r2")] * 3
     assert all(r.usage.calls == 0 and r.usage.cached_calls == 4 for r in again)
+
+
+def test_raw_newlines_inside_json_strings_are_accepted():
+    reply = '{"reference": ["line one\nline two"], "reason": "multi\nline", "response": "no"}'
+    [record] = run(DebateEngine(ScriptedLLM(lambda r: reply)))
+    assert (record.label, record.route) == (0, "consensus-r1")
+    assert record.rounds[0]["agents"][0]["reference"] == ["line one\nline two"]
