@@ -128,7 +128,7 @@ def test_llm_pointwise_rerank_puts_the_yes_first(tiny_beir, tmp_path):
     # window d5, d2, d1 -> d1 (yes) first, d5 and d2 (no) keep their order; d3 below the window
     assert sorted(run["q1"], key=run["q1"].get, reverse=True) == ["d1", "d5", "d2", "d3"]
     assert llm.batches == [3]  # one batch for all pairs
-    system, user = llm.requests[0].messages
+    _system, user = llm.requests[0].messages
     assert user.content.index("who won the first nobel prize") < user.content.index("World Cup")  # query first
     assert llm.requests[0].probe_field == "relevant"
 
@@ -163,7 +163,8 @@ def test_rebel_malformed_reply_is_kept_below_in_first_stage_order(tiny_beir, tmp
     replies = {"d5": '{"relevance": 9', "d2": json.dumps({"relevance": 4, "depth": 0, "clarity": 0, "x": 0})}
     llm = ScriptedLLM(lambda r: next(v for k, v in replies.items() if k in prompt_text(r)))
     first = {"q1": {"d5": 2.0, "d2": 1.0}}
-    reranker = RebelReranker(RetrievalContext(tmp_path, runs={"first": first}), llm, "first", criteria=["depth", "clarity"])
+    context = RetrievalContext(tmp_path, runs={"first": first})
+    reranker = RebelReranker(context, llm, "first", criteria=["depth", "clarity"])
     reranker.index(ds.corpus, tmp_path)
     reranker.passage = lambda docid: docid  # the scripted LLM keys on the docid
     run = reranker.search([ds.queries[0]], k=10)
@@ -211,7 +212,7 @@ def test_mugi_samples_distinct_generations_with_seeds(tmp_path):
 
 
 def test_llm_family_without_llm_says_how_to_get_one(tmp_path):
-    with pytest.raises(BridgeError, match="system 'h'.*needs an LLM"):
+    with pytest.raises(BridgeError, match=r"system 'h'.*needs an LLM"):
         make_retriever(SystemSpec("h", "hyde"), RetrievalContext(tmp_path))
 
 
@@ -252,9 +253,9 @@ def test_paper_pool_is_25_systems_of_hub_checkpoints(tmp_path):
 
 
 def test_unknown_parameter_is_rejected_with_system_name(tmp_path):
-    with pytest.raises(BridgeError, match="system 'x'.*unknown parameter.*k_1"):
+    with pytest.raises(BridgeError, match=r"system 'x'.*unknown parameter.*k_1"):
         make_retriever(SystemSpec("x", "bm25s", {"k_1": 1.2}), RetrievalContext(tmp_path))
-    with pytest.raises(BridgeError, match="missing parameter.*first_stage"):
+    with pytest.raises(BridgeError, match=r"missing parameter.*first_stage"):
         make_retriever(SystemSpec("y", "rerank-dense", {}), RetrievalContext(tmp_path))
     with pytest.raises(BridgeError, match="at least two runs"):
         make_retriever(SystemSpec("z", "rrf", {"runs": ["a"]}), RetrievalContext(tmp_path))

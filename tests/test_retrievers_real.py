@@ -26,9 +26,7 @@ def ds(tiny_beir):
 
 
 def context(tmp_path: Path, ds, **kwargs) -> RetrievalContext:
-    return RetrievalContext(
-        tmp_path / "cache", dataset_slug=ds.slug, dataset_fingerprint=ds.fingerprint, **kwargs
-    )
+    return RetrievalContext(tmp_path / "cache", dataset_slug=ds.slug, dataset_fingerprint=ds.fingerprint, **kwargs)
 
 
 def build(spec: SystemSpec, ctx: RetrievalContext, ds, tmp_path: Path):
@@ -131,13 +129,12 @@ def tiny_monot5(folder: Path) -> Path:
     from tokenizers import Tokenizer, models, pre_tokenizers
     from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
 
-    words = "query document relevant who won the first nobel prize in physics x rays football".split()
+    words = ["query", "document", "relevant", "who", "won", "the", "first", "nobel", "prize", "physics", "x", "rays"]
     vocab = {w: i for i, w in enumerate(["<pad>", "</s>", "<unk>", "▁true", "▁false", *words])}
     tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
     tok.pre_tokenizer = pre_tokenizers.Whitespace()
-    PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="</s>").save_pretrained(
-        folder
-    )
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="</s>")
+    fast.save_pretrained(folder)
     config = T5Config(
         vocab_size=len(vocab), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, decoder_start_token_id=0
     )
