@@ -14,7 +14,8 @@ def register(sub: argparse._SubParsersAction) -> None:
         description="Run the systems of a pool file (retrievers/pools/*.toml) and write runs/<ds>/<system>.run. "
         "Indexes and encodings are cached under --cache-dir, keyed by dataset, model and parameters; a run whose "
         "inputs did not change is skipped. LLM-based systems (rerank-llm, rerank-rebel, hyde, query2doc, mugi) use "
-        "the LLM backend options below and the shared LLM response cache; the LLM is opened only if one runs.",
+        "the LLM backend options below and the shared LLM response cache: the backend is opened only when such a "
+        "system is selected, and the model is loaded only when a response is not in the cache.",
     )
     add_common_options(p)
     add_llm_options(p)

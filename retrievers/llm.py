@@ -1,9 +1,10 @@
 """The LLM for LLM-based systems (rerankers, query rewriters): the same cached backend as ``label``.
 
 Systems find it in ``RetrievalContext.options["llm"]``. The CLI puts a :class:`LazyLLM` there,
-which opens the backend on first use, so selecting only non-LLM systems never loads or
-assembles a model. Every request goes through ``bridge.llm``'s SQLite response cache: a
-repeated run makes no new LLM calls.
+which opens the backend on first use (an LLM system's fingerprint asks for the model id), so
+selecting only non-LLM systems never opens, assembles or loads a model; the llama.cpp backend
+itself loads the weights only when a request misses the cache. Every request goes through
+``bridge.llm``'s SQLite response cache: a repeated run makes no new LLM calls.
 """
 
 from __future__ import annotations
