@@ -18,6 +18,7 @@ BACKEND ?= llamacpp
 MODEL ?= smollm2-135m
 LABEL_ARGS ?=
 REVIEW_ARGS ?=
+RETRIEVE_ARGS ?=
 PYTEST_ARGS ?=
 
 COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
@@ -34,7 +35,7 @@ install-qwen: install
 	$(PY) -m pip install -e '.[qwen]'
 
 retrieve: install
-	$(BRIDGE) retrieve $(COMMON) --pool-config $(POOL) $(if $(SYSTEMS),--systems $(SYSTEMS))
+	$(BRIDGE) retrieve $(COMMON) --pool-config $(POOL) $(if $(SYSTEMS),--systems $(SYSTEMS)) --backend $(BACKEND) --model $(MODEL) $(RETRIEVE_ARGS)
 
 pool: retrieve
 	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)

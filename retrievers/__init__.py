@@ -1,10 +1,21 @@
-"""Retriever adapters that write TREC runs: the candidate pool's systems."""
+"""Retriever adapters that write TREC runs: the candidate pool's systems.
+
+Families: ``bm25`` (Lucene, optional RM3), ``bm25s`` (numpy), ``splade``, ``dense``, ``rerank-ce``,
+``rerank-dense``, ``rerank-llm``, ``rerank-rebel``, ``hyde``, ``query2doc``, ``mugi``, ``qbd``, ``rrf``.
+"""
 
 from __future__ import annotations
 
 from retrievers.base import FAMILIES, RetrievalContext, Retriever, SystemSpec, make_retriever, register_family
 
-FAMILY_MODULES = ("retrievers.sparse", "retrievers.dense")
+FAMILY_MODULES = (
+    "retrievers.sparse",
+    "retrievers.splade",
+    "retrievers.dense",
+    "retrievers.rerank",
+    "retrievers.rewrite",
+    "retrievers.fusion",
+)
 
 
 def load_families() -> None:

@@ -39,6 +39,28 @@ class RetrievalContext:
     """Runs of systems already produced in this invocation (for rerankers and fusion)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Shared services, e.g. ``llm`` (a cached LLM backend) for LLM-based systems."""
+    dataset_slug: str = "dataset"
+    dataset_fingerprint: str = ""
+    """Identity of the corpus: part of every cache key, so new source files mean new indexes."""
+
+    def workdir(self, name: str, fingerprint: Mapping[str, Any]) -> Path:
+        """Cache folder for an index or encoding: ``<cache>/<dataset>/<name>-<key>``.
+
+        The key hashes the dataset fingerprint and ``fingerprint`` (model, parameters), so
+        systems that need the same artifact (the Lucene index, a model's passage embeddings)
+        share it, and any change to its inputs gives a new folder.
+        """
+        return self.cache_dir / self.dataset_slug / f"{name}-{cache_key(self.dataset_fingerprint, fingerprint)}"
+
+    def run(self, system: str, consumer: str) -> Run:
+        """The run of an input system, with a clear error when it was not produced first."""
+        try:
+            return self.runs[system]
+        except KeyError:
+            raise BridgeError(
+                f"{consumer} needs the run of system {system!r}, which was not produced in this invocation; "
+                "list it in the same pool file"
+            ) from None
 
 
 RetrieverFactory = Callable[[Mapping[str, Any], RetrievalContext], Retriever]
@@ -82,11 +104,27 @@ def make_retriever(spec: SystemSpec, context: RetrievalContext) -> Retriever:
         raise BridgeError(
             f"system {spec.name!r}: unknown retriever family {spec.family!r}; known: {', '.join(sorted(FAMILIES))}"
         ) from None
-    return factory(spec.params, context)
+    try:
+        return factory(spec.params, context)
+    except BridgeError as exc:
+        raise BridgeError(f"system {spec.name!r}: {exc}") from None
 
 
-def index_key(dataset_fingerprint: str, retriever: Retriever) -> str:
-    payload = json.dumps(
-        {"dataset": dataset_fingerprint, "retriever": retriever.fingerprint()}, sort_keys=True, default=str
-    )
+def cache_key(dataset_fingerprint: str, fingerprint: Mapping[str, Any]) -> str:
+    payload = json.dumps({"dataset": dataset_fingerprint, "retriever": dict(fingerprint)}, sort_keys=True, default=str)
     return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def check_params(family: str, params: Mapping[str, Any], allowed: Sequence[str]) -> None:
+    """Reject parameters a family does not know: a typo in a pool file must not pass silently."""
+    unknown = sorted(set(params) - set(allowed))
+    if unknown:
+        raise BridgeError(
+            f"family {family!r}: unknown parameter(s) {', '.join(unknown)}; known: {', '.join(sorted(allowed))}"
+        )
+
+
+def require_params(params: Mapping[str, Any], family: str, *names: str) -> None:
+    missing = [n for n in names if n not in params]
+    if missing:
+        raise BridgeError(f"family {family!r}: missing parameter(s) {', '.join(missing)}")

@@ -4,27 +4,56 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.cli import add_common_options, dataset_from_args, workspace_from_args
+from bridge.cli import add_common_options, add_llm_options, dataset_from_args, llm_config_from_args, workspace_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("retrieve", help="run the pool's retrieval systems, write TREC runs")
+    p = sub.add_parser(
+        "retrieve",
+        help="run the pool's retrieval systems, write TREC runs",
+        description="Run the systems of a pool file (retrievers/pools/*.toml) and write runs/<ds>/<system>.run. "
+        "Indexes and encodings are cached under --cache-dir, keyed by dataset, model and parameters; a run whose "
+        "inputs did not change is skipped. LLM-based systems (rerank-llm, rerank-rebel, hyde, query2doc, mugi) use "
+        "the LLM backend options below and the shared LLM response cache: the backend is opened only when such a "
+        "system is selected, and the model is loaded only when a response is not in the cache.",
+    )
     add_common_options(p)
+    add_llm_options(p)
     p.add_argument("--pool-config", default="default", help="pool file name in retrievers/pools or a TOML path")
-    p.add_argument("--systems", default=None, help="comma-separated subset of the pool's systems")
+    p.add_argument("--systems", default=None, help="comma-separated subset of the pool's systems (plus their inputs)")
     p.add_argument("--k", type=int, default=100, help="documents per query (default: 100)")
     p.add_argument("--force", action="store_true", help="re-run even when a run is up to date")
     p.set_defaults(func=cmd_retrieve)
 
 
 def cmd_retrieve(args: argparse.Namespace) -> int:
+    from bridge.llm import open_llm
+    from retrievers.llm import LazyLLM
     from retrievers.pipeline import load_pool_config, retrieve, select_systems
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
     specs = select_systems(load_pool_config(args.pool_config), args.systems.split(",") if args.systems else None)
-    results = retrieve(ds, specs, ws.runs(ds.slug), ws.cache_dir, k=args.k, force=args.force)
+    llm = LazyLLM(lambda: open_llm(llm_config_from_args(args), ws.llm_cache))
+    results = retrieve(
+        ds,
+        specs,
+        ws.runs(ds.slug),
+        ws.cache_dir,
+        k=args.k,
+        force=args.force,
+        options={"llm": llm},
+        progress=not args.quiet,
+    )
     for r in results:
         state = "up to date" if r.skipped else f"{r.seconds:.1f} s"
         print(f"{r.system:24s} {state:>12s}  {r.path}")
+    total = sum(r.seconds for r in results)
+    ran = sum(not r.skipped for r in results)
+    line = f"{ran} of {len(results)} systems ran in {total:.1f} s"
+    if llm.opened:
+        stats = getattr(llm.backend, "stats", None)
+        if stats is not None:
+            line += f"; LLM calls: {stats.misses} new, {stats.hits} from cache ({llm.model_id})"
+    print(line)
     return 0

@@ -18,11 +18,13 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from tqdm.auto import tqdm
+
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError, InputError
 from bridge.fsio import write_json_atomic
 from bridge.trec import Run, read_run, write_run
-from retrievers.base import RetrievalContext, SystemSpec, index_key, make_retriever
+from retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
 log = logging.getLogger(__name__)
 
@@ -83,13 +85,16 @@ class RunResult:
     seconds: float
 
 
-def _run_meta(dataset: Dataset, spec: SystemSpec, k: int, inputs: Mapping[str, str]) -> dict[str, Any]:
+def _run_meta(
+    dataset: Dataset, spec: SystemSpec, fingerprint: Mapping[str, Any], k: int, inputs: Mapping[str, str]
+) -> dict[str, Any]:
     return {
         "dataset": dataset.name,
         "dataset_fingerprint": dataset.fingerprint,
         "system": spec.name,
         "family": spec.family,
         "params": json.loads(json.dumps(dict(spec.params), default=str)),
+        "retriever": json.loads(json.dumps(dict(fingerprint), default=str)),
         "k": k,
         "queries": hashlib.sha256("\n".join(dataset.qids).encode()).hexdigest()[:16],
         "inputs": dict(inputs),
@@ -104,15 +109,31 @@ def retrieve(
     k: int = 100,
     force: bool = False,
     options: Mapping[str, Any] | None = None,
+    progress: bool = True,
 ) -> list[RunResult]:
-    """Run each system (inputs first) and write ``runs_dir/<system>.run``; skip up-to-date runs."""
+    """Run each system (inputs first) and write ``runs_dir/<system>.run``; skip up-to-date runs.
+
+    A run is up to date when its sidecar records the same dataset, parameters, retriever
+    fingerprint (model digests, LLM model id, prompt templates), depth, queries and inputs.
+    """
     results: list[RunResult] = []
     runs: dict[str, Run] = {}
     meta_hashes: dict[str, str] = {}
-    for spec in specs:
+    context = RetrievalContext(
+        cache_dir=cache_dir,
+        runs=runs,
+        options=options or {},
+        dataset_slug=dataset.slug,
+        dataset_fingerprint=dataset.fingerprint,
+    )
+    bar = tqdm(specs, desc=f"retrieve {dataset.slug}", unit="system", disable=not progress)
+    for spec in bar:
+        bar.set_postfix_str(spec.name)
         run_path = runs_dir / f"{spec.name}.run"
         meta_path = runs_dir / ".meta" / f"{spec.name}.json"
-        meta = _run_meta(dataset, spec, k, {name: meta_hashes[name] for name in spec.inputs})
+        retriever = make_retriever(spec, context)
+        fingerprint = retriever.fingerprint()
+        meta = _run_meta(dataset, spec, fingerprint, k, {name: meta_hashes[name] for name in spec.inputs})
         meta_hashes[spec.name] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]
         if not force and run_path.exists() and meta_path.exists() and json.loads(meta_path.read_text()) == meta:
             log.info("%s: up to date (%s)", spec.name, run_path)
@@ -121,9 +142,7 @@ def retrieve(
             results.append(RunResult(spec.name, run_path, True, 0.0))
             continue
         start = time.perf_counter()
-        context = RetrievalContext(cache_dir=cache_dir, runs=runs, options=options or {})
-        retriever = make_retriever(spec, context)
-        workdir = cache_dir / dataset.slug / f"{spec.family}-{index_key(dataset.fingerprint, retriever)}"
+        workdir = context.workdir(spec.family, fingerprint)
         workdir.mkdir(parents=True, exist_ok=True)
         log.info("%s: indexing / loading index in %s", spec.name, workdir)
         retriever.index(dataset.corpus, workdir)

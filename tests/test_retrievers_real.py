@@ -1,0 +1,225 @@
+"""Every retriever family through its real library on the tiny corpus, with hand-checked top results:
+pyserini (BM25+RM3, rewrites, query-by-document), splade-tiny, MiniLM + faiss HNSW, sentence-transformers
+CrossEncoder and a monoT5 (tiny random models built here), SmolLM2 through llama.cpp (LLM rerankers, HyDE)."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import numpy as np
+import pytest
+from conftest import ScriptedLLM, prompt_text
+
+from bridge.datasets import Query, load_beir
+from bridge.trec import top_k
+from retrievers.base import RetrievalContext, SystemSpec, make_retriever
+
+pytestmark = pytest.mark.slow
+
+FIRST_STAGE = {"q1": {"d5": 4.0, "d2": 3.0, "d1": 2.0, "d3": 1.0}, "q2": {"d5": 3.0, "d4": 2.0, "d3": 1.0}}
+
+
+@pytest.fixture
+def ds(tiny_beir):
+    return load_beir(tiny_beir)
+
+
+def context(tmp_path: Path, ds, **kwargs) -> RetrievalContext:
+    return RetrievalContext(tmp_path / "cache", dataset_slug=ds.slug, dataset_fingerprint=ds.fingerprint, **kwargs)
+
+
+def build(spec: SystemSpec, ctx: RetrievalContext, ds, tmp_path: Path):
+    retriever = make_retriever(spec, ctx)
+    workdir = ctx.workdir(spec.family, retriever.fingerprint())
+    workdir.mkdir(parents=True, exist_ok=True)
+    retriever.index(ds.corpus, workdir)
+    return retriever
+
+
+def best(run, qid):
+    return top_k(run[qid], 1)[0]
+
+
+def ranking(run, qid):
+    return top_k(run[qid], len(run[qid]))
+
+
+def test_bm25_rm3_through_pyserini(ds, tmp_path):
+    spec = SystemSpec("rm3", "bm25", {"rm3": {"fb_terms": 5, "fb_docs": 2, "original_query_weight": 0.5}})
+    run = build(spec, context(tmp_path, ds), ds, tmp_path).search(ds.queries, k=5)
+    assert best(run, "q1") == "d1" and best(run, "q2") == "d3"
+    # expansion terms from the feedback docs reach documents that share no query term
+    plain = build(SystemSpec("bm25", "bm25"), context(tmp_path, ds), ds, tmp_path).search(ds.queries, k=5)
+    assert set(run["q2"]) >= set(plain["q2"])
+
+
+def test_splade_tiny_encodes_sparse_and_searches(ds, tmp_path):
+    ctx = context(tmp_path, ds)
+    splade = build(SystemSpec("splade", "splade"), ctx, ds, tmp_path)
+    run = splade.search(ds.queries, k=5)
+    assert best(run, "q1") == "d1" and best(run, "q2") == "d3"
+    vectors = splade.encode(["who won the first nobel prize in physics"], 64, progress=False)
+    assert vectors.shape == (1, 30522) and 0 < vectors.nnz < 200 and vectors.data.min() > 0
+    cached = list(ctx.cache_dir.glob(f"{ds.slug}/splade-*/splade-docs.npz"))
+    assert len(cached) == 1
+    again = build(SystemSpec("splade", "splade"), ctx, ds, tmp_path).search(ds.queries, k=5)
+    assert again == run  # served from the cached matrix
+
+
+def test_dense_hnsw_and_flat_share_the_embeddings(ds, tmp_path):
+    ctx = context(tmp_path, ds)
+    hnsw = build(SystemSpec("h", "dense", {"index_type": "hnsw", "hnsw_m": 8}), ctx, ds, tmp_path)
+    flat = build(SystemSpec("f", "dense"), ctx, ds, tmp_path)
+    run_h, run_f = hnsw.search(ds.queries, k=5), flat.search(ds.queries, k=5)
+    assert best(run_h, "q1") == "d1" and best(run_h, "q2") == "d3"
+    assert ranking(run_h, "q1") == ranking(run_f, "q1")  # exact on 5 documents
+    assert len(list(ctx.cache_dir.glob(f"{ds.slug}/dense-embeddings-*/embeddings.npy"))) == 1
+    assert len(list(ctx.cache_dir.glob(f"{ds.slug}/dense-*/hnsw.faiss"))) == 1
+
+
+def test_bi_encoder_rerank_lifts_the_relevant_document(ds, tmp_path):
+    ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE})
+    reranker = build(SystemSpec("r", "rerank-dense", {"first_stage": "first", "depth": 3}), ctx, ds, tmp_path)
+    run = reranker.search(ds.queries, k=10)
+    assert best(run, "q1") == "d1"  # first stage had it third
+    assert ranking(run, "q1")[-1] == "d3"  # below the window: unchanged
+    assert best(run, "q2") == "d3"
+
+
+def tiny_cross_encoder(folder: Path) -> Path:
+    """A random 1-layer BERT cross-encoder with MiniLM's tokenizer (no model hub needed)."""
+    import torch
+    from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
+
+    from retrievers.models import minilm_path
+
+    tokenizer = AutoTokenizer.from_pretrained(minilm_path())
+    config = BertConfig(
+        vocab_size=tokenizer.vocab_size,
+        hidden_size=32,
+        num_hidden_layers=1,
+        num_attention_heads=2,
+        intermediate_size=64,
+        num_labels=1,
+    )
+    torch.manual_seed(0)
+    BertForSequenceClassification(config).save_pretrained(folder)
+    tokenizer.save_pretrained(folder)
+    return folder
+
+
+def test_cross_encoder_rerank_sorts_the_window_by_model_scores(ds, tmp_path):
+    from sentence_transformers import CrossEncoder
+
+    model = tiny_cross_encoder(tmp_path / "ce")
+    ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE})
+    spec = SystemSpec("ce", "rerank-ce", {"first_stage": "first", "model": str(model), "depth": 3})
+    run = build(spec, ctx, ds, tmp_path).search(ds.queries, k=10)
+    window = ["d5", "d2", "d1"]
+    query = ds.query("q1").text
+    scores = CrossEncoder(str(model), device="cpu").predict([(query, ds.corpus.get(d).contents()) for d in window])
+    expected = [window[i] for i in np.argsort(-np.asarray(scores), kind="stable")]
+    assert ranking(run, "q1") == [*expected, "d3"]
+
+
+def tiny_monot5(folder: Path) -> Path:
+    """A random 1-layer T5 with a word-level tokenizer that knows ▁true / ▁false."""
+    import torch
+    from tokenizers import Tokenizer, models, pre_tokenizers
+    from transformers import PreTrainedTokenizerFast, T5Config, T5ForConditionalGeneration
+
+    words = ["query", "document", "relevant", "who", "won", "the", "first", "nobel", "prize", "physics", "x", "rays"]
+    vocab = {w: i for i, w in enumerate(["<pad>", "</s>", "<unk>", "▁true", "▁false", *words])}
+    tok = Tokenizer(models.WordLevel(vocab, unk_token="<unk>"))
+    tok.pre_tokenizer = pre_tokenizers.Whitespace()
+    fast = PreTrainedTokenizerFast(tokenizer_object=tok, pad_token="<pad>", unk_token="<unk>", eos_token="</s>")
+    fast.save_pretrained(folder)
+    config = T5Config(
+        vocab_size=len(vocab), d_model=16, d_kv=8, d_ff=32, num_layers=1, num_heads=2, decoder_start_token_id=0
+    )
+    torch.manual_seed(0)
+    T5ForConditionalGeneration(config).save_pretrained(folder)
+    return folder
+
+
+def test_monot5_rerank_scores_log_p_true(ds, tmp_path):
+    import torch
+    from transformers import AutoTokenizer, T5ForConditionalGeneration
+
+    model_dir = tiny_monot5(tmp_path / "t5")
+    ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE})
+    spec = SystemSpec("t5", "rerank-ce", {"first_stage": "first", "model": str(model_dir), "kind": "monot5"})
+    reranker = build(spec, ctx, ds, tmp_path)
+    run = reranker.search(ds.queries, k=10)
+    # independent computation for q1: log softmax over (true, false) at the first decoder step
+    tokenizer = AutoTokenizer.from_pretrained(model_dir)
+    model = T5ForConditionalGeneration.from_pretrained(model_dir).eval()
+    expected = {}
+    for docid in FIRST_STAGE["q1"]:
+        text = f"Query: {ds.query('q1').text} Document: {ds.corpus.get(docid).contents()} Relevant:"
+        enc = tokenizer([text], return_tensors="pt")
+        with torch.no_grad():
+            logits = model(**enc, decoder_input_ids=torch.zeros((1, 1), dtype=torch.long)).logits[0, 0, [3, 4]]
+        expected[docid] = float(torch.log_softmax(logits, -1)[0])
+    scores = reranker.score([(ds.query("q1"), d) for d in FIRST_STAGE["q1"]])
+    assert scores == pytest.approx([expected[d] for d in FIRST_STAGE["q1"]], abs=1e-5)
+    assert ranking(run, "q1") == sorted(expected, key=lambda d: -expected[d])
+
+
+@pytest.fixture(scope="module")
+def smollm(tmp_path_factory):
+    from bridge.llm import LLMConfig, open_llm
+
+    tmp = tmp_path_factory.mktemp("llm")
+    return open_llm(LLMConfig(cache_dir=tmp), tmp / "llm.sqlite")
+
+
+def test_llm_rerankers_through_smollm2(ds, tmp_path, smollm):
+    ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE}, options={"llm": smollm})
+    pointwise = build(SystemSpec("p", "rerank-llm", {"first_stage": "first", "depth": 2}), ctx, ds, tmp_path)
+    pairs = [(ds.query("q1"), "d5"), (ds.query("q1"), "d1")]
+    scores = pointwise.score(pairs)
+    assert all(0.0 <= s <= 1.0 for s in scores)
+    responses = smollm.generate([pointwise.request(q, d) for q, d in pairs])
+    assert all(r.cached and r.probe for r in responses)  # P(yes) came from the probe, cached
+    run = pointwise.search([ds.query("q1")], k=10)
+    assert set(ranking(run, "q1")[:2]) == {"d5", "d2"} and ranking(run, "q1")[2:] == ["d1", "d3"]
+
+    rebel = build(SystemSpec("r", "rerank-rebel", {"first_stage": "first", "depth": 2}), ctx, ds, tmp_path)
+    [reply] = smollm.generate([rebel.request(ds.query("q1"), "d1")])
+    ratings = json.loads(reply.text)  # schema-constrained: every rating in range
+    assert 0 <= ratings["relevance"] <= 10 and all(0 <= ratings[c] <= 5 for c in rebel.criteria)
+    run = rebel.search([ds.query("q1")], k=10)
+    assert sorted(run["q1"]) == ["d1", "d2", "d3", "d5"]
+
+
+def test_hyde_finds_the_passage_the_generation_points_to(ds, tmp_path):
+    # the query shares no term with d2; the generated passage does
+    llm = ScriptedLLM(lambda r: "Rontgen discovered X-rays in Wurzburg." if "Question:" in prompt_text(r) else "?")
+    ctx = context(tmp_path, ds, options={"llm": llm})
+    hyde = build(SystemSpec("h", "hyde"), ctx, ds, tmp_path)
+    run = hyde.search([Query("q", "what did the scientist find out")], k=5)
+    assert best(run, "q") == "d2"
+    assert llm.batches == [1]
+
+
+def test_hyde_and_mugi_with_smollm2(ds, tmp_path, smollm):
+    ctx = context(tmp_path, ds, options={"llm": smollm})
+    hyde = build(SystemSpec("h", "hyde", {"max_tokens": 48}), ctx, ds, tmp_path)
+    [expanded] = hyde.expand([ds.query("q1")])
+    assert expanded.startswith(ds.query("q1").text + "\n") and len(expanded) > len(ds.query("q1").text) + 20
+    mugi = build(SystemSpec("m", "mugi", {"n_docs": 2, "max_tokens": 32}), ctx, ds, tmp_path)
+    run = mugi.search([ds.query("q1")], k=5)
+    assert best(run, "q1") == "d1"  # the query terms, repeated, still dominate
+
+
+def test_query_by_document_feedback(ds, tmp_path):
+    first = {"q1": {"d2": 2.0, "d5": 1.0}}
+    ctx = context(tmp_path, ds, runs={"first": first})
+    qbd = build(SystemSpec("fb", "qbd", {"first_stage": "first"}), ctx, ds, tmp_path)
+    run = qbd.search([ds.query("q1")], k=5)
+    # d2 heads both the first stage and its own feedback run: 2/61. d1 shares "Rontgen" with d2 and
+    # comes second in the feedback run (1/62); d5 shares nothing with d2 (first stage only: 1/62).
+    assert run["q1"]["d2"] == pytest.approx(2 / 61)
+    assert run["q1"]["d1"] == pytest.approx(1 / 62) and run["q1"]["d5"] == pytest.approx(1 / 62)
