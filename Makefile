@@ -17,11 +17,15 @@ SYSTEMS ?=
 BACKEND ?= llamacpp
 MODEL ?= smollm2-135m
 LABEL_ARGS ?=
+EVAL_ARGS ?=
+BASELINE ?= ci/$(DATASET)-leaderboard.csv
+TOLERANCE ?= 0
+CHECK_ARGS ?=
 PYTEST_ARGS ?=
 
 COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
 
-.PHONY: install install-qwen test lint retrieve pool label eval doctor bench clean
+.PHONY: install install-qwen test lint retrieve pool label eval eval-check rag doctor bench clean
 
 install: $(STAMP)
 
@@ -42,7 +46,13 @@ label: install
 	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(MODEL) $(LABEL_ARGS)
 
 eval: install
-	$(BRIDGE) eval $(COMMON)
+	$(BRIDGE) eval $(COMMON) $(EVAL_ARGS)
+
+eval-check: install
+	$(BRIDGE) eval check --dataset $(DATASET) --baseline $(BASELINE) --tolerance $(TOLERANCE) $(CHECK_ARGS)
+
+rag: install
+	$(BRIDGE) rag $(COMMON) --backend $(BACKEND) --model $(MODEL)
 
 doctor: install
 	$(BRIDGE) doctor --data-dir $(DATA_DIR)

@@ -22,7 +22,8 @@ Pipeline (each stage reads the files of the one before):
   bridge retrieve  -> runs/<ds>/<system>.run
   bridge pool      -> qrels/<ds>/pool.tsv (+ original.qrels)
   bridge label     -> qrels/<ds>/labels.jsonl, qrels/<ds>/augmented.qrels
-  bridge eval      -> reports/<ds>/leaderboard.csv, holes.csv
+  bridge eval      -> reports/<ds>/leaderboard.csv, holes.csv, curves.csv, report.html
+  bridge rag       -> reports/<ds>/rag.csv (RAG alignment; shown by a later `bridge eval`)
 """
 
 
@@ -104,7 +105,7 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_doctor)
 
 
-COMMANDS: tuple[str, ...] = ("retrievers.cli", "pool", "label", "eval.cli", "doctor")
+COMMANDS: tuple[str, ...] = ("retrievers.cli", "pool", "label", "eval.cli", "eval.rag_cli", "doctor")
 """Subcommands in --help order: a built-in name, or a module with ``register(subparsers)``."""
 _BUILTIN = {"pool": _register_pool, "label": _register_label, "doctor": _register_doctor}
 

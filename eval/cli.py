@@ -42,21 +42,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         formatter_class=argparse.RawDescriptionHelpFormatter,
     )
     add_common_options(p)
-    g = p.add_argument_group("inputs")
-    g.add_argument(
-        "--run",
-        action="append",
-        default=[],
-        metavar="[NAME=]FILE",
-        help="also score this TREC run (repeatable; name = file stem unless NAME= is given)",
-    )
-    g.add_argument(
-        "--qrels",
-        action="append",
-        default=[],
-        metavar="[NAME=]FILE",
-        help="also score under this TREC qrels file (repeatable); compared with the original qrels like augmented",
-    )
+    g = add_input_options(p)
     g.add_argument("--strict-qids", action="store_true", help="stop when query ids of topics, runs and qrels differ")
     g = p.add_argument_group("measures")
     g.add_argument("--k", type=int, default=10, help="cut-off of the default measures, Hole@k and the curves (10)")
@@ -109,6 +95,25 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument("--reports-dir", type=Path, default=argparse.SUPPRESS, help="reports root (default: reports)")
     c.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS)
     c.set_defaults(func=cmd_check)
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    g = parser.add_argument_group("inputs")
+    g.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="also score this TREC run (repeatable; name = file stem unless NAME= is given)",
+    )
+    g.add_argument(
+        "--qrels",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="also score under this TREC qrels file (repeatable); compared with the original qrels like augmented",
+    )
+    return g
 
 
 def _named_paths(values: list[str], what: str) -> list[tuple[str, Path]]:
