@@ -73,7 +73,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=cmd_eval)
 
-    checks = p.add_subparsers(dest="eval_command", metavar="{check}")
+    checks = p.add_subparsers(dest="eval_command", title="subcommand", metavar="{check}")
     c = checks.add_parser(
         "check",
         help="compare the leaderboard with a saved baseline; exit 1 on regression",
@@ -86,10 +86,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--qrels",
         dest="check_qrels",
+        metavar="NAMES",
         default="augmented",
         help="comma-separated qrels columns to check, or 'all' (default: augmented)",
     )
-    c.add_argument("--measures", dest="check_measures", default=None, help="comma-separated labels (default: all)")
+    c.add_argument(
+        "--measures", dest="check_measures", metavar="LABELS", default=None, help="comma-separated (default: all)"
+    )
     c.add_argument("--ignore-rank-order", action="store_true", help="do not fail when systems swap places")
     c.add_argument("--dataset", "-d", default=argparse.SUPPRESS, help="dataset whose report to check (default: nq)")
     c.add_argument("--reports-dir", type=Path, default=argparse.SUPPRESS, help="reports root (default: reports)")
@@ -181,13 +184,12 @@ def load_inputs(args: argparse.Namespace):
 
 def cmd_eval(args: argparse.Namespace) -> int:
     from eval.harness import EvalConfig, run_evaluation
-    from eval.qids import check_qids
     from eval.report import write_report
 
     if args.k < 1:
         raise BridgeError(f"--k must be at least 1, got {args.k}")
     ws, ds, inputs = load_inputs(args)
-    issues = check_qids(inputs.topics, inputs.runs, inputs.qrels_sets, inputs.dataset_qids, inputs.threshold)
+    issues = inputs.qid_issues()
     for issue in issues:
         log.warning("query ids: %s", issue.message())
     if issues and args.strict_qids:

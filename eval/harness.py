@@ -6,7 +6,6 @@ caller can evaluate in-memory runs and qrels the same way ``bridge eval`` does.
 
 from __future__ import annotations
 
-import logging
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 
@@ -31,8 +30,6 @@ from eval.measures import default_measure_names, resolve_measures
 from eval.provenance import RouteCount, route_counts
 from eval.qids import QidIssue, check_qids
 from eval.significance import DEFAULT_PERMUTATIONS
-
-log = logging.getLogger(__name__)
 
 __all__ = ["AUGMENTED", "ORIGINAL", "EvalConfig", "EvalInputs", "EvalResult", "lift_new_labels", "run_evaluation"]
 
@@ -84,6 +81,9 @@ class EvalInputs:
     """Systems whose top-k was pooled and labeled (None: unknown, assume all)."""
     dataset_qids: tuple[str, ...] = ()
 
+    def qid_issues(self) -> list[QidIssue]:
+        return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
+
 
 @dataclass(frozen=True)
 class EvalResult:
@@ -114,7 +114,7 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
         names += [n for n in default_measure_names(config.k, True) if n.startswith("BRIDGE-") and n not in names]
     specs = resolve_measures(names, inputs.threshold)
     topics = list(inputs.topics)
-    issues = check_qids(topics, inputs.runs, inputs.qrels_sets, inputs.dataset_qids, inputs.threshold)
+    issues = inputs.qid_issues()
     scores = score_systems(inputs.runs, inputs.qrels_sets, topics, specs, inputs.threshold, progress)
     sig = None
     if config.significance_test != "none" and len(scores.systems) > 1:

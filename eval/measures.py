@@ -29,7 +29,6 @@ DEFAULT_NAMES = ("Hit", "nDCG", "Recall", "MRR", "Judged")
 """The leaderboard's measures, each at the cut-off ``k`` (``--k``, default 10)."""
 ALIASES = {"Hit": "Success", "Recall": "R", "MRR": "RR"}
 LABELS = {"Success": "Hit", "R": "Recall", "RR": "MRR"}
-MEASURE_LABELS = {"Success@10": "Hit@10", "R@10": "Recall@10"}
 COMPAT_PREFIX = "BRIDGE-"
 _ALIAS = re.compile(r"^(Hit|Recall|MRR)(?=[@(]|$)")
 
@@ -55,10 +54,6 @@ class MeasureSpec:
 
 def parse_measures(names: Iterable[str]) -> list[ir_measures.Measure]:
     return [ir_measures.parse_measure(name) for name in names]
-
-
-def measure_label(name: str) -> str:
-    return MEASURE_LABELS.get(name, name)
 
 
 def default_measure_names(k: int = 10, bridge_compat: bool = False) -> list[str]:

@@ -78,7 +78,7 @@ def _signed(value: float) -> str:
 
 
 def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dict[str, str]] = ()) -> list[Block]:
-    inputs, scores, cmp_ = result.inputs, result.scores, result.compared
+    inputs, config, scores, cmp_ = result.inputs, result.config, result.scores, result.compared
     blocks: list[Block] = [Heading(f"bridge evaluation report: {inputs.dataset}", 1)]
     blocks.append(
         Bullets(
@@ -89,6 +89,8 @@ def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dic
                 f"relevance threshold for binary measures and holes: grade >= {inputs.threshold}",
                 f"measures: {', '.join(s.label for s in scores.specs)} (ir_measures / trec_eval semantics; ties broken "
                 "by score descending, then docid descending, as trec_eval)",
+                f"settings: k={config.k}, significance test {config.significance_test} (Holm, alpha {config.alpha}, "
+                f"{config.permutations} permutations), {config.orders} curve orders, seed {config.seed}",
             )
         )
     )

@@ -183,3 +183,13 @@ def test_check_rejects_a_file_that_is_not_a_leaderboard(workspace, capsys):
     (tmp / "bad.csv").write_text("a,b\n1,2\n")
     assert bridge("eval", "check", "--baseline", str(tmp / "bad.csv"), "--current", str(tmp / "bad.csv")) == 2
     assert "not a leaderboard.csv" in capsys.readouterr().err
+
+
+def test_new_binary_labels_count_as_relevant_on_graded_datasets():
+    from eval.harness import lift_new_labels
+
+    original = {"q": {"a": 3, "b": 1, "c": 0}}
+    augmented = {"q": {"a": 3, "b": 1, "c": 0, "new1": 1, "new0": 0}}
+    # dl19 counts grade >= 2 as relevant: a new DREAM "relevant" (1) is lifted to 2; originals stay as judged
+    assert lift_new_labels(original, augmented, 2) == {"q": {"a": 3, "b": 1, "c": 0, "new1": 2, "new0": 0}}
+    assert lift_new_labels(original, augmented, 1) is augmented
