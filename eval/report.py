@@ -89,8 +89,8 @@ def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dic
                 f"relevance threshold for binary measures and holes: grade >= {inputs.threshold}",
                 f"measures: {', '.join(s.label for s in scores.specs)} (ir_measures / trec_eval semantics; ties broken "
                 "by score descending, then docid descending, as trec_eval)",
-                f"settings: k={config.k}, significance test {config.significance_test} (Holm, alpha {config.alpha}, "
-                f"{config.permutations} permutations), {config.orders} curve orders, seed {config.seed}",
+                f"settings: k={config.k}, {_significance_setting(config)}, {config.orders} curve orders, "
+                f"seed {config.seed}",
             )
         )
     )
@@ -118,6 +118,15 @@ def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dic
         blocks.append(Para("Every run answers every topic; every qrels set judges every topic; nothing was ignored."))
     blocks += _definitions(result)
     return blocks
+
+
+def _significance_setting(config) -> str:
+    if config.significance_test == "none":
+        return "no significance tests"
+    return (
+        f"significance marks from the {config.significance_test} test (Holm, alpha {config.alpha}; "
+        f"randomization with {config.permutations} permutations)"
+    )
 
 
 def _qrels_summary(result: EvalResult, name: str) -> str:
