@@ -167,11 +167,16 @@ def load_inputs(args: argparse.Namespace):
         qrels_sets[name] = read_qrels(path)
     if len(qrels_sets) < 2:
         raise BridgeError(f"{augmented_path} not found and no --qrels given: run `bridge label` first")
+    topics = tuple(q for q in ds.qids if q in ds.qrels)
+    if not topics:
+        raise BridgeError(
+            f"none of the {len(ds.qids)} queries of {ds.name} has original judgments: nothing to evaluate"
+        )
     pool_path = ws.pool_file(ds.slug)
     pooled = frozenset(s for e in read_pool(pool_path) for s in e.systems) if pool_path.exists() else None
     inputs = EvalInputs(
         dataset=ds.name,
-        topics=tuple(q for q in ds.qids if q in ds.qrels),
+        topics=topics,
         runs=runs,
         qrels_sets=qrels_sets,
         threshold=ds.relevance_threshold,
