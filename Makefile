@@ -19,11 +19,15 @@ MODEL ?= smollm2-135m
 LABEL_ARGS ?=
 REVIEW_ARGS ?=
 RETRIEVE_ARGS ?=
+EVAL_ARGS ?=
+BASELINE ?= ci/$(DATASET)-leaderboard.csv
+TOLERANCE ?= 0
+CHECK_ARGS ?=
 PYTEST_ARGS ?=
 
 COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
 
-.PHONY: install install-qwen test lint retrieve pool label review eval doctor bench clean
+.PHONY: install install-qwen test lint retrieve pool label review eval eval-check rag doctor bench clean
 
 install: $(STAMP)
 
@@ -49,7 +53,13 @@ review: install
 	$(BRIDGE) review serve $(COMMON) $(REVIEW_ARGS)
 
 eval: install
-	$(BRIDGE) eval $(COMMON)
+	$(BRIDGE) eval $(COMMON) $(EVAL_ARGS)
+
+eval-check: install
+	$(BRIDGE) eval check --dataset $(DATASET) --baseline $(BASELINE) --tolerance $(TOLERANCE) $(CHECK_ARGS)
+
+rag: install
+	$(BRIDGE) rag $(COMMON) --backend $(BACKEND) --model $(MODEL)
 
 doctor: install
 	$(BRIDGE) doctor --data-dir $(DATA_DIR)

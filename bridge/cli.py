@@ -23,7 +23,8 @@ Pipeline (each stage reads the files of the one before):
   bridge pool      -> qrels/<ds>/pool.tsv (+ original.qrels)
   bridge label     -> qrels/<ds>/labels.jsonl, qrels/<ds>/augmented.qrels
   bridge review    -> people decide escalated pairs (web page or CSV) -> merged into the two files above
-  bridge eval      -> reports/<ds>/leaderboard.csv, holes.csv
+  bridge eval      -> reports/<ds>/leaderboard.csv, holes.csv, curves.csv, report.html
+  bridge rag       -> reports/<ds>/rag.csv (RAG alignment; shown by a later `bridge eval`)
 """
 
 
@@ -86,7 +87,9 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_doctor)
 
 
-COMMANDS: tuple[str, ...] = ("retrievers.cli", "pool", "bridge.label_cli", "bridge.review.cli", "eval.cli", "doctor")
+COMMANDS: tuple[str, ...] = (
+    "retrievers.cli", "pool", "bridge.label_cli", "bridge.review.cli", "eval.cli", "eval.rag_cli", "doctor"
+)
 """Subcommands in --help order: a built-in name, or a module with ``register(subparsers)``."""
 _BUILTIN = {"pool": _register_pool, "doctor": _register_doctor}
 

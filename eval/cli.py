@@ -1,48 +1,261 @@
-"""``bridge eval``: score every run on original vs augmented qrels."""
+"""``bridge eval``: re-benchmark every run on original vs augmented qrels -> reports/<ds>/;
+``bridge eval check``: fail when a leaderboard regressed against a saved baseline."""
 
 from __future__ import annotations
 
 import argparse
+import logging
+import re
+from pathlib import Path
 
 from bridge.cli import add_common_options, dataset_from_args, workspace_from_args
 from bridge.errors import BridgeError
+from eval.significance import DEFAULT_PERMUTATIONS
+
+log = logging.getLogger(__name__)
+
+DESCRIPTION = """\
+Score every run of runs/<ds>/ (plus --run files) under the original qrels and under the
+augmented qrels of qrels/<ds>/ (plus --qrels files), and write reports/<ds>/:
+leaderboard.csv, significance.csv, holes.csv, routes.csv, curves.csv, figures/*.png,
+report.md and a self-contained report.html.
+
+Measures follow trec_eval (through ir_measures; ties broken by score desc, docid desc).
+Default measures at k: Hit (Success), nDCG, Recall, MRR, Judged.
+"""
+
+CHECK_DESCRIPTION = """\
+Compare the current leaderboard (default reports/<ds>/leaderboard.csv, written by
+`bridge eval`) with a saved baseline. Exit 0 when nothing regressed; exit 1 and print what
+regressed when a system's measure dropped by more than --tolerance, a baseline system or
+measure is missing, or (unless --ignore-rank-order) two systems swapped places.
+"""
+
+_NAMED = re.compile(r"^([A-Za-z0-9][\w.+-]*)=(.+)$")
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("eval", help="score every run on original vs augmented qrels -> reports/<ds>/")
+    p = sub.add_parser(
+        "eval",
+        help="re-benchmark every run on original vs augmented qrels -> reports/<ds>/ (and `eval check`)",
+        description=DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
     add_common_options(p)
-    p.add_argument("--measures", default="Success@10,nDCG@10,R@10", help="ir_measures names, comma-separated")
-    p.add_argument("--k", type=int, default=10, help="cut-off of Hole@k (default: 10)")
+    g = add_input_options(p)
+    g.add_argument("--strict-qids", action="store_true", help="stop when query ids of topics, runs and qrels differ")
+    g = p.add_argument_group("measures")
+    g.add_argument("--k", type=int, default=10, help="cut-off of the default measures, Hole@k and the curves (10)")
+    g.add_argument(
+        "--measures",
+        default=None,
+        help="comma-separated ir_measures names, replacing the defaults; aliases Hit@k, Recall@k, MRR@k; "
+        "BRIDGE-<Hit|nDCG|Recall|Precision>@k for the BRIDGE script semantics",
+    )
+    g.add_argument(
+        "--bridge-compat",
+        action="store_true",
+        help="add BRIDGE-Hit/nDCG/Recall@k: the BRIDGE authors' script semantics (NON-STANDARD: ideal DCG over all "
+        "gold documents, not cut at k; hit when recall > 0), to compare with published BRIDGE numbers",
+    )
+    g = p.add_argument_group("significance")
+    g.add_argument(
+        "--significance",
+        choices=["randomization", "t", "none"],
+        default="randomization",
+        help="test whose Holm-corrected p-values mark the leaderboard (both are written to significance.csv)",
+    )
+    g.add_argument("--alpha", type=float, default=0.05)
+    g.add_argument("--permutations", type=int, default=DEFAULT_PERMUTATIONS, help="randomization test (10000)")
+    g = p.add_argument_group("curves")
+    g.add_argument("--orders", type=int, default=10, help="random system orders of GR / MC curves (0: none)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the orders and the randomization test")
+    p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=cmd_eval)
 
+    checks = p.add_subparsers(dest="eval_command", title="subcommand", metavar="{check}")
+    c = checks.add_parser(
+        "check",
+        help="compare the leaderboard with a saved baseline; exit 1 on regression",
+        description=CHECK_DESCRIPTION,
+        formatter_class=argparse.RawDescriptionHelpFormatter,
+    )
+    c.add_argument("--baseline", type=Path, required=True, help="a saved leaderboard.csv")
+    c.add_argument("--current", type=Path, default=None, help="default: <reports-dir>/<ds>/leaderboard.csv")
+    c.add_argument("--tolerance", type=float, default=0.0, help="largest allowed drop per value (default 0)")
+    c.add_argument(
+        "--qrels",
+        dest="check_qrels",
+        metavar="NAMES",
+        default="augmented",
+        help="comma-separated qrels columns to check, or 'all' (default: augmented)",
+    )
+    c.add_argument(
+        "--measures", dest="check_measures", metavar="LABELS", default=None, help="comma-separated (default: all)"
+    )
+    c.add_argument("--ignore-rank-order", action="store_true", help="do not fail when systems swap places")
+    c.add_argument("--dataset", "-d", default=argparse.SUPPRESS, help="dataset whose report to check (default: nq)")
+    c.add_argument("--reports-dir", type=Path, default=argparse.SUPPRESS, help="reports root (default: reports)")
+    c.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS)
+    c.set_defaults(func=cmd_check)
 
-def cmd_eval(args: argparse.Namespace) -> int:
-    from bridge.pool import load_runs
-    from bridge.trec import read_qrels
-    from eval.leaderboard import holes, rebenchmark, write_holes, write_leaderboard
+
+def add_input_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    g = parser.add_argument_group("inputs")
+    g.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="also score this TREC run (repeatable; name = file stem unless NAME= is given)",
+    )
+    g.add_argument(
+        "--qrels",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="also score under this TREC qrels file (repeatable); compared with the original qrels like augmented",
+    )
+    return g
+
+
+def _named_paths(values: list[str], what: str) -> list[tuple[str, Path]]:
+    out = []
+    for value in values:
+        match = _NAMED.match(value)
+        if match and not Path(value).exists():
+            name, path = match.group(1), Path(match.group(2))
+        else:
+            path = Path(value)
+            name = path.stem
+        if not path.exists():
+            raise BridgeError(f"{what} file {path} not found")
+        out.append((name, path))
+    names = [n for n, _ in out]
+    duplicates = sorted({n for n in names if names.count(n) > 1})
+    if duplicates:
+        raise BridgeError(f"two {what} files are named {', '.join(duplicates)}: use NAME=FILE")
+    return out
+
+
+def load_inputs(args: argparse.Namespace):
+    """Runs, qrels sets, labels and pool membership for ``bridge eval`` (and ``bridge rag``)."""
+    from bridge.labels import read_labels
+    from bridge.pool import read_pool
+    from bridge.trec import read_qrels, read_run, restrict
+    from eval.harness import AUGMENTED, ORIGINAL, EvalInputs, lift_new_labels
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
-    runs = load_runs(ws.runs(ds.slug))
+    run_dir = ws.runs(ds.slug)
+    runs = {path.stem: read_run(path) for path in sorted(run_dir.glob("*.run"))}
+    for name, path in _named_paths(args.run, "run"):
+        if name in runs:
+            raise BridgeError(f"--run {path}: a run named {name!r} is already in {run_dir}; use NAME=FILE")
+        runs[name] = read_run(path)
+    if not runs:
+        raise BridgeError(f"no run files (*.run) in {run_dir} and no --run given: run `bridge retrieve` first")
+    qrels_sets = {ORIGINAL: ds.qrels}
     augmented_path = ws.augmented_qrels(ds.slug)
-    if not augmented_path.exists():
-        raise BridgeError(f"{augmented_path} not found: run `bridge label` first")
-    augmented = read_qrels(augmented_path)
-    topics = [q for q in ds.qids if q in ds.qrels]
-    measures = [m.strip() for m in args.measures.split(",") if m.strip()]
-    rows = rebenchmark(runs, ds.qrels, augmented, topics, measures)
-    hole_rows = holes(runs, ds.qrels, augmented, topics, k=args.k, threshold=ds.relevance_threshold)
-    out = ws.reports(ds.slug)
-    write_leaderboard(rows, str(out / "leaderboard.csv"))
-    write_holes(hole_rows, str(out / "holes.csv"))
-    print(f"{ds.name}: {len(runs)} systems, {len(topics)} topics")
-    print(f"{'system':24s} {'measure':10s} {'original':>9s} {'augmented':>9s} {'delta':>8s}  rank")
-    for r in rows:
-        print(
-            f"{r.system:24s} {r.measure:10s} {r.original:9.4f} {r.augmented:9.4f} {r.delta:+8.4f}  "
-            f"{r.rank_original}->{r.rank_augmented}"
+    if augmented_path.exists():
+        qrels_sets[AUGMENTED] = lift_new_labels(
+            ds.qrels, restrict(read_qrels(augmented_path), ds.qids), ds.relevance_threshold
         )
-    for h in hole_rows:
-        print(f"{h.system:24s} Hole@{h.k:<5d} {h.hole_rate:9.4f}")
-    print(f"-> {out / 'leaderboard.csv'}\n-> {out / 'holes.csv'}")
+    for name, path in _named_paths(args.qrels, "qrels"):
+        if name in qrels_sets:
+            raise BridgeError(f"--qrels {path}: the name {name!r} is taken; use NAME=FILE")
+        qrels_sets[name] = read_qrels(path)
+    if len(qrels_sets) < 2:
+        raise BridgeError(f"{augmented_path} not found and no --qrels given: run `bridge label` first")
+    topics = tuple(q for q in ds.qids if q in ds.qrels)
+    if not topics:
+        raise BridgeError(
+            f"none of the {len(ds.qids)} queries of {ds.name} has original judgments: nothing to evaluate"
+        )
+    pool_path = ws.pool_file(ds.slug)
+    pooled = frozenset(s for e in read_pool(pool_path) for s in e.systems) if pool_path.exists() else None
+    inputs = EvalInputs(
+        dataset=ds.name,
+        topics=topics,
+        runs=runs,
+        qrels_sets=qrels_sets,
+        threshold=ds.relevance_threshold,
+        labels=tuple(read_labels(ws.labels_file(ds.slug))),
+        pooled_systems=pooled,
+        dataset_qids=tuple(ds.qids),
+    )
+    return ws, ds, inputs
+
+
+def cmd_eval(args: argparse.Namespace) -> int:
+    from eval.harness import EvalConfig, run_evaluation
+    from eval.report import write_report
+
+    if args.k < 1:
+        raise BridgeError(f"--k must be at least 1, got {args.k}")
+    ws, ds, inputs = load_inputs(args)
+    issues = inputs.qid_issues()
+    for issue in issues:
+        log.warning("query ids: %s", issue.message())
+    if issues and args.strict_qids:
+        raise BridgeError("query ids differ (--strict-qids): " + "; ".join(i.message() for i in issues))
+    config = EvalConfig(
+        k=args.k,
+        measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()) if args.measures else (),
+        bridge_compat=args.bridge_compat,
+        significance_test=args.significance,
+        alpha=args.alpha,
+        permutations=args.permutations,
+        orders=args.orders,
+        seed=args.seed,
+    )
+    result = run_evaluation(inputs, config, progress=not args.quiet)
+    out = ws.reports(ds.slug)
+    written = write_report(result, out, figures=not args.no_figures)
+    print(summary_text(result))
+    print("\n".join(f"-> {path}" for path in written))
     return 0
+
+
+def summary_text(result) -> str:
+    names = result.scores.qrels_names
+    lines = [f"{result.inputs.dataset}: {len(result.scores.systems)} systems, {len(result.scores.topics)} topics"]
+    header = f"{'system':24s} {'measure':12s}" + "".join(f" {q[:10]:>10s}" for q in names) + "  rank"
+    lines.append(header)
+    for r in result.rows:
+        values = "".join(f" {r.values[q]:10.4f}" for q in names)
+        ranks = "->".join(str(r.ranks[q]) for q in names)
+        lines.append(f"{r.system:24s} {r.measure:12s}{values}  {ranks}")
+    for s in result.shifts:
+        lines.append(
+            f"rank shift {s.measure} {names[0]}->{s.qrels}: Kendall tau {s.kendall_tau:.3f}, "
+            f"tau_AP {s.tau_ap:.3f}, {len(s.moved)} moved"
+        )
+    for h in result.holes:
+        pooled = "" if h.pooled else ", not pooled"
+        lines.append(f"{h.system:24s} Hole@{h.k:<7d} {h.hole_rate:10.4f}  ({h.qrels}{pooled})")
+    lines.append(f"curves: {result.curves_note}")
+    return "\n".join(lines)
+
+
+def cmd_check(args: argparse.Namespace) -> int:
+    from bridge.datasets import dataset_slug
+    from eval.check import CheckConfig, check_leaderboards
+    from eval.leaderboard import read_leaderboard
+
+    current = args.current
+    if current is None:  # the dataset's slug locates the report; the data itself is not needed
+        current = args.reports_dir / dataset_slug(args.dataset) / "leaderboard.csv"
+    qrels = () if args.check_qrels == "all" else tuple(q.strip() for q in args.check_qrels.split(",") if q.strip())
+    measures = tuple(m.strip() for m in args.check_measures.split(",")) if args.check_measures else ()
+    config = CheckConfig(args.tolerance, qrels, measures, not args.ignore_rank_order)
+    result = check_leaderboards(read_leaderboard(args.baseline), read_leaderboard(current), config)
+    for note in result.notes:
+        print(f"note: {note}")
+    if result.ok:
+        print(f"OK: {result.checked} values checked against {args.baseline} (tolerance {args.tolerance:g})")
+        return 0
+    print(f"REGRESSION: {len(result.regressions)} problem(s) against {args.baseline} (tolerance {args.tolerance:g})")
+    for line in result.regressions:
+        print(f"  {line}")
+    return 1

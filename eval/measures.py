@@ -1,30 +1,99 @@
-"""Measures through ir_measures with trec_eval semantics, and the hole rate.
+"""Measures through ir_measures with trec_eval semantics, the BRIDGE-compatible variants, and Hole@k.
 
 Runs are passed through :func:`bridge.trec.canonical_scores` first, so ties are broken as
 trec_eval breaks them (score descending, docid descending) whichever back-end ir_measures
 picks. Per-query values are averaged over an explicit topic set: a topic that a run did not
 answer scores 0 (and is reported), a query outside the topics is ignored (and reported).
+
+Measure names: any ir_measures string (``nDCG@10``, ``P(rel=2)@5``, ``AP``), plus the aliases
+``Hit@k`` (= ``Success@k``), ``Recall@k`` (= ``R@k``) and ``MRR@k`` (= ``RR@k``). On a dataset
+whose relevance threshold is above 1 (dl19: grade >= 2), binary measures that accept ``rel=``
+get it implicitly. ``BRIDGE-<name>@k`` selects the BRIDGE authors' script semantics
+(:mod:`eval.bridge_compat`), which are not trec_eval's and are labelled as such.
 """
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Sequence
+import re
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import ir_measures
+import numpy as np
 
+from bridge.errors import InputError
 from bridge.trec import Qrels, Run, canonical_scores, top_k
 
 DEFAULT_MEASURES = ("Success@10", "nDCG@10", "R@10")
-MEASURE_LABELS = {"Success@10": "Hit@10", "R@10": "Recall@10"}
+DEFAULT_NAMES = ("Hit", "nDCG", "Recall", "MRR", "Judged")
+"""The leaderboard's measures, each at the cut-off ``k`` (``--k``, default 10)."""
+ALIASES = {"Hit": "Success", "Recall": "R", "MRR": "RR"}
+LABELS = {"Success": "Hit", "R": "Recall", "RR": "MRR"}
+COMPAT_PREFIX = "BRIDGE-"
+_ALIAS = re.compile(r"^(Hit|Recall|MRR)(?=[@(]|$)")
+
+
+@dataclass(frozen=True)
+class MeasureSpec:
+    """One leaderboard column: what the user reads (``label``) and what is computed (``measure``)."""
+
+    label: str
+    """Shown in reports and CSV files: ``Hit@10``, ``nDCG@10``, ``BRIDGE-nDCG@10``."""
+    measure: str
+    """The ir_measures string evaluated (``Success(rel=2)@10``), or the compat name (``BRIDGE-nDCG@10``)."""
+    compat: bool = False
+    """BRIDGE script semantics (non-standard; for comparison with published BRIDGE numbers only)."""
+    diagnostic: bool = False
+    """Describes the judgments rather than the system (Judged@k): no significance tests or rank correlations."""
+
+    @property
+    def tested(self) -> bool:
+        """Part of significance tests and rank-correlation summaries."""
+        return not (self.compat or self.diagnostic)
 
 
 def parse_measures(names: Iterable[str]) -> list[ir_measures.Measure]:
     return [ir_measures.parse_measure(name) for name in names]
 
 
-def measure_label(name: str) -> str:
-    return MEASURE_LABELS.get(name, name)
+def default_measure_names(k: int = 10, bridge_compat: bool = False) -> list[str]:
+    names = [f"{name}@{k}" for name in DEFAULT_NAMES]
+    if bridge_compat:
+        names += [f"{COMPAT_PREFIX}{name}@{k}" for name in ("Hit", "nDCG", "Recall")]
+    return names
+
+
+def resolve_measure(name: str, threshold: int = 1) -> MeasureSpec:
+    """A user's measure name as a :class:`MeasureSpec`; raise :class:`InputError` if unknown."""
+    name = name.strip()
+    if name.startswith(COMPAT_PREFIX):
+        from eval.bridge_compat import parse_compat
+
+        parse_compat(name)  # validates
+        return MeasureSpec(name, name, compat=True)
+    try:
+        measure = ir_measures.parse_measure(_ALIAS.sub(lambda m: ALIASES[m.group(1)], name))
+    except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as exc:
+        raise InputError(f"unknown measure {name!r} ({exc})", field="measures") from None
+    label = _label(measure)
+    if threshold > 1 and "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params:
+        measure = measure(rel=threshold)
+    return MeasureSpec(label, str(measure), diagnostic=measure.NAME == "Judged")
+
+
+def resolve_measures(names: Iterable[str], threshold: int = 1) -> list[MeasureSpec]:
+    specs = [resolve_measure(n, threshold) for n in names if n.strip()]
+    labels = [s.label for s in specs]
+    duplicates = sorted({label for label in labels if labels.count(label) > 1})
+    if duplicates:
+        raise InputError(f"measure(s) given twice: {', '.join(duplicates)}", field="measures")
+    return specs
+
+
+def _label(measure: ir_measures.Measure) -> str:
+    text = str(measure)
+    name = measure.NAME
+    return LABELS.get(name, name) + text[len(name) :] if text.startswith(name) else text
 
 
 @dataclass(frozen=True)
@@ -52,6 +121,25 @@ def evaluate(run: Run, qrels: Qrels, topics: Sequence[str], measures: Sequence[s
     return Evaluation(means, per_query, missing)
 
 
+def per_query_scores(
+    run: Run, qrels: Qrels, topics: Sequence[str], specs: Sequence[MeasureSpec], threshold: int = 1
+) -> dict[str, np.ndarray]:
+    """label -> per-topic values in ``topics`` order (NaN where a compat measure skips a topic)."""
+    from eval.bridge_compat import compat_scores
+
+    out: dict[str, np.ndarray] = {}
+    standard = [s for s in specs if not s.compat]
+    if standard:
+        result = evaluate(run, qrels, topics, [s.measure for s in standard])
+        for spec in standard:
+            values = result.per_query[spec.measure]
+            out[spec.label] = np.array([values[q] for q in topics], dtype=float)
+    for spec in specs:
+        if spec.compat:
+            out[spec.label] = compat_scores(spec.measure, run, qrels, topics, threshold)
+    return out
+
+
 def hole_rate(
     run: Run, original: Qrels, augmented: Qrels, topics: Sequence[str], k: int = 10, threshold: int = 1
 ) -> float:
@@ -59,10 +147,13 @@ def hole_rate(
     but was unjudged in ``original``. The denominator is k (a short ranking is not rewarded)."""
     if not topics:
         return 0.0
-    total = 0.0
-    for qid in topics:
-        judged = original.get(qid, {})
-        gained = augmented.get(qid, {})
-        holes = sum(1 for d in top_k(run.get(qid, {}), k) if d not in judged and gained.get(d, 0) >= threshold)
-        total += holes / k
-    return total / len(topics)
+    return sum(holes_in_top_k(run, original, augmented, qid, k, threshold) for qid in topics) / (k * len(topics))
+
+
+def holes_in_top_k(
+    run: Run, original: Qrels, augmented: Mapping[str, Mapping[str, int]], qid: str, k: int, threshold: int
+) -> int:
+    """How many of one query's top-k documents are holes (unjudged originally, relevant now)."""
+    judged = original.get(qid, {})
+    gained = augmented.get(qid, {})
+    return sum(1 for d in top_k(run.get(qid, {}), k) if d not in judged and gained.get(d, 0) >= threshold)

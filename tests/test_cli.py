@@ -52,12 +52,12 @@ def test_pipeline_end_to_end(workspace, capsys):
     assert f"already labeled:      {len(expected)}" in capsys.readouterr().out
 
     assert bridge("eval", *common) == 0
-    with open(tmp / "reports/beir-tiny/leaderboard.csv") as handle:
+    with open(tmp / "reports/beir-tiny/leaderboard.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
-    assert {r["measure"] for r in rows} == {"Hit@10", "nDCG@10", "Recall@10"}
+    assert {r["measure"] for r in rows} == {"Hit@10", "nDCG@10", "Recall@10", "MRR@10", "Judged@10"}
     hit = next(r for r in rows if r["measure"] == "Hit@10")
     assert float(hit["original"]) == 1.0  # both gold docs are BM25's top hit
-    assert (tmp / "reports/beir-tiny/holes.csv").exists()
+    assert (tmp / "reports/beir-tiny/holes.csv").exists() and (tmp / "reports/beir-tiny/report.html").exists()
 
 
 def test_missing_data_dir_is_one_clear_error(tmp_path, capsys):

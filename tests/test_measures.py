@@ -5,7 +5,8 @@ import math
 import pytest
 import pytrec_eval
 
-from eval.measures import evaluate, hole_rate
+from bridge.errors import InputError
+from eval.measures import evaluate, hole_rate, per_query_scores, resolve_measures
 
 QRELS = {
     "q1": {"d1": 1, "d2": 2, "d5": 0},
@@ -54,3 +55,65 @@ def test_hole_rate_counts_new_relevant_among_top_k():
     assert hole_rate(RUN, original, augmented, ["q1", "q2"], k=2) == pytest.approx((0.5 + 1.0) / 2)
     # a judged document is never a hole, whatever its new label
     assert hole_rate(RUN, augmented, augmented, ["q1", "q2"], k=2) == 0.0
+
+
+GRADED = {"q1": {"d1": 1, "d2": 2, "d5": 0, "d3": 3}, "q2": {"d7": 2, "d8": 1}, "q3": {"d1": 2}}
+GRADED_RUN = {
+    "q1": {"d3": 3.0, "d1": 2.0, "d2": 2.0, "d4": 1.0, "d5": 1.0},
+    "q2": {"d8": 1.0, "d9": 0.5, "d7": 0.5},
+}
+
+
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_resolved_measures_equal_pytrec_eval_at_a_relevance_threshold(threshold):
+    specs = resolve_measures(["Hit@10", "nDCG@10", "Recall@10", "MRR@10", "P@3"], threshold)
+    assert [s.label for s in specs] == ["Hit@10", "nDCG@10", "Recall@10", "MRR@10", "P@3"]
+    if threshold == 2:  # binary measures get rel=2 implicitly; nDCG keeps the graded gains
+        assert [s.measure for s in specs] == [
+            "Success(rel=2)@10", "nDCG@10", "R(rel=2)@10", "RR(rel=2)@10", "P(rel=2)@3"
+        ]  # fmt: skip
+    ours = per_query_scores(GRADED_RUN, GRADED, ["q1", "q2", "q3"], specs, threshold)
+    evaluator = pytrec_eval.RelevanceEvaluator(
+        GRADED, {"success.10", "ndcg_cut.10", "recall.10", "recip_rank", "P.3"}, relevance_level=threshold
+    )
+    reference = evaluator.evaluate(GRADED_RUN)
+    for i, qid in enumerate(["q1", "q2"]):
+        assert ours["Hit@10"][i] == pytest.approx(reference[qid]["success_10"])
+        assert ours["nDCG@10"][i] == pytest.approx(reference[qid]["ndcg_cut_10"])
+        assert ours["Recall@10"][i] == pytest.approx(reference[qid]["recall_10"])
+        assert ours["MRR@10"][i] == pytest.approx(reference[qid]["recip_rank"])
+        assert ours["P@3"][i] == pytest.approx(reference[qid]["P_3"])
+    assert all(values[2] == 0.0 for values in ours.values())  # q3 unanswered: 0, not dropped
+
+
+def test_judged_at_k_by_hand():
+    [spec] = resolve_measures(["Judged@4"])
+    assert spec.diagnostic and not spec.tested
+    # q1 top-4 with ties broken by docid desc: d3, d2, d1, d5 (not d4) -> all judged (d5 as non-relevant);
+    # q2 retrieves 3: d8, d9, d7 -> 2 judged of the 3 retrieved
+    values = per_query_scores(GRADED_RUN, GRADED, ["q1", "q2"], [spec])["Judged@4"]
+    assert values.tolist() == pytest.approx([1.0, 2 / 3])
+
+
+def test_bridge_compat_semantics_by_hand():
+    specs = resolve_measures(["BRIDGE-nDCG@2", "BRIDGE-Hit@2", "BRIDGE-Recall@2", "BRIDGE-Precision@2"])
+    assert all(s.compat and not s.tested for s in specs)
+    qrels = {"q1": {"a": 1, "b": 1, "c": 1}, "q2": {"x": 0}}
+    run = {"q1": {"a": 2.0, "z": 1.0}, "q2": {"x": 1.0}}
+    values = per_query_scores(run, qrels, ["q1", "q2"], specs)
+    ideal_all_gold = 1 + 1 / math.log2(3) + 1 / math.log2(4)  # not cut at k=2
+    assert values["BRIDGE-nDCG@2"][0] == pytest.approx(1 / ideal_all_gold)
+    assert values["BRIDGE-Hit@2"][0] == 1.0 and values["BRIDGE-Recall@2"][0] == pytest.approx(1 / 3)
+    assert values["BRIDGE-Precision@2"][0] == pytest.approx(1 / 2)
+    assert all(math.isnan(v[1]) for v in values.values())  # no gold for q2: skipped, as in the BRIDGE script
+    standard = per_query_scores(run, qrels, ["q1"], resolve_measures(["nDCG@2"]))["nDCG@2"][0]
+    assert standard == pytest.approx(1 / (1 + 1 / math.log2(3)))  # trec_eval cuts the ideal at k
+
+
+def test_unknown_measures_are_clear_errors():
+    with pytest.raises(InputError, match="unknown measure 'nDGC@10'"):
+        resolve_measures(["nDGC@10"])
+    with pytest.raises(InputError, match="BRIDGE-compatible"):
+        resolve_measures(["BRIDGE-MAP@10"])
+    with pytest.raises(InputError, match="given twice"):
+        resolve_measures(["Hit@10", "Success@10"])

@@ -1,0 +1,121 @@
+"""Leaderboard regression check (``bridge eval check``): compare a leaderboard.csv with a saved baseline.
+
+A regression is any of:
+* a (system, measure) whose value under a checked qrels set dropped by more than the tolerance;
+* a system or measure of the baseline missing from the current leaderboard;
+* (unless disabled) two systems of the baseline whose order changed under a checked qrels set:
+  a before b in the baseline (strictly higher value) and b strictly above a now.
+Improvements, new systems and new measures are reported as notes, never as failures.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field
+from itertools import combinations
+
+from bridge.errors import InputError
+
+
+@dataclass(frozen=True)
+class CheckConfig:
+    tolerance: float = 0.0
+    """Largest allowed drop of a value (absolute, in the measure's units)."""
+    qrels: tuple[str, ...] = ("augmented",)
+    """Qrels columns to check; empty: every qrels column both files have."""
+    measures: tuple[str, ...] = ()
+    """Measure labels to check; empty: all of the baseline's."""
+    rank_order: bool = True
+    """Fail when the order of two baseline systems flips."""
+
+
+@dataclass
+class CheckResult:
+    regressions: list[str] = field(default_factory=list)
+    notes: list[str] = field(default_factory=list)
+    checked: int = 0
+
+    @property
+    def ok(self) -> bool:
+        return not self.regressions
+
+
+Table = dict[tuple[str, str], dict[str, float]]
+"""(system, measure) -> qrels column -> value."""
+
+
+def _table(rows: Sequence[dict[str, str]], columns: Sequence[str], what: str) -> Table:
+    table: Table = {}
+    for line, row in enumerate(rows, start=2):
+        values = {}
+        for column in columns:
+            try:
+                values[column] = float(row[column])
+            except (TypeError, ValueError):
+                message = f"{what}: value {row.get(column)!r} is not a number"
+                raise InputError(message, line=line, field=column) from None
+        table[(row["system"], row["measure"])] = values
+    return table
+
+
+def qrels_columns(rows: Sequence[dict[str, str]]) -> list[str]:
+    """The qrels columns of a leaderboard.csv: those with a matching ``rank_<name>`` column."""
+    if not rows:
+        return []
+    keys = list(rows[0])
+    return [k for k in keys if f"rank_{k}" in keys]
+
+
+def check_leaderboards(
+    baseline: Sequence[dict[str, str]], current: Sequence[dict[str, str]], config: CheckConfig = CheckConfig()
+) -> CheckResult:
+    result = CheckResult()
+    base_cols, cur_cols = qrels_columns(baseline), qrels_columns(current)
+    columns = list(config.qrels) or [c for c in base_cols if c in cur_cols]
+    for column in columns:
+        for name, cols in (("baseline", base_cols), ("current leaderboard", cur_cols)):
+            if column not in cols:
+                raise InputError(f"the {name} has no qrels column {column!r} (it has {', '.join(cols) or 'none'})")
+    base = _table(baseline, columns, "baseline")
+    cur = _table(current, columns, "current leaderboard")
+    measures = list(dict.fromkeys(m for _, m in base))
+    if config.measures:
+        unknown = sorted(set(config.measures) - set(measures))
+        if unknown:
+            raise InputError(f"measure(s) not in the baseline: {', '.join(unknown)}", field="measures")
+        measures = list(config.measures)
+    for measure in sorted(set(m for _, m in cur) - set(measures)):
+        result.notes.append(f"measure {measure} is new (not in the baseline)")
+    for system in sorted({s for s, _ in cur} - {s for s, _ in base}):
+        result.notes.append(f"system {system} is new (not in the baseline)")
+    for measure in measures:
+        systems = [s for s, m in base if m == measure]
+        for system in systems:
+            if (system, measure) not in cur:
+                result.regressions.append(f"{system} {measure}: missing from the current leaderboard")
+                continue
+            for column in columns:
+                before, after = base[(system, measure)][column], cur[(system, measure)][column]
+                result.checked += 1
+                if after < before - config.tolerance:
+                    result.regressions.append(
+                        f"{system} {measure} ({column}): {before:.4f} -> {after:.4f} "
+                        f"(dropped {before - after:.4f} > tolerance {config.tolerance:g})"
+                    )
+                elif after > before + config.tolerance:
+                    result.notes.append(f"{system} {measure} ({column}): improved {before:.4f} -> {after:.4f}")
+        if not config.rank_order:
+            continue
+        common = [s for s in systems if (s, measure) in cur]
+        for column in columns:
+            for a, b in combinations(common, 2):
+                was = base[(a, measure)][column] - base[(b, measure)][column]
+                now = cur[(a, measure)][column] - cur[(b, measure)][column]
+                if was * now < 0:
+                    high, low = (a, b) if was > 0 else (b, a)
+                    result.regressions.append(
+                        f"{measure} ({column}): ranking changed, {low} now above {high} "
+                        f"(baseline {base[(high, measure)][column]:.4f} > {base[(low, measure)][column]:.4f}, "
+                        f"now {cur[(high, measure)][column]:.4f} < {cur[(low, measure)][column]:.4f})"
+                    )
+    return result

@@ -1,0 +1,163 @@
+"""The evaluation harness: from runs, qrels sets and labels to every table and curve of the report.
+
+Reading files and writing outputs stay outside (``eval/cli.py``, ``eval/report.py``), so a
+caller can evaluate in-memory runs and qrels the same way ``bridge eval`` does.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+
+from bridge.labels import LabelRecord
+from bridge.trec import Qrels, Run
+from eval.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
+from eval.leaderboard import (
+    AUGMENTED,
+    ORIGINAL,
+    HoleRow,
+    LeaderboardRow,
+    RankShift,
+    Scores,
+    Significance,
+    holes,
+    leaderboard_rows,
+    rank_shifts,
+    score_systems,
+    significance,
+)
+from eval.measures import default_measure_names, resolve_measures
+from eval.provenance import RouteCount, route_counts
+from eval.qids import QidIssue, check_qids
+from eval.significance import DEFAULT_PERMUTATIONS
+
+__all__ = ["AUGMENTED", "ORIGINAL", "EvalConfig", "EvalInputs", "EvalResult", "lift_new_labels", "run_evaluation"]
+
+
+def lift_new_labels(original: Qrels, augmented: Qrels, threshold: int) -> Qrels:
+    """Count bridge's binary new labels as relevant on graded datasets.
+
+    A new label is 1 (relevant) or 0. Where the dataset's binary threshold is above 1 (dl19:
+    grade >= 2), a new 1 would otherwise fall below it; it is counted at the threshold grade, so
+    it is relevant for Hit/Recall/holes and gains ``threshold`` in nDCG. Original judgments are kept.
+    """
+    if threshold <= 1:
+        return augmented
+    lifted: Qrels = {}
+    for qid, docs in augmented.items():
+        judged = original.get(qid, {})
+        lifted[qid] = {d: (threshold if d not in judged and 0 < g < threshold else g) for d, g in docs.items()}
+    return lifted
+
+
+@dataclass(frozen=True)
+class EvalConfig:
+    k: int = 10
+    """Cut-off of the default measures, Hole@k and the curves' pool depth."""
+    measures: tuple[str, ...] = ()
+    """Measure names; empty: Hit, nDCG, Recall, MRR and Judged at k."""
+    bridge_compat: bool = False
+    """Also report BRIDGE-Hit/nDCG/Recall@k with the BRIDGE authors' (non-standard) script semantics."""
+    significance_test: str = "randomization"
+    """Which Holm-corrected test marks the leaderboard: ``randomization``, ``t`` or ``none`` (no tests)."""
+    alpha: float = 0.05
+    permutations: int = DEFAULT_PERMUTATIONS
+    orders: int = DEFAULT_ORDERS
+    """Random system orders of the growth / marginal-contribution curves (0: no curves)."""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class EvalInputs:
+    dataset: str
+    topics: tuple[str, ...]
+    """The dataset's (limited) queries that the original qrels judge."""
+    runs: Mapping[str, Run]
+    qrels_sets: Mapping[str, Qrels]
+    """``original`` first, then the sets compared with it (``augmented``, user qrels)."""
+    threshold: int = 1
+    labels: Sequence[LabelRecord] = ()
+    pooled_systems: frozenset[str] | None = None
+    """Systems whose top-k was pooled and labeled (None: unknown, assume all)."""
+    dataset_qids: tuple[str, ...] = ()
+
+    def qid_issues(self) -> list[QidIssue]:
+        return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
+
+
+@dataclass(frozen=True)
+class EvalResult:
+    inputs: EvalInputs
+    config: EvalConfig
+    scores: Scores
+    rows: list[LeaderboardRow]
+    significance: Significance | None
+    shifts: list[RankShift]
+    holes: list[HoleRow]
+    curves: Curves | None
+    curves_note: str
+    routes: list[RouteCount]
+    qid_issues: list[QidIssue] = field(default_factory=list)
+
+    @property
+    def reference(self) -> str:
+        return self.scores.qrels_names[0]
+
+    @property
+    def compared(self) -> str | None:
+        return self.scores.compared[0] if self.scores.compared else None
+
+
+def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progress: bool = False) -> EvalResult:
+    names = list(config.measures) or default_measure_names(config.k, config.bridge_compat)
+    if config.measures and config.bridge_compat:
+        names += [n for n in default_measure_names(config.k, True) if n.startswith("BRIDGE-") and n not in names]
+    specs = resolve_measures(names, inputs.threshold)
+    topics = list(inputs.topics)
+    issues = inputs.qid_issues()
+    scores = score_systems(inputs.runs, inputs.qrels_sets, topics, specs, inputs.threshold, progress)
+    sig = None
+    if config.significance_test != "none" and len(scores.systems) > 1:
+        sig = significance(scores, config.significance_test, config.alpha, config.permutations, config.seed)
+    reference, *compared_names = list(inputs.qrels_sets)
+    original = inputs.qrels_sets[reference]
+    compared = {name: inputs.qrels_sets[name] for name in compared_names}
+    hole_rows = holes(inputs.runs, original, compared, topics, config.k, inputs.threshold, inputs.pooled_systems)
+    curves, note = _curves(inputs, config, original, compared)
+    routes = []
+    if compared_names:
+        routes = route_counts(original, compared[compared_names[0]], inputs.labels, topics, inputs.threshold)
+    return EvalResult(
+        inputs,
+        config,
+        scores,
+        leaderboard_rows(scores, sig),
+        sig,
+        rank_shifts(scores),
+        hole_rows,
+        curves,
+        note,
+        routes,
+        issues,
+    )
+
+
+def _curves(
+    inputs: EvalInputs, config: EvalConfig, original: Qrels, compared: Mapping[str, Qrels]
+) -> tuple[Curves | None, str]:
+    if config.orders <= 0:
+        return None, "curves were not requested (--orders 0)"
+    if not compared:
+        return None, "no compared qrels set"
+    pooled = sorted(s for s in inputs.runs if inputs.pooled_systems is None or s in inputs.pooled_systems)
+    if len(pooled) < 2:
+        return None, f"the curves need at least 2 pooled systems, found {len(pooled)}"
+    name, qrels = next(iter(compared.items()))
+    matrix = build_label_matrix(
+        {s: inputs.runs[s] for s in pooled}, original, qrels, inputs.topics, config.k, inputs.threshold
+    )
+    left_out = sorted(set(inputs.runs) - set(pooled))
+    note = f"{len(pooled)} pooled systems, {name} qrels, depth {config.k}, {config.orders} orders (seed {config.seed})"
+    if left_out:
+        note += f"; not pooled, so left out: {', '.join(left_out)}"
+    return compute_curves(matrix, config.orders, config.seed), note

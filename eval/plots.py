@@ -1,0 +1,97 @@
+"""Report figures as PNG files (matplotlib's Agg canvas, no pyplot state): growth rate, marginal
+contribution, the original-vs-augmented leaderboard (dumbbell chart) and Hole@k per system."""
+
+from __future__ import annotations
+
+import io
+from collections.abc import Sequence
+from pathlib import Path
+
+import numpy as np
+from matplotlib.backends.backend_agg import FigureCanvasAgg
+from matplotlib.figure import Figure
+from matplotlib.ticker import MaxNLocator
+
+from bridge.fsio import atomic_write
+from eval.curves import Curves
+from eval.leaderboard import HoleRow, LeaderboardRow
+
+REFERENCE_COLOR = "#8c8c8c"
+COMPARED_COLOR = "#1f77b4"
+MEASURE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+
+
+def _save(fig: Figure, path: Path) -> Path:
+    FigureCanvasAgg(fig)
+    buffer = io.BytesIO()
+    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
+    with atomic_write(path, "wb") as handle:
+        handle.write(buffer.getvalue())
+    return path
+
+
+def plot_growth(curves: Curves, path: Path) -> Path:
+    m, mean, std = curves.growth_summary()
+    fig = Figure(figsize=(6, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot(m, mean, marker="o", color=COMPARED_COLOR, label="mean over orders")
+    ax.fill_between(m, np.maximum(mean - std, 0), mean + std, color=COMPARED_COLOR, alpha=0.15, label="± 1 std")
+    ax.set_xlabel("number of systems in the pool (m)")
+    ax.set_ylabel("growth rate of holes GR(m)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title(f"Hole growth rate ({len(curves.orders)} random system orders)")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_marginal(curves: Curves, path: Path) -> Path:
+    fig = Figure(figsize=(6, 3.6), layout="constrained")
+    ax = fig.add_subplot()
+    for color, label in zip(MEASURE_COLORS, curves.marginal, strict=False):
+        m, mean, _ = curves.marginal_summary(label)
+        ax.plot(m, mean, marker="o", color=color, label=label)
+    ax.set_xlabel("number of other systems in the pool (m)")
+    ax.set_ylabel("marginal contribution MC(m)")
+    ax.xaxis.set_major_locator(MaxNLocator(integer=True))
+    ax.set_title("Marginal contribution of a system to its own score")
+    ax.grid(alpha=0.3)
+    ax.legend()
+    return _save(fig, path)
+
+
+def plot_dumbbell(
+    rows: Sequence[LeaderboardRow], measures: Sequence[str], reference: str, compared: str, path: Path
+) -> Path:
+    """One panel per measure: each system's score under the reference and the compared qrels."""
+    systems = list(dict.fromkeys(r.system for r in rows if r.measure == measures[0]))
+    fig = Figure(figsize=(4.2 * len(measures), 0.35 * len(systems) + 1.6), layout="constrained")
+    axes = fig.subplots(1, len(measures), sharey=True, squeeze=False)[0]
+    y = np.arange(len(systems))[::-1]
+    for ax, measure in zip(axes, measures, strict=True):
+        by_system = {r.system: r for r in rows if r.measure == measure}
+        before = np.array([by_system[s].values[reference] for s in systems])
+        after = np.array([by_system[s].values[compared] for s in systems])
+        ax.hlines(y, before, after, color="#bbbbbb", linewidth=2, zorder=1)
+        ax.scatter(before, y, color=REFERENCE_COLOR, label=reference, zorder=2)
+        ax.scatter(after, y, color=COMPARED_COLOR, label=compared, zorder=3)
+        ax.set_title(measure)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(y, systems)
+    axes[0].legend(loc="lower right", fontsize="small")
+    fig.suptitle(f"Leaderboard: {reference} vs {compared} qrels (sorted by {measures[0]} under {compared})")
+    return _save(fig, path)
+
+
+def plot_holes(rows: Sequence[HoleRow], path: Path) -> Path:
+    ordered = sorted(rows, key=lambda r: r.hole_rate)
+    fig = Figure(figsize=(6, 0.3 * len(ordered) + 1.4), layout="constrained")
+    ax = fig.add_subplot()
+    ax.barh([r.system for r in ordered], [100 * r.hole_rate for r in ordered], color=COMPARED_COLOR)
+    mean = 100 * float(np.mean([r.hole_rate for r in rows])) if rows else 0.0
+    ax.axvline(mean, color="#d62728", linestyle="--", label=f"mean {mean:.1f}%")
+    ax.set_xlabel(f"Hole@{rows[0].k if rows else 10} (% of the top-k)")
+    ax.set_title("Relevant documents the original qrels left unjudged")
+    ax.legend()
+    ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)

@@ -1,0 +1,414 @@
+"""reports/<ds>/: the CSV tables, the figures, report.md and a self-contained report.html.
+
+The report is built once as a list of blocks (headings, paragraphs, tables, figures) and then
+rendered twice: Markdown that links figures/*.png, and HTML with every figure embedded as a
+base64 PNG and every text HTML-escaped, so the .html file can be mailed or archived on its own.
+"""
+
+from __future__ import annotations
+
+import base64
+import csv
+import html
+import math
+import re
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from bridge.fsio import write_text_atomic
+from eval import plots
+from eval.curves import write_curves
+from eval.harness import EvalResult
+from eval.leaderboard import write_holes, write_leaderboard, write_significance
+from eval.provenance import write_routes
+
+
+@dataclass(frozen=True)
+class Heading:
+    text: str
+    level: int = 2
+
+
+@dataclass(frozen=True)
+class Para:
+    text: str
+    """Plain text; `backticks` mark code."""
+
+
+@dataclass(frozen=True)
+class Bullets:
+    items: tuple[str, ...]
+
+
+@dataclass(frozen=True)
+class Table:
+    columns: tuple[str, ...]
+    rows: tuple[tuple[str, ...], ...]
+
+    def numeric(self) -> list[bool]:
+        """Columns whose cells are all numbers (or empty, n/a, n.s., sig.): right-aligned."""
+        return [all(_NUMERIC.match(row[i]) for row in self.rows) for i in range(len(self.columns))]
+
+
+_NUMERIC = re.compile(r"^([+-]?\d+(\.\d+)?%?|n/a|n\.s\.|sig\.|)$")
+
+
+@dataclass(frozen=True)
+class Image:
+    path: Path
+    """A PNG under the report folder."""
+    caption: str
+
+
+Block = Heading | Para | Bullets | Table | Image
+
+
+def _fmt(value: float, digits: int = 4) -> str:
+    return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
+
+
+def _signed(value: float) -> str:
+    return "n/a" if math.isnan(value) else f"{value:+.4f}"
+
+
+# -- building the blocks ------------------------------------------------------------------------
+
+
+def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dict[str, str]] = ()) -> list[Block]:
+    inputs, config, scores, cmp_ = result.inputs, result.config, result.scores, result.compared
+    blocks: list[Block] = [Heading(f"bridge evaluation report: {inputs.dataset}", 1)]
+    blocks.append(
+        Bullets(
+            (
+                f"topics: {len(scores.topics)} (dataset queries with original judgments)",
+                f"systems: {len(scores.systems)} ({', '.join(scores.systems)})",
+                "qrels sets: " + ", ".join(_qrels_summary(result, q) for q in scores.qrels_names),
+                f"relevance threshold for binary measures and holes: grade >= {inputs.threshold}",
+                f"measures: {', '.join(s.label for s in scores.specs)} (ir_measures / trec_eval semantics; ties broken "
+                "by score descending, then docid descending, as trec_eval)",
+                f"settings: k={config.k}, {_significance_setting(config)}, {config.orders} curve orders, "
+                f"seed {config.seed}",
+            )
+        )
+    )
+    if result.routes:
+        blocks += [
+            Heading("Judgments by route"),
+            Para(
+                f"Where the judgments of the {cmp_} qrels came from, over the topics: the original qrels, and each "
+                "new label by the route that decided it in labels.jsonl (undecided pairs wait for a human)."
+            ),
+            Table(
+                ("route", "relevant", "not relevant", "undecided"),
+                tuple((r.route, str(r.relevant), str(r.not_relevant), str(r.undecided)) for r in result.routes),
+            ),
+        ]
+    blocks += _leaderboard_blocks(result, figures)
+    blocks += _hole_blocks(result, figures)
+    blocks += _curve_blocks(result, figures)
+    if rag:
+        blocks += _rag_blocks(rag)
+    blocks += [Heading("Query-id checks")]
+    if result.qid_issues:
+        blocks.append(Bullets(tuple(issue.message() for issue in result.qid_issues)))
+    else:
+        blocks.append(Para("Every run answers every topic; every qrels set judges every topic; nothing was ignored."))
+    blocks += _definitions(result)
+    return blocks
+
+
+def _significance_setting(config) -> str:
+    if config.significance_test == "none":
+        return "no significance tests"
+    return (
+        f"significance marks from the {config.significance_test} test (Holm, alpha {config.alpha}; "
+        f"randomization with {config.permutations} permutations)"
+    )
+
+
+def _qrels_summary(result: EvalResult, name: str) -> str:
+    qrels = result.inputs.qrels_sets[name]
+    topics = set(result.scores.topics)
+    judged = sum(len(d) for q, d in qrels.items() if q in topics)
+    relevant = sum(1 for q, d in qrels.items() if q in topics for g in d.values() if g >= result.inputs.threshold)
+    return f"{name} ({judged} judged pairs, {relevant} relevant)"
+
+
+def _leaderboard_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
+    scores, ref, cmp_ = result.scores, result.reference, result.compared
+    names = scores.qrels_names
+    blocks: list[Block] = [Heading("Leaderboard")]
+    if result.significance is not None:
+        sig = result.significance
+        blocks.append(
+            Para(
+                f"Systems are ordered by their score under the {cmp_ or ref} qrels. `n.s.` marks a system whose gap "
+                f"to the next-ranked system is not significant ({sig.test} test, {sig.permutations} permutations "
+                f"where applicable, Holm-corrected over all pairs of the measure, alpha {sig.alpha}); all pairwise "
+                "p-values are in significance.csv."
+            )
+        )
+    for spec in scores.specs:
+        rows = [r for r in result.rows if r.measure == spec.label]
+        columns = ["system", *names] + [f"Δ {q}" for q in names[1:]] + [f"rank {q}" for q in names]
+        if result.significance is not None and spec.tested:
+            columns += [f"gap to next ({q})" for q in names]
+        table_rows = []
+        for r in rows:
+            cells = [r.system, *(_fmt(r.values[q]) for q in names)]
+            cells += [_signed(r.delta(q, ref)) for q in names[1:]]
+            cells += [str(r.ranks[q]) for q in names]
+            if result.significance is not None and spec.tested:
+                cells += [{True: "sig.", False: "n.s.", None: ""}[r.significant_vs_next.get(q)] for q in names]
+            table_rows.append(tuple(cells))
+        title = spec.label + (" (non-standard: BRIDGE script semantics)" if spec.compat else "")
+        title += " (diagnostic: share of the top-k that is judged)" if spec.diagnostic else ""
+        blocks += [Heading(title, 3), Table(tuple(columns), tuple(table_rows))]
+    if result.shifts:
+        blocks += [
+            Heading("Rank shifts", 3),
+            Para(
+                f"Kendall's tau-b and tau_AP between the leaderboard under the {ref} qrels and under each compared "
+                "set (tau_AP weighs swaps near the top more; the compared leaderboard is the reference). "
+                "Moved: system (rank before → after)."
+            ),
+            Table(
+                ("measure", "qrels", "Kendall tau", "tau_AP", "moved"),
+                tuple(
+                    (
+                        s.measure,
+                        s.qrels,
+                        _fmt(s.kendall_tau, 3),
+                        _fmt(s.tau_ap, 3),
+                        ", ".join(f"{name} ({a} → {b})" for name, a, b in s.moved) or "none",
+                    )
+                    for s in result.shifts
+                ),
+            ),
+        ]
+    if "dumbbell" in figures:
+        blocks.append(Image(figures["dumbbell"], f"Each system under the {ref} (grey) and {cmp_} (blue) qrels."))
+    return blocks
+
+
+def _hole_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
+    if not result.holes:
+        return []
+    k = result.config.k
+    blocks: list[Block] = [
+        Heading(f"Hole@{k}"),
+        Para(
+            f"Share of each system's top-{k} that is relevant under the compared qrels but was unjudged under the "
+            f"{result.reference} qrels (denominator {k} per topic; the DREAM paper reports a mean of 17.1% over 25 "
+            "systems on BRIDGE). A system marked 'not pooled' was not part of the labeled pool, so its own holes "
+            "could not be found."
+        ),
+    ]
+    names = sorted({h.qrels for h in result.holes}, key=list(result.scores.qrels_names).index)
+    for name in names:
+        rows = sorted((h for h in result.holes if h.qrels == name), key=lambda h: -h.hole_rate)
+        mean = float(np.mean([h.hole_rate for h in rows]))
+        cells = [
+            (h.system, f"{100 * h.hole_rate:.1f}%", str(h.holes), "yes" if h.pooled else "not pooled") for h in rows
+        ]
+        cells.append(("mean", f"{100 * mean:.1f}%", str(sum(h.holes for h in rows)), ""))
+        blocks.append(Table(("system", f"Hole@{k} ({name})", "holes", "pooled"), tuple(cells)))
+    if "holes" in figures:
+        blocks.append(Image(figures["holes"], f"Hole@{k} per system."))
+    return blocks
+
+
+def _curve_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
+    blocks: list[Block] = [Heading("Bias-reduction curves")]
+    curves = result.curves
+    if curves is None:
+        return [*blocks, Para(f"Not computed: {result.curves_note}.")]
+    blocks.append(
+        Para(
+            f"From labels already decided ({result.curves_note}). Growth rate GR(m) = (|H(C_m)| - |H(C_m-1)|) / "
+            "|H(C_m-1)|, where H(C_m) are the holes inside the pool of the first m systems of a random order. "
+            "Marginal contribution MC_m(r) = |Perf_D_r(r) - Perf_D_S_m(r)|, where D_S_m holds the original qrels "
+            "plus the labels of pairs in the pool of m other systems and D_r adds r's own pool; averaged over "
+            "systems and orders. A small MC means a system's score hardly depends on whether it was pooled."
+        )
+    )
+    _, g_mean, g_std = curves.growth_summary()
+    found = curves.holes_found.mean(axis=0)
+    growth_cells = [("", "")] + [(_fmt(a), _fmt(b)) for a, b in zip(g_mean, g_std, strict=True)]
+    blocks.append(
+        Table(
+            ("m", "holes found (mean)", "GR(m) mean", "GR(m) std"),
+            tuple((str(m), f"{found[m]:.1f}", *growth_cells[m - 1]) for m in range(1, len(found))),
+        )
+    )
+    labels = list(curves.marginal)
+    summaries = [curves.marginal_summary(label) for label in labels]
+    if summaries:
+        ms = summaries[0][0]
+        blocks.append(
+            Table(
+                ("m", *(f"MC {label}" for label in labels)),
+                tuple((str(mi), *(_fmt(s[1][i]) for s in summaries)) for i, mi in enumerate(ms)),
+            )
+        )
+    for key, caption in (
+        ("growth", "Growth rate of holes vs number of pooled systems."),
+        ("marginal", "Marginal contribution vs number of other pooled systems, per measure."),
+    ):
+        if key in figures:
+            blocks.append(Image(figures[key], caption))
+    return blocks
+
+
+def _rag_blocks(rag: Sequence[dict[str, str]]) -> list[Block]:
+    columns = tuple(rag[0].keys())
+    return [
+        Heading("RAG alignment"),
+        Para(
+            "From `bridge rag`: an answer generated per (query, system) from the system's top-k chunks, judged against "
+            "the gold answers. RAGAlign@k = share of queries where Hit@k and answer correctness agree; the "
+            "point-biserial correlation relates nDCG@k to correctness (see rag.csv)."
+        ),
+        Table(columns, tuple(tuple(row[c] for c in columns) for row in rag)),
+    ]
+
+
+def _definitions(result: EvalResult) -> list[Block]:
+    items = [
+        "Hit@k = Success@k (1 when a relevant document is in the top-k), Recall@k = R@k, MRR@k = RR@k, nDCG@k with "
+        "the qrels grades as gains (trec_eval ndcg_cut), Judged@k = share of the top-k that the qrels judge.",
+        "Topics a run did not answer score 0 (never dropped); all measures are means over the same topic set.",
+        "Significance: paired t-test and paired randomization (sign-flip) test per pair of systems, p-values "
+        "Holm-corrected over all pairs of one measure under one qrels set.",
+    ]
+    if any(s.compat for s in result.scores.specs):
+        items.append(
+            "BRIDGE-* measures reproduce the BRIDGE authors' script and are NOT standard: the ideal DCG sums over all "
+            "gold documents (not cut at k), a hit is recall > 0, and topics without gold are skipped."
+        )
+    return [Heading("Definitions"), Bullets(tuple(items))]
+
+
+# -- rendering ----------------------------------------------------------------------------------
+
+
+def to_markdown(blocks: Sequence[Block], base: Path) -> str:
+    out: list[str] = []
+    for block in blocks:
+        if isinstance(block, Heading):
+            out.append("#" * block.level + " " + block.text)
+        elif isinstance(block, Para):
+            out.append(block.text)
+        elif isinstance(block, Bullets):
+            out.append("\n".join(f"- {item}" for item in block.items))
+        elif isinstance(block, Table):
+            cells = [[c.replace("|", "\\|") for c in row] for row in (block.columns, *block.rows)]
+            align = ["---:" if numeric else "---" for numeric in block.numeric()]
+            lines = ["| " + " | ".join(cells[0]) + " |", "| " + " | ".join(align) + " |"]
+            lines += ["| " + " | ".join(row) + " |" for row in cells[1:]]
+            out.append("\n".join(lines))
+        elif isinstance(block, Image):
+            out.append(f"![{block.caption}]({block.path.relative_to(base).as_posix()})")
+    return "\n\n".join(out) + "\n"
+
+
+_CSS = """
+body{font-family:system-ui,-apple-system,Segoe UI,Roboto,sans-serif;max-width:1100px;margin:2em auto;padding:0 1em;
+color:#222;line-height:1.45}
+table{border-collapse:collapse;margin:.8em 0 1.4em;font-size:.9em}
+th,td{border:1px solid #ddd;padding:.25em .6em}th{background:#f3f3f3}td.num{text-align:right;
+font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}
+figure{margin:1em 0 2em}figure img{max-width:100%}figcaption{color:#555;font-size:.9em}
+code{background:#f3f3f3;padding:0 .2em}h1{border-bottom:2px solid #ddd}h2{margin-top:2em;border-bottom:1px solid #eee}
+"""
+
+
+def _inline(text: str) -> str:
+    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+
+
+def to_html(blocks: Sequence[Block]) -> str:
+    title = next((b.text for b in blocks if isinstance(b, Heading)), "bridge report")
+    out = [
+        "<!DOCTYPE html>",
+        '<html lang="en"><head><meta charset="utf-8">',
+        f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
+    ]
+    for block in blocks:
+        if isinstance(block, Heading):
+            out.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+        elif isinstance(block, Para):
+            out.append(f"<p>{_inline(block.text)}</p>")
+        elif isinstance(block, Bullets):
+            out.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block.items) + "</ul>")
+        elif isinstance(block, Table):
+            head = "".join(f"<th>{html.escape(c)}</th>" for c in block.columns)
+            cell = ["<td class='num'>" if numeric else "<td>" for numeric in block.numeric()]
+            body = "".join(
+                "<tr>" + "".join(cell[i] + html.escape(c) + "</td>" for i, c in enumerate(row)) + "</tr>"
+                for row in block.rows
+            )
+            out.append(f"<table><thead><tr>{head}</tr></thead><tbody>{body}</tbody></table>")
+        elif isinstance(block, Image):
+            data = base64.b64encode(block.path.read_bytes()).decode("ascii")
+            out.append(
+                f'<figure><img alt="{html.escape(block.caption)}" src="data:image/png;base64,{data}">'
+                f"<figcaption>{html.escape(block.caption)}</figcaption></figure>"
+            )
+    out.append("</body></html>")
+    return "\n".join(out) + "\n"
+
+
+# -- writing the folder -------------------------------------------------------------------------
+
+
+def read_rag_table(path: Path) -> list[dict[str, str]]:
+    if not path.exists():
+        return []
+    with open(path, encoding="utf-8", newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Path]:
+    """Every output of ``bridge eval`` under ``out``; returns the paths written."""
+    names = result.scores.qrels_names
+    written = [out / "leaderboard.csv", out / "holes.csv"]
+    write_leaderboard(result.rows, names, written[0])
+    write_holes(result.holes, written[1])
+    if result.significance is not None:
+        written.append(out / "significance.csv")
+        write_significance(result.significance, written[-1])
+    if result.routes:
+        written.append(out / "routes.csv")
+        write_routes(result.routes, written[-1])
+    if result.curves is not None:
+        written.append(out / "curves.csv")
+        write_curves(result.curves, written[-1])
+    figure_paths: dict[str, Path] = {}
+    if figures:
+        figure_paths = _figures(result, out / "figures")
+        written += list(figure_paths.values())
+    blocks = build_blocks(result, figure_paths, read_rag_table(out / "rag.csv"))
+    write_text_atomic(out / "report.md", to_markdown(blocks, out))
+    write_text_atomic(out / "report.html", to_html(blocks))
+    return [*written, out / "report.md", out / "report.html"]
+
+
+def _figures(result: EvalResult, folder: Path) -> dict[str, Path]:
+    paths: dict[str, Path] = {}
+    if result.compared:
+        main = [s.label for s in result.scores.specs if s.tested][:3]
+        if main:
+            paths["dumbbell"] = plots.plot_dumbbell(
+                result.rows, main, result.reference, result.compared, folder / "leaderboard.png"
+            )
+    if result.holes:
+        first = [h for h in result.holes if h.qrels == result.compared]
+        paths["holes"] = plots.plot_holes(first, folder / "holes.png")
+    if result.curves is not None:
+        paths["growth"] = plots.plot_growth(result.curves, folder / "growth_rate.png")
+        paths["marginal"] = plots.plot_marginal(result.curves, folder / "marginal_contribution.png")
+    return paths

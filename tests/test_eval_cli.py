@@ -1,0 +1,195 @@
+"""``bridge eval`` and ``bridge eval check`` end to end on a small workspace (real ir_measures,
+scipy, matplotlib), with leaderboard values checked against pytrec_eval."""
+
+from __future__ import annotations
+
+import csv
+import json
+import shutil
+
+import pytest
+import pytrec_eval
+
+from bridge.cli import main
+from bridge.labels import LabelRecord
+from bridge.trec import write_qrels, write_run
+
+TOPICS = [f"q{i}" for i in range(1, 7)]
+ORIGINAL = {q: {f"{q}-gold": 1} for q in TOPICS}
+# Three systems over each topic's gold document and five others (a..e).
+RUNS = {
+    "bm25": {q: {f"{q}-gold": 5.0, f"{q}-a": 4.0, f"{q}-b": 3.0} for q in TOPICS},
+    "dense": {q: {f"{q}-a": 5.0, f"{q}-c": 4.0, f"{q}-gold": 3.0} for q in TOPICS},
+    "splade": {q: {f"{q}-c": 5.0, f"{q}-d": 4.0, f"{q}-e": 3.0} for q in TOPICS},
+}
+# New labels: a relevant everywhere (consensus-r1), c relevant on q1-q3 (human), d judged
+# non-relevant (consensus-r2), b escalated (undecided, so not in the augmented qrels).
+NEW = {q: {f"{q}-a": 1, f"{q}-d": 0, **({f"{q}-c": 1} if q in ("q1", "q2", "q3") else {f"{q}-c": 0})} for q in TOPICS}
+AUGMENTED = {q: {**ORIGINAL[q], **NEW[q]} for q in TOPICS}
+
+
+def record(qid: str, docid: str, label: int | None, route: str) -> dict:
+    return LabelRecord(qid, docid, label, route, "dream", "cfg", "scripted").to_json()
+
+
+@pytest.fixture
+def workspace(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "small"
+    (data / "qrels").mkdir(parents=True)
+    docs = sorted({d for run in RUNS.values() for docs in run.values() for d in docs} | {"x"})
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": d}) + "\n" for d in docs))
+    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": f"query {q}"}) + "\n" for q in TOPICS))
+    (data / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{q}-gold\t1\n" for q in TOPICS)
+    )
+    for system, run in RUNS.items():
+        write_run(run, tmp_path / f"runs/beir-small/{system}.run", tag=system)
+    write_qrels(AUGMENTED, tmp_path / "qrels/beir-small/augmented.qrels")
+    records = []
+    for q in TOPICS:
+        records.append(record(q, f"{q}-a", 1, "consensus-r1"))
+        records.append(record(q, f"{q}-c", NEW[q][f"{q}-c"], "human" if q in ("q1", "q2", "q3") else "consensus-r1"))
+        records.append(record(q, f"{q}-d", 0, "consensus-r2"))
+        records.append(record(q, f"{q}-b", None, "escalated"))
+    (tmp_path / "qrels/beir-small/labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    return tmp_path, f"beir:{data}"
+
+
+def bridge(*args: str) -> int:
+    return main([*args, "--quiet"])
+
+
+def read_csv(path) -> list[dict[str, str]]:
+    with open(path, newline="") as handle:
+        return list(csv.DictReader(handle))
+
+
+def test_eval_writes_the_full_report(workspace):
+    tmp, dataset = workspace
+    assert bridge("eval", "--dataset", dataset, "--permutations", "500", "--orders", "4") == 0
+    out = tmp / "reports/beir-small"
+    rows = read_csv(out / "leaderboard.csv")
+    assert {r["measure"] for r in rows} == {"Hit@10", "nDCG@10", "Recall@10", "MRR@10", "Judged@10"}
+    for qrels_name, qrels in (("original", ORIGINAL), ("augmented", AUGMENTED)):
+        reference = pytrec_eval.RelevanceEvaluator(qrels, {"ndcg_cut.10", "recall.10"})
+        for system, run in RUNS.items():
+            per_query = reference.evaluate(run)
+            row = next(r for r in rows if r["system"] == system and r["measure"] == "nDCG@10")
+            expected = sum(v["ndcg_cut_10"] for v in per_query.values()) / len(TOPICS)
+            assert float(row[qrels_name]) == pytest.approx(expected, abs=1e-6)
+    # splade never retrieves the gold document: 0 before, but c (q1-q3) is a hole it finds at rank 1
+    splade = next(r for r in rows if r["system"] == "splade" and r["measure"] == "Hit@10")
+    assert float(splade["original"]) == 0.0 and float(splade["augmented"]) == pytest.approx(0.5)
+    assert splade["rank_original"] == "3" and float(splade["delta_augmented"]) == pytest.approx(0.5)
+
+    holes = {r["system"]: r for r in read_csv(out / "holes.csv")}
+    # dense top-3: a (hole everywhere), c (hole on q1-q3), gold -> (6 + 3) / (10 * 6)
+    assert float(holes["dense"]["hole_rate"]) == pytest.approx(9 / 60) and holes["dense"]["holes"] == "9"
+
+    routes = {r["route"]: r for r in read_csv(out / "routes.csv")}
+    assert routes["original"]["relevant"] == "6"
+    assert routes["consensus-r1"]["relevant"] == "6" and routes["consensus-r1"]["not_relevant"] == "3"
+    assert routes["human"]["relevant"] == "3" and routes["consensus-r2"]["not_relevant"] == "6"
+    assert routes["escalated"]["undecided"] == "6"
+
+    curves = read_csv(out / "curves.csv")
+    assert {r["curve"] for r in curves} == {"holes_found", "growth_rate", "marginal_contribution"}
+    assert {r["measure"] for r in curves if r["curve"] == "marginal_contribution"} == {"Hit@10", "nDCG@10", "Recall@10"}
+    found = [r for r in curves if r["curve"] == "holes_found"]
+    assert float(found[-1]["mean"]) == 9.0  # all holes once every system is pooled: a x6, c x3
+
+    significance = read_csv(out / "significance.csv")
+    assert len(significance) == 3 * 2 * 4  # 3 pairs x 2 qrels x 4 tested measures (Judged is diagnostic)
+
+    figures = sorted(p.name for p in (out / "figures").glob("*.png"))
+    assert figures == ["growth_rate.png", "holes.png", "leaderboard.png", "marginal_contribution.png"]
+    assert all((out / "figures" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
+    markdown = (out / "report.md").read_text()
+    assert "](figures/leaderboard.png)" in markdown and "## Hole@10" in markdown
+    html_text = (out / "report.html").read_text()
+    assert html_text.count('src="data:image/png;base64,') == 4 and 'src="figures' not in html_text
+    assert "<table>" in html_text and "Kendall" in html_text
+
+
+def test_user_runs_and_qrels_and_query_id_mismatches(workspace, tmp_path, capsys):
+    tmp, dataset = workspace
+    mine = {q: {f"{q}-gold": 1.0} for q in TOPICS[:4]} | {"q99": {"zzz": 1.0}}
+    write_run(mine, tmp / "mine.run", tag="mine")
+    write_qrels({q: {f"{q}-gold": 1, f"{q}-e": 1} for q in TOPICS}, tmp / "strict.qrels")
+    args = ["eval", "--dataset", dataset, "--run", "my=mine.run", "--qrels", "strict.qrels", "--orders", "2"]
+    assert bridge(*args, "--strict-qids") == 2
+    err = capsys.readouterr().err
+    assert "run my: 2 topics without results" in err and "queries outside the topics, ignored (q99)" in err
+    assert bridge(*args, "--significance", "none") == 0
+    rows = read_csv(tmp / "reports/beir-small/leaderboard.csv")
+    mine_hit = next(r for r in rows if r["system"] == "my" and r["measure"] == "Hit@10")
+    assert float(mine_hit["original"]) == pytest.approx(4 / 6)  # two unanswered topics count 0
+    assert {"strict", "delta_strict", "rank_strict"} <= set(mine_hit)
+    report = (tmp / "reports/beir-small/report.md").read_text()
+    assert "run my: 2 topics without results, scored 0 (q5, q6)" in report
+    holes = [r for r in read_csv(tmp / "reports/beir-small/holes.csv") if r["system"] == "my"]
+    assert {r["pooled"] for r in holes} == {"yes"}  # no pool.tsv: pool membership unknown
+
+
+def test_check_passes_unchanged_and_fails_doctored_leaderboards(workspace, capsys):
+    tmp, dataset = workspace
+    assert bridge("eval", "--dataset", dataset, "--permutations", "100", "--orders", "0", "--no-figures") == 0
+    current = tmp / "reports/beir-small/leaderboard.csv"
+    baseline = tmp / "baseline.csv"
+    shutil.copy(current, baseline)
+    assert bridge("eval", "--dataset", dataset, "check", "--baseline", str(baseline)) == 0
+    assert "OK:" in capsys.readouterr().out
+
+    rows = read_csv(baseline)
+    columns = list(rows[0])
+
+    def doctor(change) -> None:
+        doctored = [dict(r) for r in rows]
+        change(doctored)
+        with open(baseline, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, columns)
+            writer.writeheader()
+            writer.writerows(doctored)
+
+    def raise_dense_ndcg(doctored):  # the baseline claims dense was better: now it looks like a drop
+        row = next(r for r in doctored if r["system"] == "dense" and r["measure"] == "nDCG@10")
+        row["augmented"] = f"{float(row['augmented']) + 0.05:.6f}"
+
+    doctor(raise_dense_ndcg)
+    assert bridge("eval", "check", "--dataset", dataset, "--baseline", str(baseline), "--tolerance", "0.01") == 1
+    out = capsys.readouterr().out
+    assert "REGRESSION" in out and "dense nDCG@10 (augmented)" in out
+    assert bridge("eval", "check", "--dataset", dataset, "--baseline", str(baseline), "--tolerance", "0.06") == 0
+
+    def swap_order(doctored):  # the baseline ranked splade first on nDCG@10 (augmented); now it is last
+        for r in doctored:
+            if r["measure"] == "nDCG@10" and r["system"] == "splade":
+                r["augmented"] = "0.999000"
+
+    doctor(swap_order)
+    check = ["eval", "check", "--dataset", dataset, "--baseline", str(baseline), "--tolerance", "1"]
+    assert bridge(*check) == 1
+    assert "nDCG@10 (augmented): ranking changed, bm25 now above splade" in capsys.readouterr().out
+    assert bridge(*check, "--ignore-rank-order") == 0
+    assert bridge(*check, "--qrels", "original") == 0  # only the original column is compared
+
+    doctor(lambda doctored: doctored.pop())  # a system's row missing from the baseline is a note, not a failure
+    assert bridge(*check) == 0
+
+
+def test_check_rejects_a_file_that_is_not_a_leaderboard(workspace, capsys):
+    tmp, _ = workspace
+    (tmp / "bad.csv").write_text("a,b\n1,2\n")
+    assert bridge("eval", "check", "--baseline", str(tmp / "bad.csv"), "--current", str(tmp / "bad.csv")) == 2
+    assert "not a leaderboard.csv" in capsys.readouterr().err
+
+
+def test_new_binary_labels_count_as_relevant_on_graded_datasets():
+    from eval.harness import lift_new_labels
+
+    original = {"q": {"a": 3, "b": 1, "c": 0}}
+    augmented = {"q": {"a": 3, "b": 1, "c": 0, "new1": 1, "new0": 0}}
+    # dl19 counts grade >= 2 as relevant: a new DREAM "relevant" (1) is lifted to 2; originals stay as judged
+    assert lift_new_labels(original, augmented, 2) == {"q": {"a": 3, "b": 1, "c": 0, "new1": 2, "new0": 0}}
+    assert lift_new_labels(original, augmented, 1) is augmented
