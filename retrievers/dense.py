@@ -26,10 +26,8 @@ __all__ = ["MINILM", "DenseRetriever", "minilm_path"]
 
 @cache
 def load_sentence_transformer(ref: ModelRef, device: str = "cpu") -> Any:
-    import torch
     from sentence_transformers import SentenceTransformer
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     try:
         return SentenceTransformer(ref.source, device=device, local_files_only=ref.local)
     except (OSError, ValueError) as exc:
@@ -116,7 +114,6 @@ class DenseRetriever:
     def index(self, corpus: Corpus, workdir: Path) -> None:
         import faiss
 
-        faiss.omp_set_num_threads(1)
         vectors = self.load_embeddings(corpus, self.embeddings_dir or workdir)
         if self.index_type == "hnsw":
             index_file = workdir / "hnsw.faiss"

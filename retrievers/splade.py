@@ -46,7 +46,6 @@ def load_splade(ref: ModelRef, device: str = "cpu") -> SpladeModel:
     import torch
     from transformers import AutoModelForMaskedLM, AutoTokenizer
 
-    torch.set_num_threads(max(1, torch.get_num_threads()))
     try:
         tokenizer = AutoTokenizer.from_pretrained(ref.source, local_files_only=ref.local)
         model = AutoModelForMaskedLM.from_pretrained(ref.source, local_files_only=ref.local).eval().to(device)
