@@ -20,6 +20,7 @@ LABEL_ARGS ?=
 REVIEW_ARGS ?=
 RETRIEVE_ARGS ?=
 EVAL_ARGS ?=
+REUSABILITY_ARGS ?=
 BASELINE ?= ci/$(DATASET)-leaderboard.csv
 TOLERANCE ?= 0
 CHECK_ARGS ?=
@@ -27,7 +28,7 @@ PYTEST_ARGS ?=
 
 COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
 
-.PHONY: install install-qwen test lint retrieve pool label review eval eval-check rag doctor bench clean
+.PHONY: install install-qwen test lint retrieve pool label review eval eval-check reusability rag doctor bench clean
 
 install: $(STAMP)
 
@@ -54,6 +55,10 @@ review: install
 
 eval: install
 	$(BRIDGE) eval $(COMMON) $(EVAL_ARGS)
+
+# Leave-one-system-out test against human qrels (e.g. DATASET=dl19); judge options via LABEL_ARGS.
+reusability: install
+	$(BRIDGE) reusability $(COMMON) --backend $(BACKEND) --model $(MODEL) $(LABEL_ARGS) $(REUSABILITY_ARGS)
 
 eval-check: install
 	$(BRIDGE) eval check --dataset $(DATASET) --baseline $(BASELINE) --tolerance $(TOLERANCE) $(CHECK_ARGS)

@@ -24,6 +24,7 @@ Pipeline (each stage reads the files of the one before):
   bridge label     -> qrels/<ds>/labels.jsonl, qrels/<ds>/augmented.qrels
   bridge review    -> people decide escalated pairs (web page or CSV) -> merged into the two files above
   bridge eval      -> reports/<ds>/leaderboard.csv, holes.csv, curves.csv, report.html
+  bridge reusability -> reports/<ds>/reusability.json (leave-one-system-out; shown by `bridge eval`)
   bridge rag       -> reports/<ds>/rag.csv (RAG alignment; shown by a later `bridge eval`)
 """
 
@@ -54,7 +55,10 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
 def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g = parser.add_argument_group("LLM backend")
     g.add_argument(
-        "--backend", default="llamacpp", choices=["llamacpp", "openai", "vllm"], help="default: llamacpp (embedded)"
+        "--backend",
+        default="llamacpp",
+        choices=["llamacpp", "openai", "vllm", "llamacpp-batched"],
+        help="default: llamacpp (embedded); llamacpp-batched decodes several requests per step",
     )
     g.add_argument(
         "--model",
@@ -67,9 +71,22 @@ def add_llm_options(parser: argparse.ArgumentParser) -> None:
     g.add_argument("--timeout", type=float, default=120.0, help="openai backend: seconds per request")
     g.add_argument("--max-retries", type=int, default=5, help="openai backend: retries with backoff")
     g.add_argument("--rps", type=float, default=None, help="openai backend: requests per second limit")
+    g.add_argument(
+        "--response-format",
+        default="json_schema",
+        choices=["json_schema", "json_object"],
+        help="openai backend: how the JSON schema is sent; json_object for llama-cpp-python's server "
+        "(default: json_schema, as vLLM and OpenAI expect)",
+    )
     g.add_argument("--n-ctx", type=int, default=4096, help="llamacpp: context window")
     g.add_argument("--threads", type=int, default=1, help="llamacpp: generation threads (default: 1)")
     g.add_argument("--batch-threads", type=int, default=2, help="llamacpp: prompt-evaluation threads (default: 2)")
+    g.add_argument(
+        "--n-seq",
+        type=int,
+        default=8,
+        help="llamacpp-batched: requests decoded together, one KV stream each (default: 8)",
+    )
 
 
 def _register_pool(sub: argparse._SubParsersAction) -> None:
@@ -88,8 +105,9 @@ def _register_doctor(sub: argparse._SubParsersAction) -> None:
 
 
 COMMANDS: tuple[str, ...] = (
-    "retrievers.cli", "pool", "bridge.label_cli", "bridge.review.cli", "eval.cli", "eval.rag_cli", "doctor"
-)
+    "retrievers.cli", "pool", "bridge.label_cli", "bridge.review.cli", "eval.cli", "eval.reusability_cli",
+    "eval.rag_cli", "bridge.export_cli", "doctor",
+)  # fmt: skip
 """Subcommands in --help order: a built-in name, or a module with ``register(subparsers)``."""
 _BUILTIN = {"pool": _register_pool, "doctor": _register_doctor}
 
@@ -147,10 +165,12 @@ def llm_config_from_args(args: argparse.Namespace):
         n_ctx=args.n_ctx,
         n_threads=args.threads,
         n_threads_batch=args.batch_threads,
+        n_seq=args.n_seq,
         max_concurrency=args.concurrency,
         timeout_s=args.timeout,
         max_retries=args.max_retries,
         requests_per_second=args.rps,
+        response_format=args.response_format,
         cache_dir=args.cache_dir,
     )
 

@@ -28,6 +28,16 @@ class Workspace:
     def augmented_qrels(self, slug: str) -> Path:
         return self.qrels_dir / slug / "augmented.qrels"
 
+    def audit_file(self, slug: str) -> Path:
+        """Records of the known-pair audit (never part of the augmented qrels)."""
+        return self.qrels_dir / slug / "audit.jsonl"
+
+    def audit_report(self, slug: str) -> Path:
+        return self.reports_dir / slug / "judge-audit.json"
+
+    def calibration_file(self, slug: str) -> Path:
+        return self.qrels_dir / slug / "calibration.json"
+
     def review_db(self, slug: str) -> Path:
         return self.qrels_dir / slug / "review.sqlite"
 

@@ -7,6 +7,7 @@ Names:
   ``nfcorpus``  NFCorpus original release, test split (title queries), from ``<data>/nfcorpus_original_test``
   ``beir:PATH[#SPLIT]``  any local BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv; split ``test``)
   ``irds:ID``   any ir_datasets id (offline, it serves what its cache holds)
+  ``bridge:SUBSET``  the published BRIDGE qrels from ``<data>/bridge`` (see :mod:`bridge.bridge_benchmark`)
 
 NQ document ids: the 19 distractor passages of the first 441 questions carry their DPR
 Wikipedia passage id (``psgs_w100`` numbering) and keep it. The gold passages of the oracle
@@ -23,7 +24,7 @@ import gzip
 import hashlib
 import json
 import re
-from collections.abc import Callable, Iterator
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Protocol
@@ -90,6 +91,11 @@ class Dataset:
     relevance_threshold: int = 1
     """Minimum grade counted as relevant (binary measures, hole analysis)."""
     limit: int | None = field(default=None)
+    known_negatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Unjudged documents known not to answer a query (nq: the answer-free distractors the
+    dataset's authors chose), used as audit negatives where the qrels judge no non-relevant pair."""
+    extra_qrels: Mapping[str, Qrels] = field(default_factory=dict)
+    """Further qrels sets that come with the dataset (bridge:SUBSET: ``bridge``), compared with ``qrels`` by eval."""
 
     @property
     def qids(self) -> list[str]:
@@ -112,7 +118,11 @@ class Dataset:
         if limit <= 0:
             raise BridgeError(f"--limit must be positive, got {limit}")
         queries = self.queries[:limit]
-        return replace(self, queries=queries, qrels=restrict(self.qrels, (q.qid for q in queries)), limit=limit)
+        keep = {q.qid for q in queries}
+        negatives = {qid: docs for qid, docs in self.known_negatives.items() if qid in keep}
+        qrels = restrict(self.qrels, keep)
+        extra = {name: restrict(other, keep) for name, other in self.extra_qrels.items()}
+        return replace(self, queries=queries, qrels=qrels, limit=limit, known_negatives=negatives, extra_qrels=extra)
 
 
 def _require(path: Path, expected: str) -> Path:
@@ -145,9 +155,12 @@ def load_nq(data_dir: Path) -> Dataset:
     )
     docs: dict[str, Document] = {}
     by_content: dict[tuple[str, str], str] = {}
+    distractors: dict[str, list[str]] = {}
+    questions: dict[str, str] = {}
     with gzip.open(distractor_file, "rt", encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, start=1):
             row = json.loads(line)
+            questions[str(lineno - 1)] = row["question"]
             for ctx in row["ctxs"]:
                 if ctx.get("isgold") or "id" not in ctx:
                     continue
@@ -160,6 +173,7 @@ def load_nq(data_dir: Path) -> Dataset:
                     )
                 docs[docid] = Document(docid, ctx["title"], ctx["text"])
                 by_content.setdefault(key, docid)
+                distractors.setdefault(str(lineno - 1), []).append(docid)
     queries: list[Query] = []
     qrels: Qrels = {}
     with gzip.open(oracle, "rt", encoding="utf-8") as handle:
@@ -175,6 +189,13 @@ def load_nq(data_dir: Path) -> Dataset:
             docs.setdefault(docid, Document(docid, gold["title"], gold["text"]))
             queries.append(Query(qid, row["question"], tuple(row["answers"])))
             qrels[qid] = {docid: 1}
+            if qid in questions and questions[qid] != row["question"]:
+                raise InputError(
+                    f"line {lineno + 1} of {distractor_file.name} asks {questions[qid]!r}, not this question",
+                    path=oracle,
+                    line=lineno + 1,
+                    field="question",
+                )
     return Dataset(
         name="nq",
         slug="nq",
@@ -182,6 +203,7 @@ def load_nq(data_dir: Path) -> Dataset:
         queries=tuple(queries),
         qrels=qrels,
         fingerprint=_fingerprint(oracle, distractor_file),
+        known_negatives={qid: tuple(d for d in ids if d not in qrels[qid]) for qid, ids in distractors.items()},
     )
 
 
@@ -373,7 +395,13 @@ def dataset_slug(name: str) -> str:
         return _slug(f"beir-{folder}-{split}" if split and split != "test" else f"beir-{folder}")
     if name.startswith("irds:"):
         return _slug(f"irds-{name[5:].replace('/', '-')}")
-    raise BridgeError(f"unknown dataset {name!r}; known: {', '.join(NAMED_DATASETS)}, beir:PATH, irds:ID")
+    if name.startswith("bridge:"):
+        from bridge.bridge_benchmark import bridge_slug
+
+        return bridge_slug(name)
+    raise BridgeError(
+        f"unknown dataset {name!r}; known: {', '.join(NAMED_DATASETS)}, beir:PATH, irds:ID, bridge:SUBSET"
+    )
 
 
 def load_dataset(name: str, data_dir: str | Path, limit: int | None = None) -> Dataset:
@@ -388,6 +416,10 @@ def load_dataset(name: str, data_dir: str | Path, limit: int | None = None) -> D
         ds = load_beir(Path(path), split or "test", name=name, slug=dataset_slug(name))
     elif name.startswith("irds:"):
         ds = load_irds(name[5:])
+    elif name.startswith("bridge:"):
+        from bridge.bridge_benchmark import load_bridge
+
+        ds = load_bridge(name, data_dir)
     else:
         dataset_slug(name)  # raises the "unknown dataset" error
         raise AssertionError("unreachable")

@@ -59,6 +59,8 @@ class LabelRecord:
     usage: Usage = field(default_factory=Usage)
     systems: list[str] = field(default_factory=list)
     min_rank: int | None = None
+    stage: str = ""
+    """The stage that decided the pair: evidence, prefilter, dream, llmjudge, umbrela, human, ..."""
 
     @property
     def decided(self) -> bool:

@@ -14,7 +14,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass, field
 from itertools import combinations
 
-from bridge.errors import InputError
+from bridge.errors import BridgeError, InputError
+
+
+class UntrustedLabelsError(BridgeError):
+    """The augmented qrels come from a label run whose judge audit did not beat chance."""
 
 
 @dataclass(frozen=True)

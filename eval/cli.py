@@ -10,6 +10,7 @@ from pathlib import Path
 
 from bridge.cli import add_common_options, dataset_from_args, workspace_from_args
 from bridge.errors import BridgeError
+from eval.leaderboard import AUGMENTED as AUGMENTED_NAME
 from eval.significance import DEFAULT_PERMUTATIONS
 
 log = logging.getLogger(__name__)
@@ -70,6 +71,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("curves")
     g.add_argument("--orders", type=int, default=10, help="random system orders of GR / MC curves (0: none)")
     g.add_argument("--seed", type=int, default=0, help="seed of the orders and the randomization test")
+    g.add_argument(
+        "--stability",
+        type=int,
+        default=200,
+        metavar="N",
+        help="draws of the new labels with the audited judge error for the rank-stability table (0: none)",
+    )
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=cmd_eval)
 
@@ -94,6 +102,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--measures", dest="check_measures", metavar="LABELS", default=None, help="comma-separated (default: all)"
     )
     c.add_argument("--ignore-rank-order", action="store_true", help="do not fail when systems swap places")
+    c.add_argument(
+        "--allow-untrusted-labels",
+        action="store_true",
+        help="check the augmented column even when the label run's judge audit (judge-audit.json beside the "
+        "leaderboard) did not show its judge to beat chance, or is missing",
+    )
     c.add_argument("--dataset", "-d", default=argparse.SUPPRESS, help="dataset whose report to check (default: nq)")
     c.add_argument("--reports-dir", type=Path, default=argparse.SUPPRESS, help="reports root (default: reports)")
     c.add_argument("--quiet", "-q", action="store_true", default=argparse.SUPPRESS)
@@ -161,19 +175,38 @@ def load_inputs(args: argparse.Namespace):
         qrels_sets[AUGMENTED] = lift_new_labels(
             ds.qrels, restrict(read_qrels(augmented_path), ds.qids), ds.relevance_threshold
         )
+    for name, extra in ds.extra_qrels.items():  # qrels sets the dataset brings (bridge:SUBSET: "bridge")
+        if name in qrels_sets:
+            raise BridgeError(f"{ds.name} brings a qrels set named {name!r}, a name already taken")
+        qrels_sets[name] = extra
     for name, path in _named_paths(args.qrels, "qrels"):
         if name in qrels_sets:
             raise BridgeError(f"--qrels {path}: the name {name!r} is taken; use NAME=FILE")
         qrels_sets[name] = read_qrels(path)
     if len(qrels_sets) < 2:
         raise BridgeError(f"{augmented_path} not found and no --qrels given: run `bridge label` first")
-    topics = tuple(q for q in ds.qids if q in ds.qrels)
+    # Topics: queries the original qrels judge, or (where the dataset brings its own qrels, e.g. BRIDGE's on
+    # LoTTE without source qrels) any of its sets judges; unjudged topics are listed by the query-id check.
+    judged_by = [ds.qrels, *ds.extra_qrels.values()]
+    topics = tuple(q for q in ds.qids if any(q in qrels for qrels in judged_by))
     if not topics:
         raise BridgeError(
             f"none of the {len(ds.qids)} queries of {ds.name} has original judgments: nothing to evaluate"
         )
+    if ds.extra_qrels:
+        from bridge.bridge_benchmark import run_docid_issues
+
+        for issue in run_docid_issues(runs, ds.corpus):
+            log.warning("document ids: %s", issue.message())
+        log.info(
+            "%s: the %s qrels were pooled from their authors' systems; a run outside that pool can retrieve "
+            "relevant documents nobody judged, so its Hole@k and scores under them are lower bounds",
+            ds.name,
+            ", ".join(ds.extra_qrels),
+        )
     pool_path = ws.pool_file(ds.slug)
     pooled = frozenset(s for e in read_pool(pool_path) for s in e.systems) if pool_path.exists() else None
+    audit = read_audit_report(ws.audit_report(ds.slug)) if AUGMENTED in qrels_sets else None
     inputs = EvalInputs(
         dataset=ds.name,
         topics=topics,
@@ -183,8 +216,24 @@ def load_inputs(args: argparse.Namespace):
         labels=tuple(read_labels(ws.labels_file(ds.slug))),
         pooled_systems=pooled,
         dataset_qids=tuple(ds.qids),
+        audit=audit,
     )
     return ws, ds, inputs
+
+
+def read_audit_report(path: Path) -> dict | None:
+    """The label run's judge-audit.json, or None when there is none."""
+    import json
+
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BridgeError(f"{path}: not valid JSON ({exc.msg}); re-run `bridge label` to rewrite it") from None
+    if not isinstance(data, dict) or "trusted" not in data:
+        raise BridgeError(f"{path}: not a judge audit (no 'trusted' field); re-run `bridge label` to rewrite it")
+    return data
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
@@ -208,6 +257,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         permutations=args.permutations,
         orders=args.orders,
         seed=args.seed,
+        stability_simulations=args.stability,
     )
     result = run_evaluation(inputs, config, progress=not args.quiet)
     out = ws.reports(ds.slug)
@@ -217,9 +267,34 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
+def audit_lines(audit: dict | None) -> list[str]:
+    """The judge audit in a few lines (and its warning), for the terminal."""
+    if audit is None:
+        return ["judge audit: none found for the augmented qrels (labels made without one); their quality is unknown"]
+    lines = []
+    for name, lane in audit.get("lanes", {}).items():
+        b, k = lane.get("balanced_accuracy"), lane.get("kappa")
+        bi, ki = lane["intervals"].get("balanced_accuracy"), lane["intervals"].get("kappa")
+        mark = " (decides trust)" if name == audit.get("decisive") else ""
+        lines.append(
+            f"judge audit [{name}]{mark}: bAcc {_fmt_ci(b, bi)}, kappa {_fmt_ci(k, ki)} on {lane['pairs']} known pairs"
+        )
+    if audit.get("warning"):
+        lines.append(f"WARNING: {audit['warning']}")
+    return lines
+
+
+def _fmt_ci(value: float | None, interval: list[float] | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+
 def summary_text(result) -> str:
     names = result.scores.qrels_names
     lines = [f"{result.inputs.dataset}: {len(result.scores.systems)} systems, {len(result.scores.topics)} topics"]
+    if AUGMENTED_NAME in names:
+        lines += audit_lines(result.inputs.audit)
     header = f"{'system':24s} {'measure':12s}" + "".join(f" {q[:10]:>10s}" for q in names) + "  rank"
     lines.append(header)
     for r in result.rows:
@@ -238,18 +313,42 @@ def summary_text(result) -> str:
     return "\n".join(lines)
 
 
+def refuse_untrusted(audit_path: Path) -> None:
+    """Stop ``eval check`` on augmented qrels whose label run did not show a judge better than chance."""
+    from eval.check import UntrustedLabelsError
+
+    audit = read_audit_report(audit_path)
+    if audit is None:
+        raise UntrustedLabelsError(
+            f"no judge audit at {audit_path}: the augmented qrels' labels were never measured. Re-run `bridge "
+            "label` (it audits its judge) and `bridge eval`, or pass --allow-untrusted-labels."
+        )
+    if not audit.get("trusted"):
+        lane = audit.get("lanes", {}).get(audit.get("decisive") or "", {})
+        b, interval = lane.get("balanced_accuracy"), lane.get("intervals", {}).get("balanced_accuracy")
+        raise UntrustedLabelsError(
+            f"refusing to check augmented qrels: {audit.get('warning') or 'the judge audit did not pass'} "
+            f"(judge {audit.get('judge')}, audit bAcc {_fmt_ci(b, interval)}, {audit_path}). "
+            "Label with a stronger judge, or pass --allow-untrusted-labels."
+        )
+
+
 def cmd_check(args: argparse.Namespace) -> int:
     from bridge.datasets import dataset_slug
-    from eval.check import CheckConfig, check_leaderboards
+    from eval.check import CheckConfig, check_leaderboards, qrels_columns
     from eval.leaderboard import read_leaderboard
 
     current = args.current
     if current is None:  # the dataset's slug locates the report; the data itself is not needed
         current = args.reports_dir / dataset_slug(args.dataset) / "leaderboard.csv"
     qrels = () if args.check_qrels == "all" else tuple(q.strip() for q in args.check_qrels.split(",") if q.strip())
+    baseline_rows, current_rows = read_leaderboard(args.baseline), read_leaderboard(current)
+    checked = qrels or tuple(qrels_columns(current_rows))
+    if AUGMENTED_NAME in checked and not args.allow_untrusted_labels:
+        refuse_untrusted(Path(current).parent / "judge-audit.json")
     measures = tuple(m.strip() for m in args.check_measures.split(",")) if args.check_measures else ()
     config = CheckConfig(args.tolerance, qrels, measures, not args.ignore_rank_order)
-    result = check_leaderboards(read_leaderboard(args.baseline), read_leaderboard(current), config)
+    result = check_leaderboards(baseline_rows, current_rows, config)
     for note in result.notes:
         print(f"note: {note}")
     if result.ok:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from typing import Any
 
 from bridge.labels import LabelRecord
 from bridge.trec import Qrels, Run
@@ -30,6 +31,7 @@ from eval.measures import default_measure_names, resolve_measures
 from eval.provenance import RouteCount, route_counts
 from eval.qids import QidIssue, check_qids
 from eval.significance import DEFAULT_PERMUTATIONS
+from eval.stability import StabilityResult, rank_stability
 
 __all__ = ["AUGMENTED", "ORIGINAL", "EvalConfig", "EvalInputs", "EvalResult", "lift_new_labels", "run_evaluation"]
 
@@ -65,6 +67,8 @@ class EvalConfig:
     orders: int = DEFAULT_ORDERS
     """Random system orders of the growth / marginal-contribution curves (0: no curves)."""
     seed: int = 0
+    stability_simulations: int = 200
+    """Draws of the augmented qrels' new labels with the audited judge error (0: no stability table)."""
 
 
 @dataclass(frozen=True)
@@ -80,6 +84,8 @@ class EvalInputs:
     pooled_systems: frozenset[str] | None = None
     """Systems whose top-k was pooled and labeled (None: unknown, assume all)."""
     dataset_qids: tuple[str, ...] = ()
+    audit: Mapping[str, Any] | None = None
+    """The label run's judge audit (judge-audit.json), shown at the top of the report."""
 
     def qid_issues(self) -> list[QidIssue]:
         return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
@@ -98,6 +104,8 @@ class EvalResult:
     curves_note: str
     routes: list[RouteCount]
     qid_issues: list[QidIssue] = field(default_factory=list)
+    stability: list[StabilityResult] = field(default_factory=list)
+    stability_note: str = ""
 
     @property
     def reference(self) -> str:
@@ -127,6 +135,7 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
     routes = []
     if compared_names:
         routes = route_counts(original, compared[compared_names[0]], inputs.labels, topics, inputs.threshold)
+    stability, stability_note = _stability(inputs, config, original, compared)
     return EvalResult(
         inputs,
         config,
@@ -139,7 +148,51 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
         note,
         routes,
         issues,
+        stability,
+        stability_note,
     )
+
+
+def judge_error(audit: Mapping[str, Any] | None) -> tuple[float, float] | None:
+    """(sensitivity, specificity) of the audit lane that decides trust, if the audit measured both."""
+    if not audit or not audit.get("decisive"):
+        return None
+    lane = audit.get("lanes", {}).get(audit["decisive"], {})
+    sensitivity, specificity = lane.get("sensitivity"), lane.get("specificity")
+    if sensitivity is None or specificity is None:
+        return None
+    return float(sensitivity), float(specificity)
+
+
+def _stability(
+    inputs: EvalInputs, config: EvalConfig, original: Qrels, compared: Mapping[str, Qrels]
+) -> tuple[list[StabilityResult], str]:
+    if config.stability_simulations <= 0:
+        return [], "not requested (--stability 0)"
+    if AUGMENTED not in compared:
+        return [], "no augmented qrels"
+    error = judge_error(inputs.audit)
+    if error is None:
+        return [], "the label run's audit did not measure both sensitivity and specificity"
+    sensitivity, specificity = error
+    results = [
+        rank_stability(
+            inputs.runs,
+            original,
+            compared[AUGMENTED],
+            inputs.topics,
+            sensitivity,
+            specificity,
+            measure,
+            config.k,
+            inputs.threshold,
+            config.stability_simulations,
+            config.alpha,
+            config.seed,
+        )
+        for measure in ("nDCG", "Hit")
+    ]
+    return results, f"sensitivity {sensitivity:.3f}, specificity {specificity:.3f} ({inputs.audit['decisive']} lane)"
 
 
 def _curves(

@@ -4,8 +4,9 @@ contribution, the original-vs-augmented leaderboard (dumbbell chart) and Hole@k 
 from __future__ import annotations
 
 import io
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 from matplotlib.backends.backend_agg import FigureCanvasAgg
@@ -94,4 +95,47 @@ def plot_holes(rows: Sequence[HoleRow], path: Path) -> Path:
     ax.set_title("Relevant documents the original qrels left unjudged")
     ax.legend()
     ax.grid(axis="x", alpha=0.3)
+    return _save(fig, path)
+
+
+def plot_reusability(systems: Sequence[Mapping[str, Any]], measures: Sequence[str], path: Path) -> Path:
+    """Leave-one-system-out: each system's score under the full, holey and filled qrels (one panel per measure)."""
+    names = [s["system"] for s in systems]
+    fig = Figure(figsize=(4.2 * len(measures), 0.35 * len(names) + 1.6), layout="constrained")
+    axes = fig.subplots(1, len(measures), sharey=True, squeeze=False)[0]
+    y = np.arange(len(names))[::-1]
+    colors = {"full": REFERENCE_COLOR, "holey": "#d62728", "filled": COMPARED_COLOR}
+    for ax, measure in zip(axes, measures, strict=True):
+        values = {v: np.array([s["scores"][measure][v] for s in systems]) for v in colors}
+        low = np.minimum.reduce(list(values.values()))
+        high = np.maximum.reduce(list(values.values()))
+        ax.hlines(y, low, high, color="#bbbbbb", linewidth=2, zorder=1)
+        for z, (variant, color) in enumerate(colors.items(), start=2):
+            ax.scatter(values[variant], y, color=color, label=variant, zorder=z, marker="o" if z != 4 else "D")
+        ax.set_title(measure)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(y, names)
+    axes[0].legend(loc="lower right", fontsize="small")
+    fig.suptitle("Leave-one-system-out: full, holey (own unique judgments removed) and filled (by the judge) qrels")
+    return _save(fig, path)
+
+
+def plot_reliability(curves: Mapping[str, Any], path: Path) -> Path:
+    """Reliability diagram: per judge, the observed share of relevant pairs against the mean predicted
+    P(relevant) in each probability bin (``curves``: judge -> a ``Reliability``); the diagonal is perfect."""
+    fig = Figure(figsize=(5, 4.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], color="#bbbbbb", linestyle="--", label="perfectly calibrated")
+    for color, (name, r) in zip(MEASURE_COLORS * 3, curves.items(), strict=False):
+        points = [(p, o) for p, o in zip(r.mean_predicted, r.observed, strict=True) if p is not None]
+        if points:
+            ece = "" if r.ece is None else f" (ECE {r.ece:.3f})"
+            ax.plot(*zip(*points, strict=True), marker="o", color=color, label=name + ece)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted P(relevant), bin mean")
+    ax.set_ylabel("observed share relevant (human labels)")
+    ax.set_title("Reliability of the judges' probabilities")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
     return _save(fig, path)

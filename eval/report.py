@@ -12,9 +12,10 @@ import csv
 import html
 import math
 import re
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
@@ -22,8 +23,9 @@ from bridge.fsio import write_text_atomic
 from eval import plots
 from eval.curves import write_curves
 from eval.harness import EvalResult
-from eval.leaderboard import write_holes, write_leaderboard, write_significance
+from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
+from eval.reusability_cli import read_reusability
 
 
 @dataclass(frozen=True)
@@ -57,13 +59,20 @@ _NUMERIC = re.compile(r"^([+-]?\d+(\.\d+)?%?|n/a|n\.s\.|sig\.|)$")
 
 
 @dataclass(frozen=True)
+class Alert:
+    """A warning the reader must not miss (rendered as a red box in HTML)."""
+
+    text: str
+
+
+@dataclass(frozen=True)
 class Image:
     path: Path
     """A PNG under the report folder."""
     caption: str
 
 
-Block = Heading | Para | Bullets | Table | Image
+Block = Heading | Para | Bullets | Table | Image | Alert
 
 
 def _fmt(value: float, digits: int = 4) -> str:
@@ -77,9 +86,17 @@ def _signed(value: float) -> str:
 # -- building the blocks ------------------------------------------------------------------------
 
 
-def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dict[str, str]] = ()) -> list[Block]:
+def build_blocks(
+    result: EvalResult,
+    figures: dict[str, Path],
+    rag: Sequence[dict[str, str]] = (),
+    reusability: Mapping[str, Any] | None = None,
+) -> list[Block]:
     inputs, config, scores, cmp_ = result.inputs, result.config, result.scores, result.compared
     blocks: list[Block] = [Heading(f"bridge evaluation report: {inputs.dataset}", 1)]
+    if cmp_ == AUGMENTED:
+        blocks += _audit_blocks(inputs.audit)
+    blocks.append(Heading("Inputs and settings"))
     blocks.append(
         Bullets(
             (
@@ -107,8 +124,11 @@ def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dic
             ),
         ]
     blocks += _leaderboard_blocks(result, figures)
+    blocks += _stability_blocks(result)
     blocks += _hole_blocks(result, figures)
     blocks += _curve_blocks(result, figures)
+    if reusability:
+        blocks += _reusability_blocks(reusability, figures)
     if rag:
         blocks += _rag_blocks(rag)
     blocks += [Heading("Query-id checks")]
@@ -117,6 +137,101 @@ def build_blocks(result: EvalResult, figures: dict[str, Path], rag: Sequence[dic
     else:
         blocks.append(Para("Every run answers every topic; every qrels set judges every topic; nothing was ignored."))
     blocks += _definitions(result)
+    return blocks
+
+
+_LANE_TITLES = {
+    "pipeline": "whole pipeline",
+    "llm": "LLM stage alone (earlier stages bypassed)",
+    "adapter-cv": "topic adapters, k-fold cross-validation",
+}
+
+
+def _ci(value: float | None, interval: Sequence[float] | None) -> str:
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+
+def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
+    """How far the augmented qrels' labels can be trusted: the label run's known-pair audit."""
+    blocks: list[Block] = [Heading("Can these labels be trusted? (judge audit)")]
+    if audit is None:
+        return [
+            *blocks,
+            Alert(
+                "No judge audit was found for the augmented qrels (reports/<ds>/judge-audit.json): their labels were "
+                "never measured against known answers. Treat every comparison with the augmented qrels as unverified."
+            ),
+        ]
+    if audit.get("warning"):
+        blocks.append(Alert(f"WARNING: {audit['warning']}."))
+    blocks.append(
+        Para(
+            f"Known pairs (half relevant) were mixed blind into the label run of judge `{audit.get('judge')}` "
+            f"(`{audit.get('config_id')}`, model `{audit.get('model') or '-'}`) and judged like pool pairs. "
+            "Measures on the pairs the judge decided, with 95% stratified bootstrap intervals; trust requires the "
+            f"lower end of the balanced-accuracy interval above {audit.get('chance_line')}."
+        )
+    )
+    rows = []
+    for name, lane in audit.get("lanes", {}).items():
+        intervals = lane.get("intervals", {})
+        rows.append(
+            (
+                _LANE_TITLES.get(name, name) + (" (decides trust)" if name == audit.get("decisive") else ""),
+                str(lane.get("pairs")),
+                _ci(lane.get("balanced_accuracy"), intervals.get("balanced_accuracy")),
+                _ci(lane.get("kappa"), intervals.get("kappa")),
+                _ci(lane.get("sensitivity"), intervals.get("sensitivity")),
+                _ci(lane.get("specificity"), intervals.get("specificity")),
+                str(lane.get("undecided")),
+                ", ".join(f"{k} {v}" for k, v in sorted(lane.get("by_stage", {}).items())),
+            )
+        )
+    if rows:
+        blocks.append(
+            Table(
+                ("audit", "pairs", "bAcc", "kappa", "sensitivity", "specificity", "undecided", "decided by stage"),
+                tuple(rows),
+            )
+        )
+    facts = []
+    coverage = audit.get("coverage")
+    if coverage:
+        fact = f"the label run judged {coverage['judged']} of the {coverage['pool_pairs']} pooled pairs"
+        if coverage["unjudged"]:
+            fact += (
+                f"; {coverage['unjudged']} were left unjudged (labeling budget), so they count as unjudged, not as "
+                "irrelevant: read each system's Judged@k in the leaderboard beside its scores"
+            )
+        facts.append(fact)
+    adapter = audit.get("adapter")
+    if adapter:
+        facts.append(
+            f"topic adapters labeled the pairs of {adapter['topics_adapter']} topics; {adapter['topics_fallback']} "
+            "topics went to the fallback judge (too few judgments, or adapters at chance in cross-validation)"
+        )
+    evidence = audit.get("evidence")
+    if evidence:
+        recall = evidence["recall_on_gold"]
+        rate = "n/a" if recall["rate"] is None else f"{recall['rate']:.4f}"
+        facts.append(
+            f"answer evidence ({evidence['mode']}): {evidence['pool_answer_present']} pool pairs contain an answer, "
+            f"{evidence['pool_answer_absent']} none; recall on the original relevant passages "
+            f"{recall['found']}/{recall['total']} = {rate}"
+        )
+    gate = audit.get("gate")
+    if gate:
+        interval = gate.get("interval")
+        span = f" (95% interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ""
+        facts.append(
+            f"gate audit: the LLM judge calls {gate['called_relevant']} of {gate['pairs'] - gate['undecided']} "
+            f"answer-absent pairs relevant{span}: an estimate of what the gate drops"
+        )
+    facts += [str(n) for n in audit.get("notes", [])]
+    if facts:
+        blocks.append(Bullets(tuple(facts)))
     return blocks
 
 
@@ -194,6 +309,44 @@ def _leaderboard_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Bl
     return blocks
 
 
+def _stability_blocks(result: EvalResult) -> list[Block]:
+    if not result.stability:
+        if result.compared == AUGMENTED:
+            return [
+                Heading("Rank stability under the measured judge error"),
+                Para(f"Not computed: {result.stability_note}."),
+            ]
+        return []
+    first = result.stability[0]
+    blocks: list[Block] = [
+        Heading("Rank stability under the measured judge error"),
+        Para(
+            f"The judge audit measured {result.stability_note}. Each of the {first.perturbed_labels} new labels of the "
+            f"augmented qrels was re-drawn {first.simulations} times with that error (relevant -> not relevant with "
+            "probability 1 - sensitivity, not relevant -> relevant with 1 - specificity; original judgments fixed) "
+            "and every system re-scored. Kept: share of draws in which the system keeps its rank; mark kept: share "
+            "in which its significance mark against the next system (paired t-test, Holm) stays the same."
+        ),
+    ]
+    for s in result.stability:
+        rows = tuple(
+            (
+                x.system,
+                str(x.rank),
+                f"{100 * x.rank_kept:.0f}%",
+                f"{x.mean_abs_shift:.2f}",
+                "" if x.mark is None else ("sig." if x.mark else "n.s."),
+                "" if x.mark_kept is None or x.mark is None else f"{100 * x.mark_kept:.0f}%",
+            )
+            for x in sorted(s.systems, key=lambda x: (x.rank, x.system))
+        )
+        blocks += [
+            Heading(s.measure, 3),
+            Table(("system", "rank", "rank kept", "mean |rank shift|", "vs next", "mark kept"), rows),
+        ]
+    return blocks
+
+
 def _hole_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     if not result.holes:
         return []
@@ -263,6 +416,68 @@ def _curve_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     return blocks
 
 
+def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> list[Block]:
+    """The leave-one-system-out test (reports/<ds>/reusability.json, written by `bridge reusability`)."""
+    measures = [a["measure"] for a in data["rank_agreement"] if a["variant"] == "holey"]
+    blocks: list[Block] = [
+        Heading("Reusability: leave one system out"),
+        Para(
+            f"For each system, the judged pairs in its top-{data['depth']} that no other "
+            f"{'system' if data['leave_out'] == 'system' else 'retriever family'} retrieved were removed from the "
+            "original qrels (holey), the system was scored on them, and again after the judge "
+            f"`{data['judge']}` labeled the removed pairs (filled). Ranks place the system's score among the other "
+            "systems' full-qrels scores. A reusable collection has small drops; a useful judge makes the filled "
+            "leaderboard agree with the full one better than the holey one does "
+            f"({data['topics']} topics; 95% bootstrap intervals over queries)."
+        ),
+    ]
+    columns = ["system", "removed", "unjudged"]
+    for m in measures:
+        columns += [f"{m} full", "holey", "filled", "drop", "residual", "rank full/holey/filled"]
+    rows = []
+    for s in data["systems"]:
+        cells = [s["system"], str(s["removed_pairs"]), str(s["unjudged_unique_pairs"])]
+        for m in measures:
+            sc, rk = s["scores"][m], s["ranks"][m]
+            cells += [_fmt(sc["full"]), _fmt(sc["holey"]), _fmt(sc["filled"])]
+            cells += [_signed(s["drop"][m]), _signed(s["residual"][m]), f"{rk['full']}/{rk['holey']}/{rk['filled']}"]
+        rows.append(tuple(cells))
+    blocks.append(Table(tuple(columns), tuple(rows)))
+    blocks.append(
+        Table(
+            ("measure", "leaderboard", "Kendall tau", "tau_AP", "mean |score - full|", "largest rank drop"),
+            tuple(
+                (
+                    a["measure"],
+                    a["variant"],
+                    _ci(a["kendall_tau"], a["kendall_tau_interval"]),
+                    _ci(a["tau_ap"], a["tau_ap_interval"]),
+                    _fmt(a.get("mean_abs_error", float("nan"))),
+                    f"{a['max_rank_drop']}" + (f" ({a['max_rank_drop_system']})" if a["max_rank_drop"] > 0 else ""),
+                )
+                for a in data["rank_agreement"]
+            ),
+        )
+    )
+    c = data["judge_on_removed_pairs"]
+    intervals = c.get("intervals", {})
+    bacc = _ci(c["balanced_accuracy"], intervals.get("balanced_accuracy"))
+    blocks += [
+        Para(
+            "The judge on the removed pairs against their hidden human labels (a free audit on exactly the pairs that "
+            f"move the leaderboard): balanced accuracy {bacc}, Cohen's kappa {_ci(c['kappa'], intervals.get('kappa'))}"
+            f", {c['undecided']} undecided."
+        ),
+        Table(
+            ("human \\ judge", "relevant", "not relevant"),
+            (("relevant", str(c["tp"]), str(c["fn"])), ("not relevant", str(c["fp"]), str(c["tn"]))),
+        ),
+    ]
+    if "reusability" in figures:
+        blocks.append(Image(figures["reusability"], "Each system under the full, holey and filled qrels."))
+    return blocks
+
+
 def _rag_blocks(rag: Sequence[dict[str, str]]) -> list[Block]:
     columns = tuple(rag[0].keys())
     return [
@@ -302,6 +517,8 @@ def to_markdown(blocks: Sequence[Block], base: Path) -> str:
             out.append("#" * block.level + " " + block.text)
         elif isinstance(block, Para):
             out.append(block.text)
+        elif isinstance(block, Alert):
+            out.append(f"> **{block.text}**")
         elif isinstance(block, Bullets):
             out.append("\n".join(f"- {item}" for item in block.items))
         elif isinstance(block, Table):
@@ -321,6 +538,7 @@ color:#222;line-height:1.45}
 table{border-collapse:collapse;margin:.8em 0 1.4em;font-size:.9em}
 th,td{border:1px solid #ddd;padding:.25em .6em}th{background:#f3f3f3}td.num{text-align:right;
 font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}
+.alert{background:#fde8e8;border:2px solid #c62828;color:#8e0000;padding:.7em 1em;font-weight:600;border-radius:4px}
 figure{margin:1em 0 2em}figure img{max-width:100%}figcaption{color:#555;font-size:.9em}
 code{background:#f3f3f3;padding:0 .2em}h1{border-bottom:2px solid #ddd}h2{margin-top:2em;border-bottom:1px solid #eee}
 """
@@ -342,6 +560,8 @@ def to_html(blocks: Sequence[Block]) -> str:
             out.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
         elif isinstance(block, Para):
             out.append(f"<p>{_inline(block.text)}</p>")
+        elif isinstance(block, Alert):
+            out.append(f'<p class="alert" role="alert">{_inline(block.text)}</p>')
         elif isinstance(block, Bullets):
             out.append("<ul>" + "".join(f"<li>{_inline(i)}</li>" for i in block.items) + "</ul>")
         elif isinstance(block, Table):
@@ -387,14 +607,32 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     if result.curves is not None:
         written.append(out / "curves.csv")
         write_curves(result.curves, written[-1])
+    if result.stability:
+        written.append(out / "stability.csv")
+        write_stability(result.stability, written[-1])
+    reusability = read_reusability(out / "reusability.json")
     figure_paths: dict[str, Path] = {}
     if figures:
         figure_paths = _figures(result, out / "figures")
+        if reusability and reusability.get("systems"):
+            measures = [a["measure"] for a in reusability["rank_agreement"] if a["variant"] == "holey"]
+            path = out / "figures" / "reusability.png"
+            figure_paths["reusability"] = plots.plot_reusability(reusability["systems"], measures, path)
         written += list(figure_paths.values())
-    blocks = build_blocks(result, figure_paths, read_rag_table(out / "rag.csv"))
+    blocks = build_blocks(result, figure_paths, read_rag_table(out / "rag.csv"), reusability)
     write_text_atomic(out / "report.md", to_markdown(blocks, out))
     write_text_atomic(out / "report.html", to_html(blocks))
     return [*written, out / "report.md", out / "report.html"]
+
+
+def write_stability(results: Sequence[Any], path: Path) -> None:
+    from bridge.fsio import atomic_write
+
+    rows = [row for r in results for row in r.to_rows()]
+    with atomic_write(path) as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
+        writer.writeheader()
+        writer.writerows(rows)
 
 
 def _figures(result: EvalResult, folder: Path) -> dict[str, Path]:

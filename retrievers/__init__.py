@@ -1,7 +1,8 @@
 """Retriever adapters that write TREC runs: the candidate pool's systems.
 
 Families: ``bm25`` (Lucene, optional RM3), ``bm25s`` (numpy), ``splade``, ``dense``, ``rerank-ce``,
-``rerank-dense``, ``rerank-llm``, ``rerank-rebel``, ``hyde``, ``query2doc``, ``mugi``, ``qbd``, ``rrf``.
+``rerank-dense``, ``rerank-llm``, ``rerank-rebel``, ``hyde``, ``query2doc``, ``mugi``, ``qbd``, ``rrf``,
+``larf`` (judged relevance feedback).
 """
 
 from __future__ import annotations
@@ -15,6 +16,7 @@ FAMILY_MODULES = (
     "retrievers.rerank",
     "retrievers.rewrite",
     "retrievers.fusion",
+    "retrievers.larf",
 )
 
 

@@ -38,7 +38,8 @@ class RetrievalContext:
     runs: Mapping[str, Run] = field(default_factory=dict)
     """Runs of systems already produced in this invocation (for rerankers and fusion)."""
     options: Mapping[str, Any] = field(default_factory=dict)
-    """Shared services, e.g. ``llm`` (a cached LLM backend) for LLM-based systems."""
+    """Shared services: ``llm`` (a cached LLM backend) for LLM-based systems; ``mapper`` (a
+    ``bridge.executors.Mapper``, e.g. Ray workers) to encode a corpus in parallel."""
     dataset_slug: str = "dataset"
     dataset_fingerprint: str = ""
     """Identity of the corpus: part of every cache key, so new source files mean new indexes."""
@@ -65,6 +66,18 @@ class RetrievalContext:
 
 RetrieverFactory = Callable[[Mapping[str, Any], RetrievalContext], Retriever]
 FAMILIES: dict[str, RetrieverFactory] = {}
+
+
+ENCODE_CHUNK = 1024
+"""Documents per chunk when a corpus is encoded by a mapper (one chunk per worker call)."""
+
+
+def encode_corpus(texts: Sequence[str], mapper: Any, factory: Callable[[], Any], method: str) -> list[Any]:
+    """The encodings of ``texts`` in chunks, through ``mapper`` (workers each build ``factory()`` once and
+    call ``method`` on a chunk); results come back in order. Batches differ from a single pass, so values
+    can differ from it by float rounding."""
+    chunks = [list(texts[i : i + ENCODE_CHUNK]) for i in range(0, len(texts), ENCODE_CHUNK)]
+    return list(mapper.map(factory, method, chunks))
 
 
 def register_family(name: str) -> Callable[[RetrieverFactory], RetrieverFactory]:

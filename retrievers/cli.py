@@ -23,7 +23,21 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--systems", default=None, help="comma-separated subset of the pool's systems (plus their inputs)")
     p.add_argument("--k", type=int, default=100, help="documents per query (default: 100)")
     p.add_argument("--force", action="store_true", help="re-run even when a run is up to date")
+    from bridge.label_cli import add_executor_options
+
+    add_executor_options(
+        p, "encode corpora (dense, SPLADE) in document batches on Ray workers that each hold the model"
+    )
     p.set_defaults(func=cmd_retrieve)
+
+
+def mapper_from_args(args: argparse.Namespace) -> object | None:
+    """Ray workers for corpus encoding with ``--executor ray``; None: encode in this process."""
+    if args.executor != "ray":
+        return None
+    from bridge.executors import RayConfig, RayMapper
+
+    return RayMapper(RayConfig(args.workers, args.ray_address, args.worker_cpus))
 
 
 def cmd_retrieve(args: argparse.Namespace) -> int:
@@ -42,7 +56,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         ws.cache_dir,
         k=args.k,
         force=args.force,
-        options={"llm": llm},
+        options={"llm": llm, "mapper": mapper_from_args(args)},
         progress=not args.quiet,
     )
     for r in results:

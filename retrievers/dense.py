@@ -8,7 +8,7 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -18,7 +18,7 @@ from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
 from bridge.fsio import atomic_write, write_json_atomic
 from bridge.trec import Run
-from retrievers.base import RetrievalContext, check_params, register_family
+from retrievers.base import RetrievalContext, check_params, encode_corpus, register_family
 from retrievers.models import MINILM, ModelRef, hub_error, minilm_path, resolve_model
 
 __all__ = ["MINILM", "DenseRetriever", "minilm_path"]
@@ -70,6 +70,12 @@ class DenseRetriever:
         self._docids: list[str] = []
         self._vectors: np.ndarray | None = None
         self._rows: dict[str, int] = {}
+        self._params = {
+            "model": model, "query_prefix": query_prefix, "passage_prefix": passage_prefix,
+            "batch_size": batch_size, "max_length": max_length, "device": device,
+        }  # fmt: skip
+        self.mapper: Any = None
+        """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
 
     def encoding_fingerprint(self) -> dict[str, Any]:
         """What the passage embeddings depend on (not the faiss index type)."""
@@ -141,7 +147,12 @@ class DenseRetriever:
         else:
             docs = list(corpus)
             self._docids = [d.docid for d in docs]
-            vectors = self.encode([d.contents() for d in docs], self.passage_prefix, progress=None)
+            texts = [d.contents() for d in docs]
+            if self.mapper is not None and texts:
+                worker = partial(DenseRetriever, **self._params)
+                vectors = np.vstack(encode_corpus(texts, self.mapper, worker, "encode_passages"))
+            else:
+                vectors = self.encode(texts, self.passage_prefix, progress=None)
             with atomic_write(vectors_file, "wb", encoding=None) as handle:
                 np.save(handle, vectors)
             write_json_atomic(ids_file, self._docids)
@@ -154,6 +165,10 @@ class DenseRetriever:
         if self._vectors is None:
             raise RuntimeError("index() must be called before doc_vectors()")
         return self._vectors[[self._rows[d] for d in docids]]
+
+    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
+        """Passage embeddings of one chunk (what a worker computes for ``load_embeddings``)."""
+        return self.encode(texts, self.passage_prefix, progress=False)
 
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
         return self.encode(texts, self.query_prefix, progress=False)
@@ -205,6 +220,7 @@ def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> D
         device=str(params.get("device", "cpu")),
     )
     dense.embeddings_dir = context.workdir("dense-embeddings", dense.encoding_fingerprint())
+    dense.mapper = context.options.get("mapper")
     return dense
 
 

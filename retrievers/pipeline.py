@@ -31,8 +31,12 @@ log = logging.getLogger(__name__)
 POOL_DIR = Path(__file__).parent / "pools"
 
 
-def load_pool_config(name_or_path: str) -> list[SystemSpec]:
-    """Systems of a pool file: a name in ``retrievers/pools/`` (``default``) or a TOML path."""
+def load_pool_config(name_or_path: str, _seen: tuple[Path, ...] = ()) -> list[SystemSpec]:
+    """Systems of a pool file: a name in ``retrievers/pools/`` (``default``) or a TOML path.
+
+    ``extends = "other"`` at the top of a file starts from the systems of another pool file;
+    the file's own tables add systems or replace inherited ones of the same name.
+    """
     path = Path(name_or_path)
     if not path.suffix:
         path = POOL_DIR / f"{name_or_path}.toml"
@@ -43,16 +47,23 @@ def load_pool_config(name_or_path: str) -> list[SystemSpec]:
         data = tomllib.loads(path.read_text(encoding="utf-8"))
     except tomllib.TOMLDecodeError as exc:
         raise InputError(f"invalid TOML ({exc})", path=path) from None
-    systems = data.get("systems")
-    if not isinstance(systems, dict) or not systems:
+    inherited: dict[str, SystemSpec] = {}
+    if "extends" in data:
+        parent = data["extends"]
+        if not isinstance(parent, str):
+            raise InputError("'extends' must name another pool file", path=path, field="extends")
+        if path.resolve() in _seen:
+            raise InputError(f"pool files extend each other in a cycle ({parent!r})", path=path, field="extends")
+        inherited = {s.name: s for s in load_pool_config(parent, (*_seen, path.resolve()))}
+    systems = data.get("systems", {})
+    if not isinstance(systems, dict) or not (systems or inherited):
         raise InputError("expected [systems.<name>] tables", path=path, field="systems")
-    specs = []
     for name, table in systems.items():
         if not isinstance(table, dict) or "family" not in table:
             raise InputError("each system needs a 'family'", path=path, field=f"systems.{name}")
         params = {k: v for k, v in table.items() if k != "family"}
-        specs.append(SystemSpec(name, str(table["family"]), params))
-    return specs
+        inherited[name] = SystemSpec(name, str(table["family"]), params)
+    return list(inherited.values())
 
 
 def select_systems(specs: Sequence[SystemSpec], names: Sequence[str] | None) -> list[SystemSpec]:
@@ -122,7 +133,7 @@ def retrieve(
     context = RetrievalContext(
         cache_dir=cache_dir,
         runs=runs,
-        options=options or {},
+        options={"qrels": dataset.qrels, "relevance_threshold": dataset.relevance_threshold, **(options or {})},
         dataset_slug=dataset.slug,
         dataset_fingerprint=dataset.fingerprint,
     )

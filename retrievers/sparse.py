@@ -86,6 +86,13 @@ class LuceneBM25:
         if self.rm3:
             self._searcher.set_rm3(**self.rm3)
 
+    @property
+    def searcher(self) -> Any:
+        """pyserini's ``LuceneSearcher`` over the index (for structured queries)."""
+        if self._searcher is None:
+            raise RuntimeError("index() must be called before search()")
+        return self._searcher
+
     def search(self, queries: Sequence[Query], k: int) -> Run:
         if self._searcher is None:
             raise RuntimeError("index() must be called before search()")

@@ -12,7 +12,7 @@ from __future__ import annotations
 import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
-from functools import cache
+from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
@@ -22,7 +22,7 @@ from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
 from bridge.fsio import atomic_write, write_json_atomic
 from bridge.trec import Run
-from retrievers.base import RetrievalContext, check_params, register_family
+from retrievers.base import RetrievalContext, check_params, encode_corpus, register_family
 from retrievers.models import SPLADE_TINY, ModelRef, hub_error, resolve_model
 
 
@@ -89,6 +89,10 @@ class SpladeRetriever:
         self.device = device
         self._docs: Any = None  # scipy CSR, one row per document
         self._docids: list[str] = []
+        self._params = {"model": model, "max_length": max_length, "query_max_length": query_max_length,
+                        "batch_size": batch_size, "device": device}  # fmt: skip
+        self.mapper: Any = None
+        """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -125,6 +129,10 @@ class SpladeRetriever:
             return sp.csr_matrix((0, model.projection.out_features), dtype=np.float32)
         return sp.vstack(rows, format="csr", dtype=np.float32)
 
+    def encode_documents(self, texts: Sequence[str]) -> Any:
+        """Document vectors of one chunk (what a worker computes for ``index``)."""
+        return self.encode(texts, self.max_length, progress=False)
+
     def index(self, corpus: Corpus, workdir: Path) -> None:
         import scipy.sparse as sp
 
@@ -136,7 +144,12 @@ class SpladeRetriever:
             return
         docs = list(corpus)
         self._docids = [d.docid for d in docs]
-        self._docs = self.encode([d.contents() for d in docs], self.max_length, progress=True)
+        texts = [d.contents() for d in docs]
+        if self.mapper is not None and texts:
+            worker = partial(SpladeRetriever, **self._params)
+            self._docs = sp.vstack(encode_corpus(texts, self.mapper, worker, "encode_documents"), format="csr")
+        else:
+            self._docs = self.encode(texts, self.max_length, progress=True)
         with atomic_write(matrix_file, "wb", encoding=None) as handle:
             sp.save_npz(handle, self._docs)
         write_json_atomic(ids_file, self._docids)
@@ -165,10 +178,12 @@ def _top(row: np.ndarray, docids: Sequence[str], k: int) -> dict[str, float]:
 @register_family("splade")
 def make_splade(params: Mapping[str, Any], context: RetrievalContext) -> SpladeRetriever:
     check_params("splade", params, ("model", "max_length", "query_max_length", "batch_size", "device"))
-    return SpladeRetriever(
+    splade = SpladeRetriever(
         model=str(params.get("model", SPLADE_TINY)),
         max_length=int(params.get("max_length", 256)),
         query_max_length=int(params.get("query_max_length", 64)),
         batch_size=int(params.get("batch_size", 16)),
         device=str(params.get("device", "cpu")),
     )
+    splade.mapper = context.options.get("mapper")
+    return splade

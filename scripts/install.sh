@@ -25,7 +25,8 @@ if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version_
     "${PIP[@]}" install --no-cache-dir "llama-cpp-python==$LLAMA_VERSION"
 fi
 
-# 3. Everything else, pinned in pyproject.toml (pyserini builds from source, ~75 s).
+# 3. Everything else, pinned in pyproject.toml (pyserini builds from source, ~75 s), with the
+#    extras the tests exercise: Ray (the cluster executor) and llama-cpp-python's server.
 echo "== bridge and its dependencies"
-"${PIP[@]}" install -e ".[dev]"
+"${PIP[@]}" install -e ".[dev,ray,server]"
 echo "== environment ready: $VENV"

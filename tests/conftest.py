@@ -51,24 +51,42 @@ def tiny_beir(tmp_path: Path) -> Path:
     return root
 
 
+def run_label(dataset, judge, folder: Path, audit_pairs: int = 0, **options):
+    """``label_pool`` on files in ``folder`` (pool.tsv, labels.jsonl, augmented.qrels, audit files);
+    no audit unless ``audit_pairs`` is given, so tests count only the pool's calls."""
+    from bridge.judging.audit import AuditConfig
+    from bridge.label import JudgeChain, LabelOptions, LabelPaths, label_pool
+
+    audit = AuditConfig(pairs=audit_pairs, gate_pairs=options.pop("gate_pairs", 0))
+    chain = JudgeChain.of(judge, options.pop("evidence", None), options.pop("adapter", None))
+    options = LabelOptions(audit=audit, progress=False, **options)
+    return label_pool(dataset, chain, LabelPaths.in_folder(folder), options)
+
+
 def needs_shared_data() -> pytest.MarkDecorator:
     return pytest.mark.skipif(not DATA_DIR.is_dir(), reason=f"shared data not found at {DATA_DIR}")
 
 
 class ScriptedLLM:
-    """A fake backend: ``script(request) -> reply text``; records every request it receives."""
+    """A fake backend: ``script(request) -> reply text`` (or ``(text, probe)``, the probe being the
+    log-probabilities of the alternatives at the probed field); records every request it receives."""
 
     model_id = "scripted"
 
-    def __init__(self, script: Callable[[LLMRequest], str]) -> None:
+    def __init__(self, script: Callable[[LLMRequest], str | tuple[str, dict[str, float]]]) -> None:
         self.script = script
         self.requests: list[LLMRequest] = []
         self.batches: list[int] = []
 
+    def _response(self, request: LLMRequest) -> LLMResponse:
+        reply = self.script(request)
+        text, probe = reply if isinstance(reply, tuple) else (reply, None)
+        return LLMResponse(text, prompt_tokens=10, completion_tokens=5, latency_s=0.01, probe=probe)
+
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]:
         self.batches.append(len(requests))
         self.requests.extend(requests)
-        return [LLMResponse(self.script(r), prompt_tokens=10, completion_tokens=5, latency_s=0.01) for r in requests]
+        return [self._response(r) for r in requests]
 
 
 def prompt_text(request: LLMRequest) -> str:

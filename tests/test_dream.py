@@ -7,8 +7,8 @@ import json
 import pytest
 from conftest import ScriptedLLM, agent_reply, prompt_text, round_of, speaker
 
-from bridge.dream import DebateConfig, DebateEngine
 from bridge.judging import Case
+from bridge.judging.dream import DebateConfig, DebateEngine
 from bridge.labels import LabelRecord
 
 CASE = Case("q1", "d1", "who won the first nobel prize in physics", "Rontgen won it in 1901.", ("Wilhelm Rontgen",))

@@ -32,6 +32,26 @@ def record(qid: str, docid: str, label: int | None, route: str) -> dict:
     return LabelRecord(qid, docid, label, route, "dream", "cfg", "scripted").to_json()
 
 
+def write_audit(path, correct: int, pairs: int = 40) -> dict:
+    """A judge-audit.json from ``pairs`` known pairs (half relevant) of which ``correct`` were labeled right."""
+    from bridge.datasets import Dataset, DictCorpus
+    from bridge.fsio import write_json_atomic
+    from bridge.judging.audit import AuditConfig, AuditPair, AuditRecord, audit_report
+
+    audit = []
+    for i in range(pairs):
+        truth = i % 2
+        label = truth if i < correct else 1 - truth
+        pair = AuditPair("q1", f"k{i}", truth, "qrels-relevant" if truth else "qrels-non-relevant")
+        audit.append(
+            AuditRecord("pipeline", pair, LabelRecord("q1", f"k{i}", label, "consensus-r1", "dream", "cfg", "m"))
+        )
+    ds = Dataset("small", "small", DictCorpus({}), (), {}, "fp")
+    report = audit_report(ds, audit, {"pipeline": "cfg"}, True, AuditConfig())
+    write_json_atomic(path, report.to_json())
+    return report.to_json()
+
+
 @pytest.fixture
 def workspace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
@@ -53,6 +73,7 @@ def workspace(tmp_path, monkeypatch):
         records.append(record(q, f"{q}-d", 0, "consensus-r2"))
         records.append(record(q, f"{q}-b", None, "escalated"))
     (tmp_path / "qrels/beir-small/labels.jsonl").write_text("".join(json.dumps(r) + "\n" for r in records))
+    write_audit(tmp_path / "reports/beir-small/judge-audit.json", correct=40)
     return tmp_path, f"beir:{data}"
 
 
@@ -175,6 +196,30 @@ def test_check_passes_unchanged_and_fails_doctored_leaderboards(workspace, capsy
     assert bridge(*check, "--qrels", "original") == 0  # only the original column is compared
 
     doctor(lambda doctored: doctored.pop())  # a system's row missing from the baseline is a note, not a failure
+    assert bridge(*check) == 0
+
+
+def test_check_refuses_augmented_qrels_whose_judge_audit_failed(workspace, capsys):
+    tmp, dataset = workspace
+    audit_path = tmp / "reports/beir-small/judge-audit.json"
+    write_audit(audit_path, correct=20)  # half right: at chance
+    assert bridge("eval", "--dataset", dataset, "--permutations", "100", "--orders", "0", "--no-figures") == 0
+    out = capsys.readouterr().out
+    assert "WARNING: labels are not better than chance" in out
+    html = (tmp / "reports/beir-small/report.html").read_text()
+    assert html.index('class="alert"') < html.index("<h2>Leaderboard</h2>")  # the warning comes first
+    assert "labels are not better than chance" in html
+    baseline = tmp / "baseline.csv"
+    shutil.copy(tmp / "reports/beir-small/leaderboard.csv", baseline)
+    check = ["eval", "check", "--dataset", dataset, "--baseline", str(baseline)]
+    assert bridge(*check) == 2
+    assert "refusing to check augmented qrels" in capsys.readouterr().err
+    assert bridge(*check, "--allow-untrusted-labels") == 0
+    assert bridge(*check, "--qrels", "original") == 0  # the original column does not depend on the judge
+    audit_path.unlink()
+    assert bridge(*check) == 2
+    assert "no judge audit" in capsys.readouterr().err
+    write_audit(audit_path, correct=38)  # 95% right on 40 pairs: trusted
     assert bridge(*check) == 0
 
 

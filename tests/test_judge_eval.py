@@ -9,18 +9,17 @@ from conftest import ScriptedLLM, agent_reply, speaker
 
 from bridge.datasets import Dataset as DS
 from bridge.datasets import DictCorpus, Document, Query
-from bridge.dream import DebateEngine
 from bridge.errors import BridgeError
-from bridge.judge_eval import (
+from bridge.judging.dream import DebateEngine
+from bridge.judging.judge_eval import (
     JudgeQuality,
     balanced_sample,
-    cohen_kappa,
     load_injections,
-    roc_auc,
     run_judge_eval,
     write_report,
 )
-from bridge.judges import SupportJudge
+from bridge.judging.metrics import cohen_kappa, roc_auc
+from bridge.judging.single import SupportJudge
 
 
 def graded_dataset() -> DS:
@@ -55,11 +54,13 @@ def test_roc_auc_hand_computed():
 
 
 def test_quality_from_confusion():
-    q = JudgeQuality(
-        "x", pairs=10, decided=8, escalated=2, confusion={(True, 1): 3, (True, 0): 1, (False, 0): 2, (False, 1): 2}
-    )
+    # 3 tp, 1 fn, 2 fp, 2 tn, 2 undecided
+    q = JudgeQuality("x", truth=[1, 1, 1, 1, 0, 0, 0, 0, 1, 0], labels=[1, 1, 1, 0, 1, 1, 0, 0, None, None])
     assert q.recall_relevant == pytest.approx(0.75) and q.recall_irrelevant == pytest.approx(0.5)
     assert q.balanced_accuracy == pytest.approx(0.625) and q.escalation_ratio == pytest.approx(0.2)
+    assert (q.pairs, q.decided, q.escalated) == (10, 8, 2)
+    low, high = q.agreement.interval("balanced_accuracy")
+    assert low <= 0.625 <= high
 
 
 def test_balanced_sample_is_balanced_and_deterministic():
@@ -97,7 +98,7 @@ def test_run_judge_eval_scores_each_method_and_injection(tmp_path):
     assert (inj["llmjudge"].compared, inj["llmjudge"].to_relevant) == (n, 2)  # only "answer yes" injection flips
     md, csv_path = write_report(tmp_path / "je", ds, "scripted", qualities, injections, 8, 2)
     text = md.read_text()
-    assert "| llmjudge | 1.000 |" in text and "Prompt injection" in text and "95.2%" in text
+    assert "| llmjudge | 1.000 [1.000-1.000] |" in text and "Prompt injection" in text and "95.2%" in text
     assert csv_path.read_text().splitlines()[0].startswith("method,pairs,recall_irrelevant")
     # a second run resumes from the per-method label files: no new LLM calls
     again = ScriptedLLM(oneshot)

@@ -7,9 +7,9 @@ import json
 import pytest
 from conftest import ScriptedLLM, agent_reply
 
-from bridge.dream import DebateEngine
-from bridge.judges import GradedJudge, PrefilteredJudge, SingleCallConfig, SupportJudge
 from bridge.judging import Case
+from bridge.judging.dream import DebateEngine
+from bridge.judging.single import GradedJudge, PrefilteredJudge, SingleCallConfig, SupportJudge
 
 CASES = [Case("q1", f"d{i}", "who wrote hamlet", f"chunk {i}", ("Shakespeare",)) for i in range(3)]
 

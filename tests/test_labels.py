@@ -3,12 +3,11 @@
 from __future__ import annotations
 
 import pytest
-from conftest import ScriptedLLM, agent_reply, speaker
+from conftest import ScriptedLLM, agent_reply, run_label, speaker
 
 from bridge.datasets import load_beir
-from bridge.dream import DebateConfig, DebateEngine
 from bridge.errors import BridgeError
-from bridge.label import label_pool
+from bridge.judging.dream import DebateConfig, DebateEngine
 from bridge.labels import LabelRecord, augment_qrels, read_labels
 from bridge.pool import PoolEntry, write_pool
 from bridge.trec import read_qrels
@@ -52,25 +51,17 @@ def relevant_if_rontgen(request):
 
 def test_label_stage_writes_records_and_augmented_qrels(staged):
     ds, tmp = staged
-    summary = label_pool(
-        ds,
-        DebateEngine(ScriptedLLM(relevant_if_rontgen)),
-        tmp / "pool.tsv",
-        tmp / "labels.jsonl",
-        tmp / "aug.qrels",
-        progress=False,
-    )
+    summary = run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp)
     assert summary.judged == 4 and summary.labels["1"] == 1 and summary.labels["0"] == 3
-    qrels = read_qrels(tmp / "aug.qrels")
+    qrels = read_qrels(tmp / "augmented.qrels")
     assert qrels == {"q1": {"d1": 1, "d2": 1, "d3": 0, "d5": 0}, "q2": {"d3": 1, "d4": 0}}
 
 
 def test_label_stage_resumes_without_new_calls_or_duplicates(staged):
     ds, tmp = staged
-    args = (tmp / "pool.tsv", tmp / "labels.jsonl", tmp / "aug.qrels")
-    label_pool(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), *args, progress=False)
+    run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp)
     again = ScriptedLLM(relevant_if_rontgen)
-    summary = label_pool(ds, DebateEngine(again), *args, progress=False)
+    summary = run_label(ds, DebateEngine(again), tmp)
     assert again.requests == [] and summary.resumed == 4 and summary.judged == 0
     lines = (tmp / "labels.jsonl").read_text().splitlines()
     assert len(lines) == 4
@@ -78,7 +69,6 @@ def test_label_stage_resumes_without_new_calls_or_duplicates(staged):
 
 def test_crash_mid_run_resumes_with_exactly_one_record_per_pair(staged):
     ds, tmp = staged
-    args = (tmp / "pool.tsv", tmp / "labels.jsonl", tmp / "aug.qrels")
     calls = {"n": 0}
 
     def crashing(request):
@@ -88,10 +78,10 @@ def test_crash_mid_run_resumes_with_exactly_one_record_per_pair(staged):
         return relevant_if_rontgen(request)
 
     with pytest.raises(KeyboardInterrupt):
-        label_pool(ds, DebateEngine(ScriptedLLM(crashing)), *args, batch_pairs=2, progress=False)
+        run_label(ds, DebateEngine(ScriptedLLM(crashing)), tmp, batch_pairs=2)
     assert len(read_labels(tmp / "labels.jsonl")) == 2
     resumed = ScriptedLLM(relevant_if_rontgen)
-    label_pool(ds, DebateEngine(resumed), *args, batch_pairs=2, progress=False)
+    run_label(ds, DebateEngine(resumed), tmp, batch_pairs=2)
     assert len(resumed.requests) == 4  # only the two unfinished pairs, two agents each
     lines = (tmp / "labels.jsonl").read_text().splitlines()
     assert len(lines) == 4
@@ -100,12 +90,11 @@ def test_crash_mid_run_resumes_with_exactly_one_record_per_pair(staged):
 
 def test_labels_from_another_configuration_are_not_mixed(staged):
     ds, tmp = staged
-    args = (tmp / "pool.tsv", tmp / "labels.jsonl", tmp / "aug.qrels")
-    label_pool(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), *args, progress=False)
+    run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp)
     other = DebateEngine(ScriptedLLM(relevant_if_rontgen), DebateConfig(rounds=3))
     with pytest.raises(BridgeError, match="another dream configuration"):
-        label_pool(ds, other, *args, progress=False)
-    summary = label_pool(ds, other, *args, restart=True, progress=False)
+        run_label(ds, other, tmp)
+    summary = run_label(ds, other, tmp, restart=True)
     assert summary.judged == 4
     assert list(tmp.glob("labels.jsonl.*.bak"))
 
@@ -113,8 +102,37 @@ def test_labels_from_another_configuration_are_not_mixed(staged):
 def test_escalated_pairs_stay_out_of_augmented_qrels(staged):
     ds, tmp = staged
     disagree = ScriptedLLM(lambda r: agent_reply("yes" if speaker(r) == "Agent A" else "no"))
-    summary = label_pool(
-        ds, DebateEngine(disagree), tmp / "pool.tsv", tmp / "labels.jsonl", tmp / "aug.qrels", progress=False
-    )
+    summary = run_label(ds, DebateEngine(disagree), tmp)
     assert summary.routes["escalated"] == 4
-    assert read_qrels(tmp / "aug.qrels") == ds.qrels
+    assert read_qrels(tmp / "augmented.qrels") == ds.qrels
+
+
+def test_budget_judges_in_priority_order_and_a_rerun_goes_on(staged):
+    ds, tmp = staged
+    # q1: d2 (1 system, rank 1), d3 (1 system, rank 2), d5 (1 system, rank 3); q2: d4 (1 system, rank 1)
+    pool = [
+        PoolEntry("q1", "d2", ("a",), 3),
+        PoolEntry("q1", "d3", ("a", "b"), 2),
+        PoolEntry("q1", "d5", ("a",), 1),
+        PoolEntry("q2", "d4", ("a", "b"), 5),
+    ]
+    write_pool(pool, tmp / "pool.tsv")
+    first = run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp, max_pairs=2)
+    judged = [(r.qid, r.docid) for r in read_labels(tmp / "labels.jsonl")]
+    assert sorted(judged) == [("q1", "d3"), ("q2", "d4")]  # two systems beat one, whatever the rank
+    assert first.left_by_budget == 2 and "left unjudged by the budget" in "\n".join(first.lines())
+    assert first.audit.extra["coverage"] == {"pool_pairs": 4, "judged": 2, "unjudged": 2}
+    assert read_qrels(tmp / "augmented.qrels")["q1"].get("d2") is None  # unjudged, not irrelevant
+    again = ScriptedLLM(relevant_if_rontgen)
+    second = run_label(ds, DebateEngine(again), tmp, max_pairs=1)
+    assert [(r.qid, r.docid) for r in read_labels(tmp / "labels.jsonl")][2:] == [("q1", "d5")]  # rank 1 next
+    assert second.resumed == 2 and len(again.requests) == 2
+    run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp)
+    lines = (tmp / "labels.jsonl").read_text().splitlines()
+    assert len(lines) == 4 and len({(r.qid, r.docid) for r in read_labels(tmp / "labels.jsonl")}) == 4
+
+
+def test_time_budget_stops_starting_batches(staged):
+    ds, tmp = staged
+    summary = run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp, max_minutes=0.0, batch_pairs=1)
+    assert summary.judged == 0 and summary.left_by_budget == 4

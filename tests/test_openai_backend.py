@@ -175,3 +175,45 @@ def test_unknown_backend_lists_the_known_ones():
 
     with pytest.raises(BridgeError, match="llamacpp, openai, vllm"):
         make_backend(LLMConfig(backend="tgi"))
+
+
+@pytest.fixture
+def two_servers():
+    servers = [FakeServer(), FakeServer()]
+    yield servers
+    for s in servers:
+        s.close()
+
+
+def test_several_endpoints_share_a_batch_with_per_endpoint_limits(two_servers):
+    a, b = two_servers
+    a.delay = b.delay = 0.05
+    config = LLMConfig(backend="openai", model="m", base_url=f"{a.url}, {b.url}", max_concurrency=2)
+    backend_ = OpenAIBackend(config)
+    out = backend_.generate([req(f"q{i}") for i in range(12)])
+    assert [json.loads(r.text)["echo"] for r in out] == [f"q{i}" for i in range(12)]
+    assert len(a.bodies) + len(b.bodies) == 12 and len(a.bodies) >= 3 and len(b.bodies) >= 3
+    assert a.max_in_flight <= 2 and b.max_in_flight <= 2
+    summary = {row["endpoint"]: row for row in backend_.summary()}
+    assert summary[a.url]["calls"] == len(a.bodies) and summary[a.url]["completion_tokens"] == 7 * len(a.bodies)
+    assert summary[b.url]["tokens_per_s"] > 0
+
+
+def test_a_failing_endpoint_hands_its_requests_to_the_other(two_servers):
+    a, b = two_servers
+    a.failures = [503] * 100  # a keeps failing
+    config = LLMConfig(backend="openai", model="m", base_url=f"{a.url},{b.url}", max_retries=3)
+    backend_ = OpenAIBackend(config)
+    out = backend_.generate([req(f"q{i}") for i in range(10)])
+    assert len(out) == 10 and all(json.loads(r.text)["response"] == "yes" for r in out)
+    summary = {row["endpoint"]: row for row in backend_.summary()}
+    assert summary[a.url]["calls"] == 0 and summary[a.url]["errors"] >= 1 and summary[b.url]["calls"] == 10
+
+
+def test_a_stopped_endpoint_loses_no_request(two_servers):
+    a, b = two_servers
+    a.close()  # stopped before the batch: every request lands on b after at most one failed try
+    config = LLMConfig(backend="openai", model="m", base_url=f"{a.url},{b.url}", max_retries=2, timeout_s=2)
+    out = OpenAIBackend(config).generate([req(f"q{i}") for i in range(6)])
+    assert sorted(json.loads(r.text)["echo"] for r in out) == sorted(f"q{i}" for i in range(6))
+    assert len(b.bodies) == 6

@@ -7,8 +7,8 @@ import json
 import pytest
 
 from bridge.datasets import load_beir
-from bridge.dream import AGENT_SCHEMA, DebateEngine
 from bridge.judging import Case
+from bridge.judging.dream import AGENT_SCHEMA, DebateEngine
 from bridge.llm.base import LLMRequest, Message, schema_text
 
 pytestmark = pytest.mark.slow
@@ -72,3 +72,41 @@ def test_dense_minilm_faiss_search(tiny_beir, tmp_path):
     assert max(run["q1"], key=run["q1"].get) == "d1"
     assert max(run["q2"], key=run["q2"].get) == "d3"
     assert (tmp_path / "embeddings.npy").exists()  # the encoding is cached
+
+
+def _fruit_topic():
+    """One topic about apple baking: 24 passages on it (relevant), 24 on other things."""
+    from bridge.datasets import Dataset, DictCorpus, Document, Query
+
+    on = ["apple pie", "apple crumble", "baked apples", "apple tart", "apple cake", "apple strudel"]
+    off = ["car engines", "tax law", "football tactics", "volcanoes", "jazz guitar", "train timetables"]
+    docs = {}
+    for i in range(30):
+        text = f"A recipe for {on[i % 6]}: slice the apples, add sugar and bake {i} min."
+        docs[f"r{i}"] = Document(f"r{i}", "", text)
+        docs[f"n{i}"] = Document(f"n{i}", "", f"An article about {off[i % 6]}, part {i}, with many details.")
+    qrels = {"t": {f"r{i}": 1 for i in range(24)} | {f"n{i}": 0 for i in range(24)}}
+    return Dataset("fruit", "fruit", DictCorpus(docs), (Query("t", "how to bake with apples"),), qrels, "fp")
+
+
+def test_topic_adapter_with_minilm_embeddings(tmp_path):
+    """frozen-lr on real all-MiniLM-L6-v2 embeddings (sentence-transformers) and scikit-learn."""
+    from bridge.judging.adapter import TopicAdapterJudge
+
+    ds = _fruit_topic()
+    judge = TopicAdapterJudge(ds, None, cache_dir=tmp_path)
+    assert judge.route("t").judge == "adapter" and judge.route("t").cv.balanced_accuracy >= 0.95
+    records = []
+    judge.judge([Case("t", d, "", "") for d in ("r25", "r29", "n25", "n29")], records.append)
+    assert {r.docid: r.label for r in records} == {"r25": 1, "r29": 1, "n25": 0, "n29": 0}
+
+
+def test_finetuned_cross_encoder_family_trains_through_sentence_transformers(tmp_path):
+    from bridge.judging.adapter import AdapterConfig, TopicAdapterJudge
+
+    ds = _fruit_topic()
+    judge = TopicAdapterJudge(ds, None, AdapterConfig(family="finetune-ce", epochs=2, folds=2), cache_dir=tmp_path)
+    model = judge.model("t")
+    assert model.family == "finetune-ce" and model.params is None
+    p = judge.probabilities("t", ["r25", "n25"])
+    assert p[0] > p[1]  # the passage on the topic scores above the one off it

@@ -11,11 +11,10 @@ import textwrap
 import time
 from pathlib import Path
 
-from conftest import ScriptedLLM, agent_reply
+from conftest import ScriptedLLM, agent_reply, run_label
 
 from bridge.datasets import load_beir
-from bridge.dream import DebateEngine
-from bridge.label import label_pool
+from bridge.judging.dream import DebateEngine
 from bridge.pool import PoolEntry, write_pool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -27,16 +26,18 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     from conftest import ScriptedLLM, agent_reply
     from bridge.datasets import load_beir
-    from bridge.dream import DebateEngine
-    from bridge.label import label_pool
+    from bridge.judging.dream import DebateEngine
+    from bridge.label import JudgeChain, LabelOptions, LabelPaths, label_pool
+    from bridge.judging.audit import AuditConfig
 
     def slow(request):
         time.sleep(0.05)
         return agent_reply("no")
 
     tmp = Path({tmp!r})
-    label_pool(load_beir(Path({beir!r})), DebateEngine(ScriptedLLM(slow)), tmp / "pool.tsv",
-               tmp / "labels.jsonl", tmp / "aug.qrels", batch_pairs=1, progress=False)
+    options = LabelOptions(batch_pairs=1, progress=False, audit=AuditConfig(pairs=0))
+    label_pool(load_beir(Path({beir!r})), JudgeChain.of(DebateEngine(ScriptedLLM(slow))),
+               LabelPaths.in_folder(tmp), options)
     """
 )
 
@@ -58,9 +59,7 @@ def test_sigkill_mid_run_then_resume(tiny_beir, tmp_path):
     assert 3 <= len(before) < len(entries), "the kill must land mid-run"
 
     resumed = ScriptedLLM(lambda r: agent_reply("no"))
-    summary = label_pool(
-        ds, DebateEngine(resumed), tmp_path / "pool.tsv", labels, tmp_path / "aug.qrels", progress=False
-    )
+    summary = run_label(ds, DebateEngine(resumed), tmp_path)
     after = [json.loads(line) for line in labels.read_text().splitlines()]
     assert summary.resumed == len(before)
     assert len(resumed.requests) == 2 * (len(entries) - len(before))  # only unfinished pairs are debated

@@ -219,23 +219,39 @@ def test_llm_family_without_llm_says_how_to_get_one(tmp_path):
 # --- pool files and parameters ---------------------------------------------------------------
 
 
-def test_default_pool_covers_all_six_families():
-    specs = load_pool_config("default")
-    families = {s.family for s in specs}
-    assert len(specs) >= 12
-    assert {"bm25", "splade", "dense", "rrf"} <= families
-    assert families & {"rerank-ce", "rerank-dense", "rerank-llm", "rerank-rebel"}
-    assert families & {"hyde", "query2doc", "mugi", "qbd"}
-    assert any(s.family == "bm25" and s.params.get("rm3") for s in specs)
-    ordered = [s.name for s in select_systems(specs, None)]
-    for spec in specs:  # every input runs before its consumer
-        assert all(ordered.index(dep) < ordered.index(spec.name) for dep in spec.inputs)
+LLM_FAMILIES = {"rerank-llm", "rerank-rebel", "hyde", "query2doc", "mugi", "larf"}
 
 
-def test_every_system_of_the_default_pool_builds(tmp_path):
+def test_pools_by_cost_default_makes_no_llm_call_and_full_adds_the_llm_systems():
+    default, full = load_pool_config("default"), load_pool_config("full")
+    families = {s.family for s in default}
+    assert len(default) == 10 and not families & LLM_FAMILIES
+    assert {"bm25", "splade", "dense", "rrf", "rerank-dense", "qbd"} <= families
+    assert any(s.family == "bm25" and s.params.get("rm3") for s in default)
+    assert [s for s in full if s.family not in LLM_FAMILIES] == default  # full extends default unchanged
+    assert {s.family for s in full} - families == LLM_FAMILIES
+    for specs in (default, full):
+        ordered = [s.name for s in select_systems(specs, None)]
+        for spec in specs:  # every input runs before its consumer
+            assert all(ordered.index(dep) < ordered.index(spec.name) for dep in spec.inputs)
+
+
+def test_pool_files_extend_and_override(tmp_path):
+    (tmp_path / "a.toml").write_text('[systems.x]\nfamily = "bm25"\nk1 = 0.9\n')
+    (tmp_path / "b.toml").write_text(
+        f'extends = "{tmp_path / "a.toml"}"\n[systems.x]\nfamily = "bm25"\nk1 = 1.2\n[systems.y]\nfamily = "bm25s"\n'
+    )
+    specs = load_pool_config(str(tmp_path / "b.toml"))
+    assert [(s.name, s.params.get("k1")) for s in specs] == [("x", 1.2), ("y", None)]
+    (tmp_path / "a.toml").write_text(f'extends = "{tmp_path / "b.toml"}"\n')
+    with pytest.raises(BridgeError, match="cycle"):
+        load_pool_config(str(tmp_path / "b.toml"))
+
+
+def test_every_system_of_the_full_pool_builds(tmp_path):
     llm = ScriptedLLM(lambda r: "{}")
     context = RetrievalContext(tmp_path, options={"llm": llm})
-    for spec in load_pool_config("default"):
+    for spec in load_pool_config("full"):
         retriever = make_retriever(spec, context)
         assert json.dumps(retriever.fingerprint(), default=str)
 

@@ -223,3 +223,37 @@ def test_query_by_document_feedback(ds, tmp_path):
     # comes second in the feedback run (1/62); d5 shares nothing with d2 (first stage only: 1/62).
     assert run["q1"]["d2"] == pytest.approx(2 / 61)
     assert run["q1"]["d1"] == pytest.approx(1 / 62) and run["q1"]["d5"] == pytest.approx(1 / 62)
+
+
+def test_larf_feedback_from_judge_qrels_and_pseudo_share_one_code_path(ds, tmp_path):
+    """FIRST_STAGE ranks d5 (football) first for q1; only d1 is relevant (qrels) and the scripted judge
+    says relevant only to Rontgen passages (d1, d2). Feedback docs differ by source, the search is the same."""
+
+    def rontgen(request):
+        return json.dumps({"is_supported": "Rontgen" in request.messages[-1].content.split("<chunk>")[1]})
+
+    llm = ScriptedLLM(rontgen)
+    opts = {"llm": llm, "qrels": ds.qrels, "relevance_threshold": 1}
+    runs = {}
+    for feedback in ("pseudo", "qrels", "judge"):
+        ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE}, options=opts)
+        params = {"first_stage": "first", "feedback": feedback, "judged_depth": 3, "max_feedback_docs": 2}
+        larf = build(SystemSpec(f"larf-{feedback}", "larf", params), ctx, ds, tmp_path)
+        first = ctx.run("first", "test")
+        queries = [q for q in ds.queries if q.qid == "q1"]
+        runs[feedback] = (larf.feedback_docs(queries, first)["q1"], larf.search(queries, k=5))
+        if feedback == "judge":
+            assert {(r.docid, r.label) for r in larf.judgments.values()} == {("d5", 0), ("d2", 1), ("d1", 1)}
+    assert runs["pseudo"][0] == ["d5", "d2"] and runs["qrels"][0] == ["d1"] and runs["judge"][0] == ["d2", "d1"]
+    assert len(llm.requests) == 3  # the top 3 of q1, judged once (feedback_docs, then search)
+    # feedback on Rontgen passages lifts the Rontgen passages above the first stage's top document (d5)
+    assert ranking(runs["judge"][1], "q1").index("d1") < ranking(runs["judge"][1], "q1").index("d5")
+
+
+def test_larf_rm3_on_the_judged_set(ds, tmp_path):
+    opts = {"qrels": ds.qrels, "relevance_threshold": 1}
+    ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE}, options=opts)
+    params = {"first_stage": "first", "feedback": "qrels", "expansion": "rm3", "fb_terms": 5}
+    run = build(SystemSpec("larf-rm3", "larf", params), ctx, ds, tmp_path).search(ds.queries, k=5)
+    assert best(run, "q1") == "d1"  # the judged relevant passage itself tops the expanded query
+    assert set(run["q2"]) and best(run, "q2") in ("d3", "d4")

@@ -1,7 +1,8 @@
 """LLM backends behind one protocol, a registry of them, and the response cache.
 
 ``llamacpp`` (embedded, default), ``openai`` (any OpenAI-compatible server, e.g. vLLM),
-``vllm`` (offline batched generation; optional ``[gpu]`` extra, imported lazily).
+``vllm`` (offline batched generation; optional ``[gpu]`` extra, imported lazily),
+``llamacpp-batched`` (embedded, several sequences per llama.cpp decode step).
 """
 
 from __future__ import annotations
@@ -28,12 +29,16 @@ class LLMConfig:
     """llamacpp: generation threads (see LlamaCppConfig)."""
     n_threads_batch: int = 2
     """llamacpp: prompt-evaluation threads."""
+    n_seq: int = 8
+    """llamacpp-batched: requests decoded together."""
     max_concurrency: int = 8
     """openai: requests in flight at once."""
     timeout_s: float = 120.0
     max_retries: int = 5
     requests_per_second: float | None = None
     """openai: client-side rate limit (None: unlimited)."""
+    response_format: str = "json_schema"
+    """openai: how schemas are sent: ``json_schema`` (vLLM, OpenAI) or ``json_object`` (llama-cpp-python server)."""
     cache_dir: Path = Path("cache")
 
 
@@ -43,6 +48,21 @@ def _llamacpp(config: LLMConfig) -> LLMBackend:
     return LlamaCppBackend(
         LlamaCppConfig(
             model=config.model,
+            n_ctx=config.n_ctx,
+            n_threads=config.n_threads,
+            n_threads_batch=config.n_threads_batch,
+            cache_dir=config.cache_dir,
+        )
+    )
+
+
+def _llamacpp_batched(config: LLMConfig) -> LLMBackend:
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+
+    return BatchedLlamaCppBackend(
+        BatchedLlamaCppConfig(
+            model=config.model,
+            n_seq=config.n_seq,
             n_ctx=config.n_ctx,
             n_threads=config.n_threads,
             n_threads_batch=config.n_threads_batch,
@@ -67,6 +87,7 @@ BACKENDS: dict[str, Callable[[LLMConfig], LLMBackend]] = {
     "llamacpp": _llamacpp,
     "openai": _openai,
     "vllm": _vllm,
+    "llamacpp-batched": _llamacpp_batched,
 }
 
 

@@ -1,10 +1,15 @@
-"""OpenAI-compatible HTTP backend (a vLLM server, or any ``/v1/chat/completions`` endpoint).
+"""OpenAI-compatible HTTP backend (vLLM servers, or any ``/v1/chat/completions`` endpoints).
 
-A batch is sent with up to ``max_concurrency`` requests in flight; each request has a timeout
-and is retried with exponential backoff (honouring ``Retry-After``) on timeouts, connection
-errors, 429 and 5xx; a client-side rate limit spaces request starts. JSON schemas go out as
-``response_format={"type": "json_schema", ...}`` (vLLM enforces them with structured output);
-log-probabilities are requested when a probe field is asked for.
+``base_url`` may list several endpoints (comma-separated): replicas of the same served model. A
+batch is spread over them, each request going to the endpoint with the fewest requests in flight,
+with up to ``max_concurrency`` requests in flight *per endpoint*. Each request has a timeout and is
+retried with exponential backoff (honouring ``Retry-After``) on timeouts, connection errors, 429
+and 5xx, moving to another endpoint when one fails; an endpoint that keeps failing rests for a
+while. A client-side rate limit spaces request starts. ``summary()`` gives calls, errors and
+tokens/s per endpoint. JSON schemas go out as ``response_format={"type": "json_schema", ...}``
+(vLLM enforces them with structured output), or with ``response_format = "json_object"`` as
+``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server); log-probabilities are requested
+when a probe field is asked for.
 """
 
 from __future__ import annotations
@@ -14,6 +19,7 @@ import threading
 import time
 from collections.abc import Sequence
 from concurrent.futures import ThreadPoolExecutor
+from dataclasses import dataclass
 from typing import Any
 
 import httpx
@@ -44,34 +50,120 @@ class RateLimiter:
             time.sleep(start - now)
 
 
+COOLDOWN_S = 30.0
+"""How long an endpoint that failed ``FAILURES_BEFORE_REST`` times in a row gets no new requests."""
+FAILURES_BEFORE_REST = 3
+
+
+@dataclass
+class Endpoint:
+    """One server: its client, what is in flight there, and its accounting."""
+
+    url: str
+    client: httpx.Client
+    in_flight: int = 0
+    calls: int = 0
+    errors: int = 0
+    prompt_tokens: int = 0
+    completion_tokens: int = 0
+    busy_s: float = 0.0
+    failures_in_a_row: int = 0
+    resting_until: float = 0.0
+
+    def summary(self) -> dict[str, Any]:
+        tokens = self.prompt_tokens + self.completion_tokens
+        return {
+            "endpoint": self.url,
+            "calls": self.calls,
+            "errors": self.errors,
+            "prompt_tokens": self.prompt_tokens,
+            "completion_tokens": self.completion_tokens,
+            "tokens_per_s": tokens / self.busy_s if self.busy_s else 0.0,
+        }
+
+
+def endpoint_urls(base_url: str) -> list[str]:
+    urls = [u.strip().rstrip("/") for u in base_url.split(",") if u.strip()]
+    if not urls:
+        raise BridgeError("the openai backend needs --base-url (e.g. http://localhost:8000/v1)")
+    return urls
+
+
 class OpenAIBackend:
     def __init__(self, config: Any) -> None:
         if not config.base_url:
             raise BridgeError("the openai backend needs --base-url (e.g. http://localhost:8000/v1)")
         self.config = config
-        self.base_url = config.base_url.rstrip("/")
         headers = {"Authorization": f"Bearer {config.api_key}"} if config.api_key else {}
-        self._client = httpx.Client(
-            base_url=self.base_url,
-            headers=headers,
-            timeout=httpx.Timeout(config.timeout_s),
-            limits=httpx.Limits(max_connections=config.max_concurrency),
-        )
+        self.endpoints = [
+            Endpoint(
+                url,
+                httpx.Client(
+                    base_url=url,
+                    headers=headers,
+                    timeout=httpx.Timeout(config.timeout_s),
+                    limits=httpx.Limits(max_connections=config.max_concurrency),
+                ),
+            )
+            for url in endpoint_urls(config.base_url)
+        ]
+        self.base_url = ",".join(e.url for e in self.endpoints)
         self._limiter = RateLimiter(config.requests_per_second)
+        self._lock = threading.Lock()
         self.retries = 0
         """Retries made so far (for accounting and tests)."""
 
     @property
     def model_id(self) -> str:
-        # The served model's name is all a remote server tells about the model.
+        # The served model's name is all a remote server tells about the model (every endpoint serves it).
         return f"openai:{self.config.model}"
 
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]:
         from tqdm.auto import tqdm
 
-        with ThreadPoolExecutor(max_workers=max(1, self.config.max_concurrency)) as pool:
+        workers = max(1, self.config.max_concurrency) * len(self.endpoints)
+        with ThreadPoolExecutor(max_workers=workers) as pool:
             futures = [pool.submit(self._one, r) for r in requests]
             return [f.result() for f in tqdm(futures, desc="HTTP LLM", unit="call", disable=not progress, leave=False)]
+
+    def summary(self) -> list[dict[str, Any]]:
+        """Calls, errors, tokens and tokens per second (of time with requests in flight) per endpoint."""
+        return [e.summary() for e in self.endpoints]
+
+    def _acquire(self, avoid: Endpoint | None) -> Endpoint:
+        """The least-loaded endpoint with a free slot (not ``avoid`` unless it is the only one); waits for one."""
+        limit = max(1, self.config.max_concurrency)
+        while True:
+            with self._lock:
+                now = time.monotonic()
+                ready = [e for e in self.endpoints if e.in_flight < limit and e.resting_until <= now]
+                if avoid is not None and len(ready) > 1:
+                    ready = [e for e in ready if e is not avoid] or ready
+                if not ready and all(e.resting_until > now for e in self.endpoints):
+                    ready = [min(self.endpoints, key=lambda e: e.resting_until)]  # all resting: try the first back
+                    if ready[0].in_flight >= limit:
+                        ready = []
+                if ready:
+                    endpoint = min(ready, key=lambda e: (e.in_flight, e.calls + e.errors))
+                    endpoint.in_flight += 1
+                    return endpoint
+            time.sleep(0.01)
+
+    def _release(self, endpoint: Endpoint, ok: bool, seconds: float, response: LLMResponse | None = None) -> None:
+        with self._lock:
+            endpoint.in_flight -= 1
+            endpoint.busy_s += seconds
+            if ok:
+                endpoint.calls += 1
+                endpoint.failures_in_a_row = 0
+                if response is not None:
+                    endpoint.prompt_tokens += response.prompt_tokens
+                    endpoint.completion_tokens += response.completion_tokens
+            else:
+                endpoint.errors += 1
+                endpoint.failures_in_a_row += 1
+                if endpoint.failures_in_a_row >= FAILURES_BEFORE_REST and len(self.endpoints) > 1:
+                    endpoint.resting_until = time.monotonic() + COOLDOWN_S
 
     def payload(self, request: LLMRequest) -> dict[str, Any]:
         body: dict[str, Any] = {
@@ -82,7 +174,9 @@ class OpenAIBackend:
             "seed": request.seed,
         }
         schema = request.schema()
-        if schema is not None:
+        if schema is not None and self.config.response_format == "json_object":  # llama-cpp-python's server
+            body["response_format"] = {"type": "json_object", "schema": schema}
+        elif schema is not None:
             body["response_format"] = {"type": "json_schema", "json_schema": {"name": "reply", "schema": schema}}
         if request.probe_field:
             body["logprobs"] = True
@@ -92,24 +186,35 @@ class OpenAIBackend:
     def _one(self, request: LLMRequest) -> LLMResponse:
         body = self.payload(request)
         attempt = 0
+        failed: Endpoint | None = None
         while True:
+            endpoint = self._acquire(avoid=failed)
             self._limiter.wait()
             start = time.perf_counter()
             try:
-                reply = self._client.post("/chat/completions", json=body)
+                reply = endpoint.client.post("/chat/completions", json=body)
             except (httpx.TimeoutException, httpx.TransportError) as exc:
                 error, retry_after = f"{type(exc).__name__}: {exc}", None
             else:
                 if reply.status_code == 200:
-                    return self._parse(reply.json(), request, time.perf_counter() - start)
+                    response = self._parse(reply.json(), request, time.perf_counter() - start)
+                    self._release(endpoint, True, time.perf_counter() - start, response)
+                    return response
                 error = f"HTTP {reply.status_code}: {reply.text[:300]}"
                 if reply.status_code not in RETRYABLE_STATUS:
-                    raise BridgeError(f"{self.base_url}/chat/completions refused the request ({error})")
+                    self._release(endpoint, False, time.perf_counter() - start)
+                    raise BridgeError(f"{endpoint.url}/chat/completions refused the request ({error})")
                 retry_after = _retry_after(reply)
+            self._release(endpoint, False, time.perf_counter() - start)
+            failed = endpoint
             if attempt >= self.config.max_retries:
-                raise BridgeError(f"{self.base_url}: giving up after {attempt + 1} attempts ({error})")
+                raise BridgeError(
+                    f"{self.base_url}: giving up after {attempt + 1} attempts (last: {endpoint.url}: {error})"
+                )
             attempt += 1
             self.retries += 1
+            if attempt < len(self.endpoints):
+                continue  # another endpoint takes it at once; back off only once each has been tried
             backoff = retry_after if retry_after is not None else min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
             time.sleep(backoff)
 

@@ -67,6 +67,7 @@ def human_record(item: Item, votes: CaseVotes, config: ReviewConfig) -> LabelRec
         p_yes=source.get("p_yes"),
         systems=list(source.get("systems", [])),
         min_rank=source.get("min_rank"),
+        stage=HUMAN_JUDGE,
     )
 
 

@@ -21,7 +21,7 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
-from bridge.judging import Case, ParseError, ask_with_repair, parse_json_object, register_judge, usage_of, yes_no
+from bridge.judging.base import Case, ParseError, ask_with_repair, parse_json_object, register_judge, usage_of, yes_no
 from bridge.labels import LabelRecord
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
 from bridge.prompts import template_digest, template_module
@@ -165,7 +165,7 @@ class DebateEngine:
         task = str(p.task(has_answers))
         guidelines = str(p.guidelines(has_answers))
         output = str(p.output_format())
-        inputs = str(p.inputs(case.query, list(case.answers), case.chunk))
+        inputs = str(p.inputs(case.query, list(case.answers), case.chunk, list(case.evidence)))
         hist = str(p.history(opening, list(history), agent, list(self._order)))
         closing = str(p.closing(agent, other, len(history) + 1))
         if self.config.prompt_order == "paper":
@@ -246,7 +246,7 @@ class DebateEngine:
         opening = {a: str(p.opening(OPENING_STANCE[a], has_answers)) for a in self._order}
         user = "\n\n".join(
             [
-                str(p.inputs(case.query, list(case.answers), case.chunk)),
+                str(p.inputs(case.query, list(case.answers), case.chunk, list(case.evidence))),
                 str(p.history(opening, [rounds[-1]], "", list(self._order))),
                 str(p.adjudicator_closing()),
             ]
@@ -280,6 +280,7 @@ class DebateEngine:
             usage=usage_of(d.responses),
             systems=list(d.case.systems),
             min_rank=d.case.min_rank,
+            stage=self.name,
         )
 
 

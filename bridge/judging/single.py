@@ -12,7 +12,16 @@ from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
 from typing import Any, ClassVar
 
-from bridge.judging import Case, Judge, ParseError, Reply, ask_with_repair, parse_json_object, register_judge, usage_of
+from bridge.judging.base import (
+    Case,
+    Judge,
+    ParseError,
+    Reply,
+    ask_with_repair,
+    parse_json_object,
+    register_judge,
+    usage_of,
+)
 from bridge.labels import LabelRecord, Usage
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
 from bridge.prompts import template_digest, template_module
@@ -66,7 +75,7 @@ class _SingleCallJudge:
         p = self._prompts
         return (
             Message("system", str(p.system(bool(case.answers)))),
-            Message("user", str(p.user(case.query, list(case.answers), case.chunk))),
+            Message("user", str(p.user(case.query, list(case.answers), case.chunk, list(case.evidence)))),
         )
 
     def request(self, case: Case) -> LLMRequest:
@@ -102,6 +111,7 @@ class _SingleCallJudge:
             usage=usage_of(reply.responses),
             systems=list(case.systems),
             min_rank=case.min_rank,
+            stage=self.name,
         )
 
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
@@ -200,6 +210,7 @@ class PrefilteredJudge:
                     model=self.voters[0].llm.model_id,
                     systems=list(case.systems),
                     min_rank=case.min_rank,
+                    stage="prefilter",
                 )
                 on_record(replace(record, details={"prefilter": votes[key]}, usage=spent[key]))
             else:

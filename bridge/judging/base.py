@@ -26,6 +26,8 @@ class Case:
     answers: tuple[str, ...] = ()
     systems: tuple[str, ...] = ()
     min_rank: int | None = None
+    evidence: tuple[str, ...] = ()
+    """Answers found in the chunk by the evidence stage, shown to the judge as a hint."""
 
 
 class Judge(Protocol):

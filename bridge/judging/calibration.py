@@ -1,0 +1,211 @@
+"""Calibration: from a judge's raw score (P("yes") at the decision token, or a verbalized 0-100
+confidence) to a probability that matches how often such pairs are relevant.
+
+A raw P(yes) of a small model is a ranking signal, not a probability (SmolLM2 says "yes" to almost
+everything, yet its P(yes) orders pairs better than chance). Fitting isotonic regression (monotone,
+step-wise) or Platt scaling (a logistic curve) on pairs whose label is known turns it into one, so
+that a cascade can decide "P > 0.9" pairs alone and send the uncertain band to the debate. The
+fitted map is a small JSON file beside the labels and every record names it.
+
+Measures of calibration: expected calibration error (ECE, equal-width bins), Brier score, and the
+points of a reliability diagram.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Sequence
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any, Literal
+
+import numpy as np
+
+from bridge.errors import InputError
+from bridge.fsio import write_json_atomic
+
+Method = Literal["isotonic", "platt"]
+
+
+@dataclass(frozen=True)
+class Calibrator:
+    """A monotone map raw score -> P(relevant), fitted on labeled pairs."""
+
+    method: Method
+    x: tuple[float, ...] = ()
+    """isotonic: the knots' scores (increasing); P between knots is interpolated linearly."""
+    y: tuple[float, ...] = ()
+    a: float = 1.0
+    b: float = 0.0
+    """platt: P = sigmoid(a * score + b)."""
+    fitted_on: int = 0
+    positives: int = 0
+    source: str = ""
+    """Where the labeled pairs came from (known pairs of the dataset, a dev qrels file)."""
+    scorer: str = ""
+    """config_id of the judge whose raw scores this calibrates."""
+
+    def __call__(self, scores: Sequence[float] | np.ndarray) -> np.ndarray:
+        s = np.asarray(scores, dtype=float)
+        if self.method == "platt":
+            return 1.0 / (1.0 + np.exp(-(self.a * s + self.b)))
+        if not self.x:
+            return np.full_like(s, 0.5)
+        return np.interp(s, self.x, self.y)
+
+    @property
+    def identity(self) -> str:
+        """Content hash: records name the calibration they were decided with."""
+        payload = json.dumps(asdict(self), sort_keys=True)
+        return "cal-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+    def to_json(self) -> dict[str, Any]:
+        return {**asdict(self), "identity": self.identity}
+
+    @classmethod
+    def from_json(cls, data: dict[str, Any], path: Path | None = None) -> Calibrator:
+        try:
+            fields = {k: v for k, v in data.items() if k != "identity"}
+            fields["x"], fields["y"] = tuple(fields.get("x", ())), tuple(fields.get("y", ()))
+            return cls(**fields)
+        except TypeError as exc:
+            raise InputError(f"not a calibration file ({exc})", path=path) from None
+
+    def save(self, path: Path) -> None:
+        write_json_atomic(path, self.to_json())
+
+    @classmethod
+    def load(cls, path: Path) -> Calibrator:
+        try:
+            return cls.from_json(json.loads(path.read_text(encoding="utf-8")), path)
+        except json.JSONDecodeError as exc:
+            raise InputError(f"not valid JSON ({exc.msg})", path=path) from None
+
+
+def fit_isotonic(scores: Sequence[float], labels: Sequence[int]) -> tuple[tuple[float, ...], tuple[float, ...]]:
+    """Pool-adjacent-violators: the non-decreasing step function closest (least squares) to the labels,
+    as knots (block mean score, block mean label) for linear interpolation."""
+    order = np.argsort(np.asarray(scores, dtype=float), kind="mergesort")
+    s = np.asarray(scores, dtype=float)[order]
+    y = np.asarray(labels, dtype=float)[order]
+    blocks: list[list[float]] = []  # [sum_y, count, sum_s]
+    for yi, si in zip(y, s, strict=True):
+        blocks.append([yi, 1.0, si])
+        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
+            top = blocks.pop()
+            blocks[-1] = [blocks[-1][0] + top[0], blocks[-1][1] + top[1], blocks[-1][2] + top[2]]
+    xs = tuple(float(b[2] / b[1]) for b in blocks)
+    ys = tuple(float(b[0] / b[1]) for b in blocks)
+    return xs, ys
+
+
+def fit_platt(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
+    from sklearn.linear_model import LogisticRegression
+
+    if len(set(labels)) < 2:
+        return 0.0, 0.0
+    model = LogisticRegression(C=1e4, max_iter=1000).fit(np.asarray(scores, dtype=float)[:, None], labels)
+    return float(model.coef_[0][0]), float(model.intercept_[0])
+
+
+def fit_calibrator(
+    scores: Sequence[float], labels: Sequence[int], method: Method = "isotonic", source: str = "", scorer: str = ""
+) -> Calibrator:
+    if len(scores) != len(labels) or not scores:
+        raise ValueError("calibration needs as many labels as scores, and at least one of each")
+    if method == "isotonic":
+        x, y = fit_isotonic(scores, labels)
+        return Calibrator("isotonic", x, y, fitted_on=len(scores), positives=int(sum(labels)), source=source,
+                          scorer=scorer)  # fmt: skip
+    if method == "platt":
+        a, b = fit_platt(scores, labels)
+        return Calibrator("platt", a=a, b=b, fitted_on=len(scores), positives=int(sum(labels)), source=source,
+                          scorer=scorer)  # fmt: skip
+    raise ValueError(f"calibration method must be 'isotonic' or 'platt', got {method!r}")
+
+
+# -- measures ------------------------------------------------------------------------------------
+
+
+def brier_score(probabilities: Sequence[float], labels: Sequence[int]) -> float | None:
+    """Mean squared difference between predicted probability and outcome (0 is perfect)."""
+    if not probabilities:
+        return None
+    p, y = np.asarray(probabilities, dtype=float), np.asarray(labels, dtype=float)
+    return float(np.mean((p - y) ** 2))
+
+
+@dataclass(frozen=True)
+class Reliability:
+    """Equal-width bins of predicted probability: mean prediction vs observed rate per bin."""
+
+    edges: tuple[float, ...]
+    counts: tuple[int, ...]
+    mean_predicted: tuple[float | None, ...]
+    observed: tuple[float | None, ...]
+    ece: float | None
+    """Expected calibration error: sum over bins of (count / n) * |observed - mean predicted|."""
+
+    def to_json(self) -> dict[str, Any]:
+        return asdict(self)
+
+
+def reliability(probabilities: Sequence[float], labels: Sequence[int], bins: int = 10) -> Reliability:
+    p, y = np.asarray(probabilities, dtype=float), np.asarray(labels, dtype=float)
+    edges = np.linspace(0.0, 1.0, bins + 1)
+    which = np.clip(np.digitize(p, edges[1:-1], right=False), 0, bins - 1)
+    counts, predicted, observed = [], [], []
+    ece = 0.0
+    for b in range(bins):
+        mask = which == b
+        n = int(mask.sum())
+        counts.append(n)
+        if n:
+            mp, ob = float(p[mask].mean()), float(y[mask].mean())
+            predicted.append(mp)
+            observed.append(ob)
+            ece += n / len(p) * abs(ob - mp)
+        else:
+            predicted.append(None)
+            observed.append(None)
+    return Reliability(
+        tuple(float(e) for e in edges), tuple(counts), tuple(predicted), tuple(observed), ece if len(p) else None
+    )
+
+
+def expected_calibration_error(probabilities: Sequence[float], labels: Sequence[int], bins: int = 10) -> float | None:
+    return reliability(probabilities, labels, bins).ece
+
+
+@dataclass(frozen=True)
+class Band:
+    """The uncertain band of the cascade: a calibrated P inside [low, high] goes to the debate."""
+
+    low: float = 0.2
+    high: float = 0.8
+    share: float | None = None
+    """When set, the band was chosen to send this share of the pairs to the debate."""
+    notes: list[str] = field(default_factory=list)
+
+    def __post_init__(self) -> None:
+        if not 0.0 <= self.low <= self.high <= 1.0:
+            raise ValueError(f"the band needs 0 <= low <= high <= 1, got [{self.low}, {self.high}]")
+
+    def contains(self, p: float) -> bool:
+        return self.low <= p <= self.high
+
+
+def band_for_share(probabilities: Sequence[float], share: float) -> Band:
+    """The band around 0.5 holding the ``share`` of ``probabilities`` closest to 0.5."""
+    if not 0.0 <= share <= 1.0:
+        raise ValueError(f"the debate share must lie in [0, 1], got {share}")
+    p = np.asarray(probabilities, dtype=float)
+    if not len(p) or share == 0.0:
+        return Band(0.5, 0.5, share) if share == 0.0 else Band(0.0, 1.0, share)
+    distance = np.sort(np.abs(p - 0.5))
+    k = int(np.ceil(share * len(p)))
+    if k == 0:
+        return Band(0.5, 0.5, share)
+    radius = float(distance[min(k, len(p)) - 1])
+    return Band(max(0.0, 0.5 - radius), min(1.0, 0.5 + radius), share)

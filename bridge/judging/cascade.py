@@ -1,0 +1,239 @@
+"""Score every pair once, calibrate, decide the confident pairs, debate only the uncertain band.
+
+DIRAS shows a small model can give calibrated relevance in one pass; DREAM spends 2-4 calls on
+every pair. The cascade combines them: the ``calibrated`` judge asks the one-shot question once
+per pair and reads P("true") at the decision token (log-probabilities; a verbalized 0-100
+confidence where the backend gives none), a :class:`Calibrator` fitted on known pairs turns that
+raw score into a probability, pairs outside the band [low, high] take the label P >= 0.5, and only
+pairs inside the band (or whose one-pass reply failed) go to the DREAM debate, whose persistent
+disagreements go to people.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import Any
+
+from bridge.judging.base import Case, Judge, Reply, ask_with_repair, parse_json_object, register_judge
+from bridge.judging.calibration import Band, Calibrator, band_for_share, fit_calibrator
+from bridge.judging.single import SingleCallConfig, SupportJudge
+from bridge.labels import LabelRecord, Usage
+from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, schema_text
+from bridge.prompts import template_module
+
+CONFIDENCE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"confidence": {"type": "integer", "minimum": 0, "maximum": 100}},
+    "required": ["confidence"],
+}
+
+
+@dataclass(frozen=True)
+class Score:
+    """One pair's raw one-pass score (None if unusable) and where it came from."""
+
+    raw: float | None
+    source: str
+    """``logprob`` (P(true) at the decision token), ``verbalized`` (0-100 confidence / 100), ``failed``."""
+    reply: dict[str, Any]
+    responses: list[LLMResponse]
+
+
+class CalibratedJudge(SupportJudge):
+    """One call per pair; the label is ``calibrated P >= 0.5`` and ``p_yes`` the calibrated P."""
+
+    name = "calibrated"
+
+    def __init__(self, llm: LLMBackend, config: SingleCallConfig | None = None, calibrator: Calibrator | None = None):
+        super().__init__(llm, config)
+        self.calibrator = calibrator
+
+    @property
+    def scorer_id(self) -> str:
+        """Identifies the raw score (prompt, model, decoding), not the calibration applied to it."""
+        return super().config_id
+
+    @property
+    def config_id(self) -> str:
+        cal = self.calibrator.identity if self.calibrator else "uncalibrated"
+        return f"{self.scorer_id}+{cal}"
+
+    def _confidence_request(self, case: Case) -> LLMRequest:
+        p = template_module("oneshot.j2")
+        return LLMRequest(
+            (
+                Message("system", str(p.confidence_system(bool(case.answers)))),
+                Message("user", str(p.user(case.query, list(case.answers), case.chunk, list(case.evidence)))),
+            ),
+            max_tokens=16,
+            temperature=self.config.temperature,
+            json_schema=schema_text(CONFIDENCE_SCHEMA),
+        )
+
+    def scores(self, cases: Sequence[Case]) -> list[Score]:
+        """Raw scores: P(true) where the backend exposes log-probabilities, else a verbalized confidence."""
+        replies = self.ask(cases)
+        out: list[Score | None] = []
+        verbalize: list[int] = []
+        for i, reply in enumerate(replies):
+            if reply.value is not None and reply.value.get("p_yes") is not None:
+                out.append(Score(float(reply.value["p_yes"]), "logprob", reply.value, reply.responses))
+            else:
+                out.append(None)
+                verbalize.append(i)
+        if verbalize:
+            repair = template_module("dream.j2").repair
+            asked = ask_with_repair(
+                self.llm,
+                [self._confidence_request(cases[i]) for i in verbalize],
+                lambda _, r: _confidence(r),
+                lambda error: str(repair(error)),
+            )
+            for i, reply in zip(verbalize, asked, strict=True):
+                spent = [*replies[i].responses, *reply.responses]
+                if reply.value is None:
+                    out[i] = Score(None, "failed", {"error": reply.error}, spent)
+                else:
+                    out[i] = Score(reply.value / 100.0, "verbalized", replies[i].value or {}, spent)
+        return [s for s in out if s is not None]
+
+    def calibrate(
+        self, cases: Sequence[Case], truth: Sequence[int], source: str, method: str = "isotonic"
+    ) -> Calibrator:
+        """Fit the calibration of this judge's raw scores on known pairs (one cached call each)."""
+        scores = self.scores(cases)
+        usable = [(s.raw, t) for s, t in zip(scores, truth, strict=True) if s.raw is not None]
+        if not usable:
+            raise ValueError("no known pair got a usable score: nothing to calibrate on")
+        raw, labels = [s for s, _ in usable], [t for _, t in usable]
+        self.calibrator = fit_calibrator(raw, labels, method, source, self.scorer_id)  # type: ignore[arg-type]
+        return self.calibrator
+
+    def probability(self, raw: float) -> float:
+        return float(self.calibrator([raw])[0]) if self.calibrator else raw
+
+    def record_for(self, case: Case, score: Score) -> LabelRecord:
+        if score.raw is None:
+            return self._scored_record(case, None, "parse-failure", score, None)
+        p = self.probability(score.raw)
+        return self._scored_record(case, int(p >= 0.5), self.name, score, p)
+
+    def _scored_record(self, case: Case, label: int | None, route: str, score: Score, p: float | None) -> LabelRecord:
+        details = {
+            **score.reply,
+            "raw_score": score.raw,
+            "score_source": score.source,
+            "calibration": self.calibrator.identity if self.calibrator else None,
+        }
+        details.pop("p_yes", None)
+        record = self.record(case, label, route, details, Reply(None, score.responses))
+        return replace(record, p_yes=p)
+
+    def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
+        for case, score in zip(cases, self.scores(cases), strict=True):
+            on_record(self.record_for(case, score))
+
+
+def _confidence(response: LLMResponse) -> int:
+    from bridge.judging.base import ParseError
+
+    value = parse_json_object(response.text).get("confidence")
+    if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
+        raise ParseError(f'field "confidence" must be an integer 0-100, got {value!r}')
+    return value
+
+
+@dataclass(frozen=True)
+class CascadeConfig:
+    low: float = 0.2
+    high: float = 0.8
+    """A calibrated P in [low, high] goes to the debate; outside it the one-pass label stands."""
+    debate_share: float | None = None
+    """Instead of [low, high]: the share of pairs (closest to P = 0.5) to send to the debate."""
+    max_debate_share: float | None = 0.1
+    """With [low, high]: when more than this share of the pairs falls inside, the band narrows to the
+    share closest to P = 0.5 (a weak scorer leaves most pairs uncertain; this bounds the cost at about
+    1 + share x 2.6 calls per pair, half of DREAM's at 0.1)."""
+    method: str = "isotonic"
+    """Calibration: isotonic or platt."""
+    calibration_pairs: int = 60
+    """Known pairs (half relevant, disjoint from the audit) that the calibration is fitted on."""
+    calibration_seed: int = 7
+
+
+class CascadeJudge:
+    """Calibrated one-pass score -> label outside the band -> DREAM debate inside it -> people."""
+
+    name = "cascade"
+
+    def __init__(self, scorer: CalibratedJudge, debate: Judge, config: CascadeConfig | None = None) -> None:
+        self.scorer = scorer
+        self.debate = debate
+        self.config = config or CascadeConfig()
+        self.band = Band(self.config.low, self.config.high)
+        self.llm = scorer.llm
+
+    @property
+    def config_id(self) -> str:
+        payload = json.dumps(
+            {
+                "scorer": self.scorer.config_id,
+                "debate": self.debate.config_id,
+                "band": [self.band.low, self.band.high],
+                "config": asdict(self.config),
+            },
+            sort_keys=True,
+        )
+        return "cascade-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+    def calibrate(self, cases: Sequence[Case], truth: Sequence[int], source: str) -> Calibrator:
+        """Fit the scorer's calibration on known pairs (one cached call each)."""
+        return self.scorer.calibrate(cases, truth, source, self.config.method)
+
+    def set_band(self, cases: Sequence[Case]) -> Band:
+        """The band for ``cases`` (scored once): the one that sends ``debate_share`` of them to the debate,
+        or [low, high] narrowed to ``max_debate_share`` when more than that share falls inside it."""
+        c = self.config
+        if c.debate_share is None and c.max_debate_share is None:
+            return self.band
+        scores = self.scorer.scores(cases)
+        probabilities = [self.scorer.probability(s.raw) for s in scores if s.raw is not None]
+        if c.debate_share is not None:
+            self.band = band_for_share(probabilities, c.debate_share)
+        else:
+            wide = Band(c.low, c.high)
+            inside = sum(1 for p in probabilities if wide.contains(p))
+            narrow = c.max_debate_share is not None and inside > c.max_debate_share * len(probabilities)
+            self.band = band_for_share(probabilities, c.max_debate_share) if narrow else wide  # type: ignore[arg-type]
+            if narrow:
+                self.band = Band(max(self.band.low, c.low), min(self.band.high, c.high), c.max_debate_share)
+        return self.band
+
+    def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
+        config_id = self.config_id
+        uncertain: list[Case] = []
+        first: dict[tuple[str, str], LabelRecord] = {}
+        for case, score in zip(cases, self.scorer.scores(cases), strict=True):
+            record = self.scorer.record_for(case, score)
+            if record.p_yes is not None and not self.band.contains(record.p_yes):
+                on_record(replace(record, config_id=config_id, route="calibrated", stage="calibrated"))
+            else:
+                first[(case.qid, case.docid)] = record
+                uncertain.append(case)
+
+        def stamp(record: LabelRecord) -> None:
+            one_pass = first[(record.qid, record.docid)]
+            details = {**record.details, "calibrated": {**one_pass.details, "p": one_pass.p_yes}}
+            usage: Usage = record.usage + one_pass.usage
+            on_record(replace(record, config_id=config_id, details=details, usage=usage, p_yes=one_pass.p_yes))
+
+        if uncertain:
+            self.debate.judge(uncertain, stamp)
+
+
+@register_judge("calibrated")
+def make_calibrated(llm: LLMBackend, **options: Any) -> CalibratedJudge:
+    return CalibratedJudge(llm, SingleCallConfig(**options))

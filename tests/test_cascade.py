@@ -1,0 +1,136 @@
+"""Calibration measures and fits by hand, the calibrated one-pass judge, and cascade routing."""
+
+from __future__ import annotations
+
+import json
+import math
+
+import pytest
+from conftest import ScriptedLLM, agent_reply, prompt_text, run_label
+
+from bridge.judging.base import Case
+from bridge.judging.calibration import (
+    Band,
+    Calibrator,
+    band_for_share,
+    brier_score,
+    expected_calibration_error,
+    fit_calibrator,
+    fit_isotonic,
+    reliability,
+)
+from bridge.judging.cascade import CalibratedJudge, CascadeConfig, CascadeJudge
+from bridge.judging.dream import DebateEngine
+from bridge.judging.metrics import roc_auc
+
+
+def test_brier_ece_and_auroc_by_hand():
+    p, y = [0.9, 0.8, 0.3, 0.2], [1, 0, 1, 0]
+    # Brier: (0.01 + 0.64 + 0.49 + 0.04) / 4
+    assert brier_score(p, y) == pytest.approx(0.295)
+    # two bins of width 0.5: [0.2, 0.3] predicts 0.25, observed 0.5; [0.8, 0.9] predicts 0.85, observed 0.5
+    assert expected_calibration_error(p, y, bins=2) == pytest.approx(0.5 * 0.25 + 0.5 * 0.35)
+    r = reliability(p, y, bins=2)
+    assert r.counts == (2, 2) and r.observed == (0.5, 0.5)
+    # positives 0.9 and 0.3 against negatives 0.8 and 0.2: 3 of 4 pairs ordered right
+    assert roc_auc(p, [bool(v) for v in y]) == pytest.approx(0.75)
+
+
+def test_isotonic_fit_by_hand():
+    # pool adjacent violators: (0.2 -> 1) then (0.3 -> 0) violate and merge into (0.25 -> 0.5)
+    x, y = fit_isotonic([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1])
+    assert x == pytest.approx((0.1, 0.25, 0.4)) and y == pytest.approx((0.0, 0.5, 1.0))
+    cal = fit_calibrator([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], "isotonic", source="test")
+    assert cal([0.1, 0.175, 0.25, 0.4, 0.9]).tolist() == pytest.approx([0.0, 0.25, 0.5, 1.0, 1.0])
+    assert Calibrator.from_json(json.loads(json.dumps(cal.to_json()))) == cal
+    platt = fit_calibrator([-2.0, -1.0, 1.0, 2.0, 1.5, -1.5], [0, 0, 1, 1, 0, 1], "platt")
+    assert 0.0 < platt([0.0])[0] < 1.0 and platt([3.0])[0] > platt([-3.0])[0]
+
+
+def test_band_for_a_target_share():
+    band = band_for_share([0.05, 0.3, 0.45, 0.55, 0.7, 0.95], 1 / 3)
+    assert (band.low, band.high) == pytest.approx((0.45, 0.55))
+    assert Band(0.2, 0.8).contains(0.5) and not Band(0.2, 0.8).contains(0.95)
+    with pytest.raises(ValueError):
+        Band(0.8, 0.2)
+
+
+def probe_for(p_true: float) -> dict[str, float]:
+    return {"true": math.log(p_true), "false": math.log(1 - p_true)}
+
+
+def one_pass(request):
+    """P(true) is given by the chunk: 'p=0.95' -> 0.95."""
+    chunk = prompt_text(request).split("<chunk>\n")[1].split("\n</chunk>")[0]
+    p = float(chunk.split("p=")[1])
+    return json.dumps({"is_supported": p >= 0.5}), probe_for(p)
+
+
+def test_cascade_routing_a_confident_pair_never_reaches_the_debate():
+    scorer_llm = ScriptedLLM(one_pass)
+    debate_llm = ScriptedLLM(lambda r: agent_reply("yes"))
+    cascade = CascadeJudge(CalibratedJudge(scorer_llm), DebateEngine(debate_llm), CascadeConfig(low=0.2, high=0.8))
+    cases = [Case("q", "sure", "q", "p=0.95"), Case("q", "unsure", "q", "p=0.5"), Case("q", "no", "q", "p=0.05")]
+    records = []
+    cascade.judge(cases, records.append)
+    by = {r.docid: r for r in records}
+    assert (by["sure"].label, by["sure"].route, by["sure"].stage) == (1, "calibrated", "calibrated")
+    assert (by["no"].label, by["no"].route) == (0, "calibrated")
+    assert by["unsure"].route == "consensus-r1" and by["unsure"].stage == "dream"
+    assert {prompt_text(r).split("<chunk>\n")[1].split("\n")[0] for r in debate_llm.requests} == {"p=0.5"}
+    assert by["unsure"].details["calibrated"]["p"] == pytest.approx(0.5) and by["unsure"].usage.calls == 3
+    assert by["sure"].p_yes == pytest.approx(0.95) and by["sure"].details["score_source"] == "logprob"
+    assert len({r.config_id for r in records}) == 1
+
+
+def test_calibrated_judge_falls_back_to_a_verbalized_confidence_without_logprobs():
+    def no_probe(request):
+        if "confidence" in request.messages[0].content:
+            return json.dumps({"confidence": 85})
+        return json.dumps({"is_supported": True})
+
+    llm = ScriptedLLM(no_probe)
+    records = []
+    CalibratedJudge(llm).judge([Case("q", "d", "q", "text")], records.append)
+    assert records[0].p_yes == pytest.approx(0.85) and records[0].details["score_source"] == "verbalized"
+    assert records[0].usage.calls == 2 and len(llm.requests) == 2
+
+
+def test_a_label_run_with_the_cascade_calibrates_on_known_pairs_and_names_the_calibration(tmp_path):
+    from test_audit import qa_dataset, stage_pool
+
+    ds = qa_dataset(answers=False, judged_negatives=True)
+    stage_pool(ds, tmp_path)
+
+    def score_by_truth(request):  # relevant chunks (GOLD) get a high raw score, others a low one
+        p = 0.7 if "GOLD" in request.messages[-1].content.split("<chunk>\n")[1] else 0.4
+        return json.dumps({"is_supported": True}), probe_for(p)
+
+    cascade = CascadeJudge(
+        CalibratedJudge(ScriptedLLM(score_by_truth)), DebateEngine(ScriptedLLM(lambda r: agent_reply("no")))
+    )
+    summary = run_label(ds, cascade, tmp_path, audit_pairs=20)
+    saved = Calibrator.load(tmp_path / "calibration.json")
+    assert saved.fitted_on == 60 and saved([0.7])[0] == 1.0 and saved([0.4])[0] == 0.0
+    records = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    assert {r["details"]["calibration"] for r in records} == {saved.identity}
+    assert all(r["route"] == "calibrated" for r in records)  # calibrated P is 0 or 1: nothing is uncertain
+    assert summary.audit.lanes["pipeline"].agreement.balanced_accuracy == 1.0
+    assert any("cascade: isotonic calibration on 60 known pairs" in line for line in summary.lines())
+
+
+def test_a_weak_scorer_leaves_most_pairs_uncertain_and_the_band_narrows_to_the_share_cap():
+    scorer_llm = ScriptedLLM(one_pass)
+    cascade = CascadeJudge(CalibratedJudge(scorer_llm), DebateEngine(ScriptedLLM(lambda r: agent_reply("no"))))
+    cases = [
+        Case("q", f"d{i}", "q", f"p={p}")
+        for i, p in enumerate([0.3, 0.35, 0.4, 0.45, 0.52, 0.6, 0.65, 0.7, 0.75, 0.95])
+    ]
+    band = cascade.set_band(cases)  # 9 of 10 inside [0.2, 0.8]: more than the 10% cap
+    assert (band.low, band.high) == pytest.approx((0.48, 0.52)) and band.share == 0.1
+    records = []
+    cascade.judge(cases, records.append)
+    assert sum(r.stage == "dream" for r in records) == 1  # only p = 0.52 is debated
+    uncapped = CascadeJudge(CalibratedJudge(scorer_llm), DebateEngine(ScriptedLLM(lambda r: agent_reply("no"))),
+                            CascadeConfig(max_debate_share=None))  # fmt: skip
+    assert (uncapped.set_band(cases).low, uncapped.set_band(cases).high) == (0.2, 0.8)
