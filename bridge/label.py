@@ -73,7 +73,7 @@ class PreparedState:
 
     holdout: frozenset[tuple[str, str]] = frozenset()
     calibrator: dict[str, Any] | None = None
-    band: tuple[float, float] | None = None
+    band: tuple[float, float, float | None] | None = None
 
 
 @dataclass(frozen=True)
@@ -104,7 +104,8 @@ class JudgeChain:
     def state(self) -> PreparedState:
         """What ``prepare`` settled, to rebuild an identical chain elsewhere (a Ray worker)."""
         calibrator = self.cascade.scorer.calibrator if self.cascade is not None else None
-        band = (self.cascade.band.low, self.cascade.band.high) if self.cascade is not None else None
+        band = self.cascade.band if self.cascade is not None else None
+        band = (band.low, band.high, band.tie_cut) if band is not None else None
         holdout = self.adapter.holdout if self.adapter is not None else frozenset()
         return PreparedState(holdout, calibrator.to_json() if calibrator else None, band)
 
@@ -116,7 +117,8 @@ class JudgeChain:
             if state.calibrator is not None:
                 self.cascade.scorer.calibrator = Calibrator.from_json(state.calibrator)
             if state.band is not None:
-                self.cascade.band = Band(*state.band)
+                low, high, tie_cut = state.band
+                self.cascade.band = Band(low, high, tie_cut=tie_cut)
 
     def llm_view(self, case: Case) -> Case | None:
         """The pair as the pipeline hands it to the LLM judge (with the evidence hint), or None when an
@@ -152,7 +154,8 @@ class JudgeChain:
         calibrator.save(calibration_path)
         band = self.cascade.set_band(to_llm)
         scorer = self.cascade.scorer
-        inside = sum(1 for s in scorer.scores(to_llm) if s.raw is None or band.contains(scorer.probability(s.raw)))
+        probabilities = [None if s.raw is None else scorer.probability(s.raw) for s in scorer.scores(to_llm)]
+        inside = sum(1 for c, p in zip(to_llm, probabilities, strict=True) if self.cascade.debates(c, p))
         share = f"{inside} of {len(to_llm)} pool pairs ({inside / len(to_llm):.0%})" if to_llm else "no pool pair"
         return [
             f"cascade: {calibrator.method} calibration on {source} -> {calibration_path} ({calibrator.identity})",

@@ -17,6 +17,7 @@ from bridge.judging.calibration import (
     expected_calibration_error,
     fit_calibrator,
     fit_isotonic,
+    pair_hash,
     reliability,
 )
 from bridge.judging.cascade import CalibratedJudge, CascadeConfig, CascadeJudge
@@ -134,3 +135,24 @@ def test_a_weak_scorer_leaves_most_pairs_uncertain_and_the_band_narrows_to_the_s
     uncapped = CascadeJudge(CalibratedJudge(scorer_llm), DebateEngine(ScriptedLLM(lambda r: agent_reply("no"))),
                             CascadeConfig(max_debate_share=None))  # fmt: skip
     assert (uncapped.set_band(cases).low, uncapped.set_band(cases).high) == (0.2, 0.8)
+
+
+def test_tied_probabilities_still_send_only_the_capped_share_to_the_debate():
+    """A weak scorer gives most pairs the same calibrated P (a flat isotonic step): the band must still
+    hold ceil(10%) of them, the ones with the smallest pair hash, and the same rule holds for any pair."""
+    p = [0.5] * 8 + [0.9, 0.1]
+    keys = [0.8, 0.1, 0.6, 0.3, 0.7, 0.2, 0.5, 0.4, 0.05, 0.01]
+    band = band_for_share(p, 0.3, keys)  # 3 of 10: the tied 0.5s with the three smallest keys
+    inside = [i for i in range(10) if band.contains(p[i], keys[i])]
+    assert inside == [1, 3, 5] and band.tie_cut == 0.3
+    assert band_for_share(p, 0.3).contains(0.5, 0.99)  # without keys every tie stays inside (old behaviour)
+
+    scorer_llm = ScriptedLLM(one_pass)
+    cascade = CascadeJudge(CalibratedJudge(scorer_llm), DebateEngine(ScriptedLLM(lambda r: agent_reply("no"))))
+    cases = [Case("q", f"d{i}", "q", "p=0.5") for i in range(20)]
+    cascade.set_band(cases)
+    records = []
+    cascade.judge(cases, records.append)
+    debated = sorted(r.docid for r in records if r.stage == "dream")
+    assert len(debated) == 2  # ceil(0.1 x 20), not all 20
+    assert debated == sorted(sorted((c.docid for c in cases), key=lambda d: pair_hash("q", d))[:2])

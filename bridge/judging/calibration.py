@@ -178,6 +178,14 @@ def expected_calibration_error(probabilities: Sequence[float], labels: Sequence[
     return reliability(probabilities, labels, bins).ece
 
 
+EDGE_EPS = 1e-12
+
+
+def pair_hash(qid: str, docid: str) -> float:
+    """A stable number in [0, 1) per pair: breaks ties among pairs of equal P without any randomness."""
+    return int(hashlib.sha256(f"{qid}\t{docid}".encode()).hexdigest()[:12], 16) / 16**12
+
+
 @dataclass(frozen=True)
 class Band:
     """The uncertain band of the cascade: a calibrated P inside [low, high] goes to the debate."""
@@ -187,25 +195,37 @@ class Band:
     share: float | None = None
     """When set, the band was chosen to send this share of the pairs to the debate."""
     notes: list[str] = field(default_factory=list)
+    tie_cut: float | None = None
+    """Where many pairs share the edge P (a calibration's flat steps), only those whose
+    :func:`pair_hash` is <= ``tie_cut`` are inside, so the band holds the share it was chosen for."""
 
     def __post_init__(self) -> None:
         if not 0.0 <= self.low <= self.high <= 1.0:
             raise ValueError(f"the band needs 0 <= low <= high <= 1, got [{self.low}, {self.high}]")
 
-    def contains(self, p: float) -> bool:
-        return self.low <= p <= self.high
+    def contains(self, p: float, key: float | None = None) -> bool:
+        """Whether P goes to the debate; ``key`` (:func:`pair_hash`) decides for a P on the edge."""
+        if p < self.low - EDGE_EPS or p > self.high + EDGE_EPS:
+            return False
+        on_edge = abs(p - self.low) <= EDGE_EPS or abs(p - self.high) <= EDGE_EPS
+        return not on_edge or self.tie_cut is None or key is None or key <= self.tie_cut
 
 
-def band_for_share(probabilities: Sequence[float], share: float) -> Band:
-    """The band around 0.5 holding the ``share`` of ``probabilities`` closest to 0.5."""
+def band_for_share(probabilities: Sequence[float], share: float, keys: Sequence[float] | None = None) -> Band:
+    """The band around 0.5 holding the ``share`` of ``probabilities`` closest to 0.5; with ``keys`` (one
+    :func:`pair_hash` per probability) ties at the edge are cut so that it holds exactly that share."""
     if not 0.0 <= share <= 1.0:
         raise ValueError(f"the debate share must lie in [0, 1], got {share}")
     p = np.asarray(probabilities, dtype=float)
     if not len(p) or share == 0.0:
-        return Band(0.5, 0.5, share) if share == 0.0 else Band(0.0, 1.0, share)
-    distance = np.sort(np.abs(p - 0.5))
+        return Band(0.5, 0.5, share, tie_cut=-1.0) if share == 0.0 else Band(0.0, 1.0, share)
     k = int(np.ceil(share * len(p)))
     if k == 0:
-        return Band(0.5, 0.5, share)
-    radius = float(distance[min(k, len(p)) - 1])
-    return Band(max(0.0, 0.5 - radius), min(1.0, 0.5 + radius), share)
+        return Band(0.5, 0.5, share, tie_cut=-1.0)
+    hashes = list(keys) if keys is not None else [0.0] * len(p)
+    order = sorted(range(len(p)), key=lambda i: (abs(p[i] - 0.5), hashes[i]))
+    last = order[min(k, len(p)) - 1]
+    radius = float(abs(p[last] - 0.5))
+    tied_beyond = k < len(p) and abs(abs(p[order[k]] - 0.5) - radius) <= EDGE_EPS
+    tie_cut = hashes[last] if keys is not None and tied_beyond else None
+    return Band(max(0.0, 0.5 - radius), min(1.0, 0.5 + radius), share, tie_cut=tie_cut)

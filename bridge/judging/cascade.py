@@ -18,7 +18,7 @@ from dataclasses import asdict, dataclass, replace
 from typing import Any
 
 from bridge.judging.base import Case, Judge, Reply, ask_with_repair, parse_json_object, register_judge
-from bridge.judging.calibration import Band, Calibrator, band_for_share, fit_calibrator
+from bridge.judging.calibration import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
 from bridge.judging.single import SingleCallConfig, SupportJudge
 from bridge.labels import LabelRecord, Usage
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, schema_text
@@ -182,7 +182,7 @@ class CascadeJudge:
             {
                 "scorer": self.scorer.config_id,
                 "debate": self.debate.config_id,
-                "band": [self.band.low, self.band.high],
+                "band": [self.band.low, self.band.high, self.band.tie_cut],
                 "config": asdict(self.config),
             },
             sort_keys=True,
@@ -199,18 +199,24 @@ class CascadeJudge:
         c = self.config
         if c.debate_share is None and c.max_debate_share is None:
             return self.band
-        scores = self.scorer.scores(cases)
-        probabilities = [self.scorer.probability(s.raw) for s in scores if s.raw is not None]
+        scored = [(case, s) for case, s in zip(cases, self.scorer.scores(cases), strict=True) if s.raw is not None]
+        probabilities = [self.scorer.probability(s.raw) for _, s in scored]
+        keys = [pair_hash(case.qid, case.docid) for case, _ in scored]
         if c.debate_share is not None:
-            self.band = band_for_share(probabilities, c.debate_share)
+            self.band = band_for_share(probabilities, c.debate_share, keys)
         else:
             wide = Band(c.low, c.high)
             inside = sum(1 for p in probabilities if wide.contains(p))
             narrow = c.max_debate_share is not None and inside > c.max_debate_share * len(probabilities)
-            self.band = band_for_share(probabilities, c.max_debate_share) if narrow else wide  # type: ignore[arg-type]
+            self.band = band_for_share(probabilities, c.max_debate_share, keys) if narrow else wide  # type: ignore[arg-type]
             if narrow:
-                self.band = Band(max(self.band.low, c.low), min(self.band.high, c.high), c.max_debate_share)
+                b = self.band
+                self.band = Band(max(b.low, c.low), min(b.high, c.high), c.max_debate_share, tie_cut=b.tie_cut)
         return self.band
+
+    def debates(self, case: Case, p: float | None) -> bool:
+        """Whether the pair goes to the debate: no usable one-pass score, or P inside the band."""
+        return p is None or self.band.contains(p, pair_hash(case.qid, case.docid))
 
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
         config_id = self.config_id
@@ -218,7 +224,7 @@ class CascadeJudge:
         first: dict[tuple[str, str], LabelRecord] = {}
         for case, score in zip(cases, self.scorer.scores(cases), strict=True):
             record = self.scorer.record_for(case, score)
-            if record.p_yes is not None and not self.band.contains(record.p_yes):
+            if not self.debates(case, record.p_yes):
                 on_record(replace(record, config_id=config_id, route="calibrated", stage="calibrated"))
             else:
                 first[(case.qid, case.docid)] = record
