@@ -492,9 +492,8 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         lanes[GATE] = draw_gate_pairs(absent, audit.gate_pairs, audit.seed)
     lane_judge = {POOL: pipeline, PIPELINE: pipeline, LLM_STAGE: llm, GATE: llm}
     config_ids = {lane: lane_judge[lane].config_id for lane in lanes}
-    audited = {
-        (a.lane, a.pair.qid, a.pair.docid) for a in read_audit(paths.audit) if a.record.config_id == config_ids[a.lane]
-    } if lanes else set()  # fmt: skip
+    previous = read_audit(paths.audit) if lanes else []
+    audited = {(a.lane, a.pair.qid, a.pair.docid) for a in previous if a.record.config_id == config_ids.get(a.lane)}
     audit_items = [
         WorkItem(lane, case, pair)
         for lane, pairs in lanes.items()

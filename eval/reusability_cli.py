@@ -99,6 +99,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     root = ws.qrels_dir / ds.slug / "reusability" / args.leave_out
     records, audits = {}, {}
     judge_id = ""
+    llm_calls = 0
     for e in experiments:
         if not e.removed:
             records[e.system] = []
@@ -106,7 +107,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
         holey = replace(ds, qrels=holey_qrels(ds.qrels, e.removed))
         chain, _, _ = build_chain(args, holey, default_qrels=ds.qrels)
         judge_id = chain.pipeline.config_id
-        folder = root / e.system
+        folder = root / judge_id / e.system  # one folder per judge configuration: switching judges keeps both
         rank_of = {q: {d: i for i, (d, _) in enumerate(ranked(runs[e.system].get(q, {})), 1)} for q in topics}
         entries = [PoolEntry(q, d, (e.system,), rank_of[q][d]) for q, d in sorted(e.removed)]
         paths = LabelPaths.in_folder(folder)
@@ -121,8 +122,9 @@ def cmd_reusability(args: argparse.Namespace) -> int:
         records[e.system] = counted_records(read_labels(paths.labels), {chain.pipeline.config_id})
         if summary.audit is not None:
             audits[e.system] = summary.audit.to_json()
+        calls = summary.usage.calls + summary.audit_usage.calls
+        llm_calls += calls
         if not args.quiet:
-            calls = summary.usage.calls + summary.audit_usage.calls
             print(f"{e.system}: {len(e.removed)} removed pairs labeled ({summary.judged} now, {calls} LLM calls)")
     result = evaluate_reusability(
         runs,
@@ -143,6 +145,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     out = ws.reports(ds.slug) / "reusability.json"
     write_json_atomic(out, result.to_json())
     print(summary_lines(result))
+    print(f"LLM calls made by this run: {llm_calls} (every other answer came from the response cache)")
     print(f"-> {out}")
     return 0
 

@@ -1,8 +1,8 @@
 """LLM backends behind one protocol, a registry of them, and the response cache.
 
-``llamacpp`` (embedded, default), ``openai`` (any OpenAI-compatible server, e.g. vLLM),
-``vllm`` (offline batched generation; optional ``[gpu]`` extra, imported lazily),
-``llamacpp-batched`` (embedded, several sequences per llama.cpp decode step).
+``llamacpp-batched`` (embedded, default: several sequences per llama.cpp decode step), ``llamacpp``
+(embedded, one request at a time), ``openai`` (any OpenAI-compatible server, e.g. vLLM),
+``vllm`` (offline batched generation; optional ``[gpu]`` extra, imported lazily).
 """
 
 from __future__ import annotations
@@ -18,7 +18,9 @@ from bridge.llm.cache import CachedBackend, ResponseCache
 
 @dataclass(frozen=True)
 class LLMConfig:
-    backend: str = "llamacpp"
+    backend: str = "llamacpp-batched"
+    """llamacpp-batched (default: the embedded model, several requests per decode step; same outputs as
+    llamacpp, measured 3.3x faster on a label run here), llamacpp, openai or vllm."""
     model: str = "smollm2-135m"
     """llamacpp: alias or .gguf path; openai: the served model name; vllm: a local model path."""
     base_url: str | None = None
