@@ -39,7 +39,9 @@ def test_pipeline_end_to_end(workspace, capsys):
     assert bridge("label", *common, "--rounds", "1", "--max-tokens", "160") == 0
     records = read_labels(tmp / "qrels/beir-tiny/labels.jsonl")
     assert len(records) == len(expected)
-    assert {r.route for r in records} <= {"consensus-r1", "escalated", "parse-failure"}
+    # the default judge: the cascade (one calibrated pass; the uncertain band debated for one round)
+    assert {r.route for r in records} <= {"calibrated", "consensus-r1", "escalated", "parse-failure"}
+    assert all(r.stage in ("calibrated", "dream") for r in records)
     augmented = read_qrels(tmp / "qrels/beir-tiny/augmented.qrels")
     assert augmented["q1"]["d1"] == 1 and augmented["q2"]["d3"] == 1  # originals kept
     decided = {(r.qid, r.docid): r.label for r in records if r.label is not None}
