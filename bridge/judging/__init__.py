@@ -5,10 +5,14 @@ names the stage that decided it:
 
 * ``evidence``   answer-string evidence decides answer-free pairs without a call (``evidence.py``);
 * ``single``     one-call LLM judges: LLMJudge, UMBRELA-style grades, the prefilter (``single.py``);
+* ``adapter``    topic adapters: a classifier per topic learned from its own human judgments (``adapter.py``);
+* ``calibration`` isotonic / Platt maps from a raw score to P(relevant), ECE, Brier (``calibration.py``);
+* ``cascade``    one calibrated pass, the DREAM debate for the uncertain band only (``cascade.py``);
 * ``dream``      the DREAM debate between two agents, escalation to people (``dream.py``);
+* ``reference``  judges that call no model: a qrels file, a constant (``reference.py``);
 * ``audit``      known pairs mixed blind into every run measure the judge itself (``audit.py``);
 * ``metrics``    balanced accuracy, kappa, AUC and their bootstrap intervals (``metrics.py``);
-* ``judge_eval`` judges compared on human-labeled samples (``judge_eval.py``).
+* ``judge_eval`` judges compared on human-labeled samples, adapter learning curves (``judge_eval.py``).
 
 ``base.py`` holds what they share: the :class:`Case` a judge sees, the :class:`Judge` protocol
 and its registry, and tolerant parsing of model replies.
