@@ -152,9 +152,10 @@ class JudgeChain:
         source = f"{len(pairs)} known pairs of {dataset.name} ({sum(p.truth for p in pairs)} relevant), not audited"
         calibrator = self.cascade.calibrate(_audit_cases(dataset, pairs), [p.truth for p in pairs], source)
         calibrator.save(calibration_path)
-        band = self.cascade.set_band(to_llm)
         scorer = self.cascade.scorer
-        probabilities = [None if s.raw is None else scorer.probability(s.raw) for s in scorer.scores(to_llm)]
+        scores = scorer.scores(to_llm)  # one pass over the pool's scores: the band and its count
+        band = self.cascade.set_band(to_llm, scores)
+        probabilities = [None if s.raw is None else scorer.probability(s.raw) for s in scores]
         inside = sum(1 for c, p in zip(to_llm, probabilities, strict=True) if self.cascade.debates(c, p))
         share = f"{inside} of {len(to_llm)} pool pairs ({inside / len(to_llm):.0%})" if to_llm else "no pool pair"
         return [

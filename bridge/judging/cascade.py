@@ -193,13 +193,15 @@ class CascadeJudge:
         """Fit the scorer's calibration on known pairs (one cached call each)."""
         return self.scorer.calibrate(cases, truth, source, self.config.method)
 
-    def set_band(self, cases: Sequence[Case]) -> Band:
-        """The band for ``cases`` (scored once): the one that sends ``debate_share`` of them to the debate,
-        or [low, high] narrowed to ``max_debate_share`` when more than that share falls inside it."""
+    def set_band(self, cases: Sequence[Case], scores: Sequence[Score] | None = None) -> Band:
+        """The band for ``cases`` (``scores``: their one-pass scores, computed here when not given): the one
+        that sends ``debate_share`` of them to the debate, or [low, high] narrowed to ``max_debate_share``
+        when more than that share falls inside it."""
         c = self.config
         if c.debate_share is None and c.max_debate_share is None:
             return self.band
-        scored = [(case, s) for case, s in zip(cases, self.scorer.scores(cases), strict=True) if s.raw is not None]
+        scores = self.scorer.scores(cases) if scores is None else scores
+        scored = [(case, s) for case, s in zip(cases, scores, strict=True) if s.raw is not None]
         probabilities = [self.scorer.probability(s.raw) for _, s in scored]
         keys = [pair_hash(case.qid, case.docid) for case, _ in scored]
         if c.debate_share is not None:
