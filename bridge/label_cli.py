@@ -142,9 +142,12 @@ def adapter_from_args(args: argparse.Namespace, dataset: Any, fallback: Any) -> 
     return TopicAdapterJudge(dataset, fallback, config, args.cache_dir, progress=not args.quiet)
 
 
-def build_chain(args: argparse.Namespace, dataset: Any, default_qrels: Any = None) -> tuple[Any, str, Any]:
+def build_chain(
+    args: argparse.Namespace, dataset: Any, default_qrels: Any = None, llm: Any = None
+) -> tuple[Any, str, Any]:
     """The label run's judge chain from the command line (evidence stage, topic adapters, prefilter,
     the judge), a line saying what was chosen and why, and the LLM (None where no judge calls one).
+    ``llm``: an LLM already opened by an earlier chain of the same command line, to reuse.
 
     ``--judge auto`` (the default) puts topic adapters in front of ``--fallback-judge`` when at least
     one topic has enough human judgments to learn from, and uses the fallback judge alone otherwise.
@@ -158,8 +161,9 @@ def build_chain(args: argparse.Namespace, dataset: Any, default_qrels: Any = Non
     config = llm_config_from_args(args)
     name = args.fallback_judge if args.judge in ("auto", "adapter") else args.judge
     needs_llm = name in LLM_JUDGES or args.prefilter
-    llm = open_llm(config, ws.llm_cache, progress=not args.quiet) if needs_llm else None
-    judge = make_judge(name, llm, args, dataset, default_qrels)
+    if needs_llm and llm is None:
+        llm = open_llm(config, ws.llm_cache, progress=not args.quiet)
+    judge = make_judge(name, llm if needs_llm else None, args, dataset, default_qrels)
     if args.prefilter:
         models = [m.strip() for m in args.prefilter.split(",") if m.strip()]
         voters = [SupportJudge(open_llm(replace(config, model=m), ws.llm_cache)) for m in models]

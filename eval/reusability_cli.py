@@ -100,12 +100,13 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     records, audits = {}, {}
     judge_id = ""
     llm_calls = 0
+    llm = None  # opened by the first chain that needs it, then shared by every system's chain
     for e in experiments:
         if not e.removed:
             records[e.system] = []
             continue
         holey = replace(ds, qrels=holey_qrels(ds.qrels, e.removed))
-        chain, _, _ = build_chain(args, holey, default_qrels=ds.qrels)
+        chain, _, llm = build_chain(args, holey, default_qrels=ds.qrels, llm=llm)
         judge_id = chain.pipeline.config_id
         folder = root / judge_id / e.system  # one folder per judge configuration: switching judges keeps both
         rank_of = {q: {d: i for i, (d, _) in enumerate(ranked(runs[e.system].get(q, {})), 1)} for q in topics}
