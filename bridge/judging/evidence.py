@@ -251,6 +251,9 @@ class EvidenceStage:
         self.inner = inner
         self.config = config or EvidenceConfig()
         self.name = inner.name
+        self._matched: dict[tuple[tuple[str, ...], str], tuple[str, ...]] = {}
+        """(answers, chunk) -> matched answers: a label run asks for a pair several times (routing,
+        counts, the audit, judging), and matching normalizes the whole passage."""
 
     @property
     def config_id(self) -> str:
@@ -262,7 +265,10 @@ class EvidenceStage:
         """Matched answers, or None where the evidence stage does not apply (no answers, mode off)."""
         if self.config.mode == "off" or not case.answers:
             return None
-        return matched_answers(case.answers, case.chunk)
+        key = (case.answers, case.chunk)
+        if key not in self._matched:
+            self._matched[key] = matched_answers(case.answers, case.chunk)
+        return self._matched[key]
 
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
         forward: list[Case] = []
