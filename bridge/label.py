@@ -501,7 +501,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         for pair, case in zip(pairs, _audit_cases(dataset, pairs), strict=True)
         if (lane, pair.qid, pair.docid) not in audited
     ]
-    pool_items = [WorkItem(POOL, c) for c in cases_for(dataset, todo)]
+    pool_items = [WorkItem(POOL, c) for c in all_cases if (c.qid, c.docid) not in done]  # todo's cases
     if options.max_pairs is not None or options.max_minutes is not None:
         pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
     items = _mix(pool_items, audit_items, audit.seed)
