@@ -78,6 +78,16 @@ class DictCorpus:
 
 
 @dataclass(frozen=True)
+class AnsweredPassage:
+    """A judged-relevant passage of a query with answers (what answer-swap audit negatives are drawn from)."""
+
+    qid: str
+    question: str
+    answers: tuple[str, ...]
+    docid: str
+
+
+@dataclass(frozen=True)
 class Dataset:
     name: str
     """Registry name as given by the user (``nq``, ``beir:/x/y``)."""
@@ -96,6 +106,9 @@ class Dataset:
     dataset's authors chose), used as audit negatives where the qrels judge no non-relevant pair."""
     extra_qrels: Mapping[str, Qrels] = field(default_factory=dict)
     """Further qrels sets that come with the dataset (bridge:SUBSET: ``bridge``), compared with ``qrels`` by eval."""
+    answered_passages: tuple[AnsweredPassage, ...] | None = None
+    """The relevant passages of every query of the *whole* dataset (set by :meth:`head`, so a ``--limit`` run
+    still draws answer-swap negatives from all of them); None: computed from this dataset."""
 
     @property
     def qids(self) -> list[str]:
@@ -104,6 +117,18 @@ class Dataset:
     @property
     def has_answers(self) -> bool:
         return any(q.answers for q in self.queries)
+
+    def answered(self) -> tuple[AnsweredPassage, ...]:
+        """Judged-relevant passages of queries with answers, of the whole dataset."""
+        if self.answered_passages is not None:
+            return self.answered_passages
+        return tuple(
+            AnsweredPassage(q.qid, q.text, q.answers, docid)
+            for q in self.queries
+            if q.answers
+            for docid, grade in sorted(self.qrels.get(q.qid, {}).items())
+            if grade >= self.relevance_threshold
+        )
 
     def query(self, qid: str) -> Query:
         for q in self.queries:
@@ -122,7 +147,16 @@ class Dataset:
         negatives = {qid: docs for qid, docs in self.known_negatives.items() if qid in keep}
         qrels = restrict(self.qrels, keep)
         extra = {name: restrict(other, keep) for name, other in self.extra_qrels.items()}
-        return replace(self, queries=queries, qrels=qrels, limit=limit, known_negatives=negatives, extra_qrels=extra)
+        answered = self.answered() if self.has_answers else None
+        return replace(
+            self,
+            queries=queries,
+            qrels=qrels,
+            limit=limit,
+            known_negatives=negatives,
+            extra_qrels=extra,
+            answered_passages=answered,
+        )
 
 
 def _require(path: Path, expected: str) -> Path:

@@ -17,6 +17,7 @@ import logging
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
+from functools import partial
 from typing import Any, Protocol
 
 from bridge.errors import BridgeError
@@ -162,7 +163,7 @@ class LabelWorker:
     """
 
     def __init__(self, build: Callable[[], Any], expected: Sequence[str]) -> None:
-        chain = build()
+        chain = self.chain = build()
         self.judges = {chain.pipeline.config_id: chain.pipeline, chain.llm.config_id: chain.llm}
         missing = sorted(set(expected) - set(self.judges))
         if missing:
@@ -178,12 +179,36 @@ class LabelWorker:
         run_items(items, judges, sinks, batch_pairs=len(items), desc="", progress=False)
         return out
 
+    def score(self, chunk: Sequence[Any]) -> list[Any]:
+        """The cascade's one-pass scores of a chunk of cases (the scoring pass of ``prepare``)."""
+        return self.chain.cascade.scorer.scores(chunk)
+
+
+class DeadlineChunks(Sequence[Any]):
+    """Chunks read lazily by a mapper as it hands them out: once ``deadline`` has passed, a chunk is handed
+    out without its items for which ``late`` is true (pool pairs of a label run; every case of a scoring pass)."""
+
+    def __init__(self, chunks: Sequence[Sequence[Any]], deadline: float | None, late: Callable[[Any], bool]) -> None:
+        self.chunks = chunks
+        self.deadline = deadline
+        self.late = late
+
+    def __len__(self) -> int:
+        return len(self.chunks)
+
+    def __getitem__(self, index: int) -> Any:  # type: ignore[override]
+        chunk = self.chunks[index]
+        if self.deadline is None or time.monotonic() <= self.deadline:
+            return chunk
+        return [item for item in chunk if not self.late(item)]
+
 
 class DistributedRunner:
     """Runs label work items on a :class:`Mapper` (e.g. Ray actors holding the judge chain), split by
     query; this process writes every record through ``sinks`` as chunks come back.
 
-    With a time budget, no chunk is handed out after the deadline; chunks already out still finish.
+    With a time budget, chunks handed out after the deadline carry no pool pair (their audit pairs still
+    run); chunks already out finish.
     """
 
     def __init__(self, mapper: Mapper, build: Callable[[], Any], chunk_pairs: int = 32) -> None:
@@ -201,8 +226,6 @@ class DistributedRunner:
         progress: bool,
         deadline: float | None = None,
     ) -> int:
-        from functools import partial
-
         from tqdm.auto import tqdm
 
         from bridge.labels import LabelRecord
@@ -215,17 +238,31 @@ class DistributedRunner:
         factory = partial(LabelWorker, self.build, sorted({j.config_id for j in judges.values()}))
         skipped = 0
         bar = tqdm(total=len(items), desc=desc, unit="pair", disable=not progress, dynamic_ncols=True)
-        results = self.mapper.map(factory, "judge", chunks)
+        results = self.mapper.map(factory, "judge", DeadlineChunks(chunks, deadline, lambda x: x[0] == "pool"))
         try:
-            for chunk in chunks:
-                if deadline is not None and time.monotonic() > deadline:
-                    skipped = sum(1 for c in chunks[chunks.index(chunk) :] for lane, _, _ in c if lane == "pool")
-                    break
-                for lane, data in next(results):
+            for chunk, result in zip(chunks, results, strict=True):
+                returned = 0
+                for lane, data in result:
                     record = LabelRecord.from_json(data)
                     sinks[lane](owner[(lane, record.qid, record.docid)], record)
+                    returned += lane == "pool"
                     bar.update(1)
+                late = sum(1 for lane, _, _ in chunk if lane == "pool") - returned  # left out after the deadline
+                skipped += late
+                bar.total -= late
         finally:
             results.close()  # type: ignore[attr-defined]
             bar.close()
         return skipped
+
+    def scores(self, cases: Sequence[Any], deadline: float | None = None) -> list[Any]:
+        """The cascade's one-pass scores of ``cases`` on the workers, in order; after ``deadline`` no chunk
+        is handed out, so the result covers a prefix of ``cases``."""
+        if not cases:
+            return []
+        chunks = chunked_by_query(list(cases), self.chunk_pairs, qid=lambda c: c.qid)
+        factory = partial(LabelWorker, self.build, [])
+        out: list[Any] = []
+        for result in self.mapper.map(factory, "score", DeadlineChunks(chunks, deadline, lambda _: True)):
+            out += result
+        return out

@@ -18,6 +18,7 @@ import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
 from dataclasses import dataclass, field, replace
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -26,11 +27,14 @@ from tqdm.auto import tqdm
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError
 from bridge.fsio import JsonlAppender, write_json_atomic
-from bridge.judging.adapter import TopicAdapterJudge, routing_summary
+from bridge.judging.adapter import TopicAdapterJudge, TopicRoute, routing_summary
 from bridge.judging.adapter import summary_lines as adapter_lines
 from bridge.judging.audit import (
+    ADAPTER_CV,
     GATE,
+    KINDS,
     LLM_STAGE,
+    NO_LLM_STAGES,
     PIPELINE,
     AuditConfig,
     AuditPair,
@@ -42,9 +46,9 @@ from bridge.judging.audit import (
     draw_gate_pairs,
     read_audit,
 )
-from bridge.judging.base import Case, Judge
+from bridge.judging.base import Case, Judge, usage_of
 from bridge.judging.calibration import Band, Calibrator
-from bridge.judging.cascade import CascadeJudge
+from bridge.judging.cascade import CascadeJudge, Score
 from bridge.judging.evidence import EvidenceConfig, EvidenceStage, gold_recall
 from bridge.labels import HUMAN_JUDGE, LabelRecord, Usage, read_labels, write_augmented_qrels
 from bridge.pool import PoolEntry, read_pool
@@ -76,11 +80,47 @@ class PreparedState:
     band: tuple[float, float, float | None] | None = None
 
 
+ScoreRunner = Callable[[Sequence[Case], float | None], list[Score]]
+"""Scores cases in order until a deadline (a ``time.monotonic()`` value): the scores of a prefix of them."""
+
+
+def score_in_order(
+    scores: Callable[[Sequence[Case]], list[Score]],
+    cases: Sequence[Case],
+    deadline: float | None = None,
+    batch_pairs: int = 64,
+    progress: bool = False,
+) -> list[Score]:
+    """The cascade's one-pass scores in batches, in order; no batch starts after ``deadline``."""
+    out: list[Score] = []
+    bar = tqdm(total=len(cases), desc="one-pass scores", unit="pair", disable=not progress or not cases)
+    for begin in range(0, len(cases), max(batch_pairs, 1)):
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        out += scores(cases[begin : begin + batch_pairs])
+        bar.update(min(batch_pairs, len(cases) - begin))
+    bar.close()
+    return out
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What :meth:`JudgeChain.prepare` or :meth:`JudgeChain.score_pass` did: lines for the summary, the LLM work
+    it paid for, and the pool pairs the scoring pass got to (before the deadline, under a time budget)."""
+
+    lines: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    scored: frozenset[tuple[str, str]] | None = None
+    """Pool pairs the cascade's scoring pass scored; None when there was no scoring pass."""
+
+
 @dataclass(frozen=True)
 class JudgeChain:
     """The judges of a label run, cheapest first: answer evidence, then topic adapters, then the LLM
-    judge. ``pipeline`` decides pool pairs; ``llm`` is the LLM judge alone (what the audit's LLM-only
-    lane and the gate audit run)."""
+    judge. ``pipeline`` decides pool pairs; ``llm`` is the LLM judge as the audit's LLM-only lane and the
+    gate audit run it: where the pipeline has an evidence stage, ``llm`` sits behind the same evidence
+    stage in ``hint`` mode, so every pair reaches the LLM exactly as a pool pair with the same evidence
+    does (same prompt, same hint); only the gate and the adapters are bypassed."""
 
     pipeline: Judge
     llm: Judge
@@ -99,7 +139,9 @@ class JudgeChain:
         if evidence is None or evidence.mode == "off":
             return cls(inner, llm_judge, None, adapter, cascade)
         stage = EvidenceStage(inner, evidence)
-        return cls(stage, llm_judge, stage, adapter, cascade)
+        if evidence.mode == "hint" and adapter is None:
+            return cls(stage, stage, stage, adapter, cascade)
+        return cls(stage, EvidenceStage(llm_judge, EvidenceConfig("hint")), stage, adapter, cascade)
 
     def state(self) -> PreparedState:
         """What ``prepare`` settled, to rebuild an identical chain elsewhere (a Ray worker)."""
@@ -120,48 +162,75 @@ class JudgeChain:
                 low, high, tie_cut = state.band
                 self.cascade.band = Band(low, high, tie_cut=tie_cut)
 
-    def llm_view(self, case: Case) -> Case | None:
-        """The pair as the pipeline hands it to the LLM judge (with the evidence hint), or None when an
-        earlier stage decides it."""
+    def llm_case(self, case: Case) -> Case | None:
+        """The pair as the LLM judge sees it in this chain (with the evidence hint), or None when the evidence
+        gate decides it without the LLM (adapters aside)."""
         matched = self.evidence.matches(case) if self.evidence is not None else None
         if self.evidence is not None and matched is not None and not matched and self.evidence.config.mode == "gate":
             return None
+        return replace(case, evidence=matched) if matched else case
+
+    def llm_view(self, case: Case) -> Case | None:
+        """The pair as the pipeline hands it to the LLM judge, or None when an earlier stage decides it."""
         if self.adapter is not None and self.adapter.route(case.qid).judge == "adapter":
             return None
-        return replace(case, evidence=matched) if matched else case
+        return self.llm_case(case)
 
     def prepare(
         self, dataset: Dataset, known: Sequence[AuditPair], pool: Sequence[Case], calibration_path: Path
-    ) -> list[str]:
-        """Everything a run settles before judging: the adapters hold out the audit's pairs; a cascade
-        that will see any pair is calibrated on other known pairs and, with a debate share, its band is
-        set on the pool pairs it will see. Returns what was done, for the summary."""
+    ) -> Prepared:
+        """What a run settles before it knows which pairs it will judge: the adapters hold out the audit's pairs;
+        a cascade that will see any pair is calibrated on other known pairs (``pool`` and the audit's pairs
+        avoided), each seen exactly as the LLM sees a pool pair with the same evidence."""
         if self.adapter is not None:
             self.adapter.hold_out((p.qid, p.docid) for p in known)
         if self.cascade is None:
-            return []
-        to_llm = [v for v in (self.llm_view(c) for c in pool) if v is not None]
+            return Prepared()
         audit_cases = cases_for(dataset, [PoolEntry(p.qid, p.docid, (), 0) for p in known])
-        if not to_llm and all(self.llm_view(c) is None for c in audit_cases):
-            return ["cascade: no pair reaches the LLM judge, so it was not calibrated"]
+        if all(self.llm_view(c) is None for c in [*pool, *audit_cases]):
+            return Prepared(["cascade: no pair reaches the LLM judge, so it was not calibrated"])
         config = self.cascade.config
         avoid = {(c.qid, c.docid) for c in pool} | {(p.qid, p.docid) for p in known}
-        pairs = draw_audit_pairs(dataset, avoid, config.calibration_pairs, config.calibration_seed)
+        drawn = draw_audit_pairs(dataset, avoid, config.calibration_pairs, config.calibration_seed, swap_share=1.0)
+        seen = [(p, self.llm_case(c)) for p, c in zip(drawn, _audit_cases(dataset, drawn), strict=True)]
+        pairs = [p for p, c in seen if c is not None]
         if not pairs:
             raise BridgeError(f"the cascade needs known pairs to calibrate on, and {dataset.name} has none")
-        source = f"{len(pairs)} known pairs of {dataset.name} ({sum(p.truth for p in pairs)} relevant), not audited"
-        calibrator = self.cascade.calibrate(_audit_cases(dataset, pairs), [p.truth for p in pairs], source)
+        kinds = ", ".join(f"{n} {KINDS.get(k, k)}" for k, n in sorted(Counter(p.source for p in pairs).items()))
+        source = f"{len(pairs)} known pairs of {dataset.name} ({kinds}), none audited, asked as pool pairs are"
+        scores = self.cascade.scorer.scores([c for _, c in seen if c is not None])
+        truth, names = [p.truth for p in pairs], [(p.qid, p.docid) for p in pairs]
+        calibrator = self.cascade.calibrate_scores(scores, truth, source, names)
         calibrator.save(calibration_path)
+        line = f"cascade: {calibrator.method} calibration on {source} -> {calibration_path} ({calibrator.identity})"
+        return Prepared([line], usage_of([r for s in scores for r in s.responses]))
+
+    def score_pass(
+        self,
+        to_judge: Sequence[Case],
+        scores: ScoreRunner | None = None,
+        batch_pairs: int = 64,
+        deadline: float | None = None,
+        progress: bool = False,
+    ) -> Prepared:
+        """The cascade's one-pass scores of ``to_judge`` (the pool pairs this run will judge, budget applied), in
+        order by ``scores`` (default: :func:`score_in_order` in this process) until ``deadline``, and its band set
+        on them. Later the judging finds these calls in the response cache."""
+        if self.cascade is None or self.cascade.scorer.calibrator is None:
+            return Prepared()
+        to_llm = [v for v in (self.llm_view(c) for c in to_judge) if v is not None]
         scorer = self.cascade.scorer
-        scores = scorer.scores(to_llm)  # one pass over the pool's scores: the band and its count
-        band = self.cascade.set_band(to_llm, scores)
-        probabilities = [None if s.raw is None else scorer.probability(s.raw) for s in scores]
-        inside = sum(1 for c, p in zip(to_llm, probabilities, strict=True) if self.cascade.debates(c, p))
-        share = f"{inside} of {len(to_llm)} pool pairs ({inside / len(to_llm):.0%})" if to_llm else "no pool pair"
-        return [
-            f"cascade: {calibrator.method} calibration on {source} -> {calibration_path} ({calibrator.identity})",
-            f"cascade: band [{band.low:.3f}, {band.high:.3f}] sends {share} to the DREAM debate",
-        ]
+        score = scores or partial(score_in_order, scorer.scores, batch_pairs=batch_pairs, progress=progress)
+        scored = list(zip(to_llm, score(to_llm, deadline), strict=False))  # a prefix, under a deadline
+        usage = usage_of([r for _, s in scored for r in s.responses])
+        band = self.cascade.set_band([c for c, _ in scored], [s for _, s in scored])
+        probabilities = [None if s.raw is None else scorer.probability(s.raw) for _, s in scored]
+        inside = sum(1 for (c, _), p in zip(scored, probabilities, strict=True) if self.cascade.debates(c, p))
+        share = f"{inside} of {len(scored)} pool pairs ({inside / len(scored):.0%})" if scored else "no pool pair"
+        lines = [f"cascade: band [{band.low:.3f}, {band.high:.3f}] sends {share} to the DREAM debate"]
+        if len(scored) < len(to_llm):
+            lines.append(f"cascade: the time budget ended the scoring pass after {len(scored)} of {len(to_llm)} pairs")
+        return Prepared(lines, usage, frozenset((c.qid, c.docid) for c, _ in scored))
 
 
 @dataclass(frozen=True)
@@ -193,10 +262,14 @@ class LabelOptions:
     """Budget: judge at most this many pool pairs with the LLM (pairs an earlier stage decides for free
     are always judged), in priority order: more systems retrieving the pair first, then better rank."""
     max_minutes: float | None = None
-    """Budget: start no new batch of pool pairs after this many minutes (audit pairs still finish)."""
+    """Budget: start no new batch of pool pairs after this many minutes (audit pairs still finish). With the
+    cascade the budget bounds its scoring pass; the debates of the pairs scored in time follow (at most the
+    debate share of them)."""
     runner: Callable[[JudgeChain], Callable[..., int]] | None = None
     """Given the prepared chain, what runs the work items (``run_items``'s signature); None: this process.
     ``bridge.executors.DistributedRunner`` runs them on Ray workers."""
+    scorer: Callable[[JudgeChain], ScoreRunner] | None = None
+    """Given the chain before its preparation, what runs the cascade's scoring pass; None: this process."""
 
 
 @dataclass
@@ -214,6 +287,22 @@ class LabelSummary:
     audit: AuditReport | None = None
     left_by_budget: int = 0
     """Pool pairs not judged because the budget (--max-pairs / --max-minutes) ran out."""
+    calibration_usage: Usage = field(default_factory=Usage)
+    """LLM work of the cascade's calibration on known pairs."""
+    scoring_usage: Usage = field(default_factory=Usage)
+    """LLM work of the cascade's scoring pass over the pool pairs this run judges (their records later find those
+    calls in the response cache, so ``usage`` alone would not count them)."""
+
+    @property
+    def llm_calls(self) -> int:
+        """Calls this run made to the model (calibration, scoring pass, pool pairs, audit), none counted twice."""
+        return sum(u.calls for u in (self.calibration_usage, self.scoring_usage, self.usage, self.audit_usage))
+
+    @property
+    def cached_calls(self) -> int:
+        """Requests answered from the response cache, the pool's repeats of the scoring pass included."""
+        parts = (self.calibration_usage, self.scoring_usage, self.usage, self.audit_usage)
+        return sum(u.cached_calls for u in parts)
 
     def add(self, record: LabelRecord) -> None:
         self.judged += 1
@@ -222,7 +311,7 @@ class LabelSummary:
         self.usage = self.usage + record.usage
 
     def lines(self) -> list[str]:
-        u = self.usage
+        u = self.usage + self.scoring_usage
         per_pair = u.calls / self.judged if self.judged else 0.0
         a = self.audit_usage
         out = [
@@ -234,10 +323,12 @@ class LabelSummary:
             f"  not relevant (0):   {self.labels['0']}",
             f"  escalated / failed: {self.labels['undecided']}",
             "  routes:             " + (", ".join(f"{r}={n}" for r, n in sorted(self.routes.items())) or "-"),
-            f"LLM calls:            {u.calls} ({per_pair:.2f} per pair; {u.cached_calls} answered from cache)",
-            f"tokens:               {u.prompt_tokens} prompt + {u.completion_tokens} completion",
-            f"audit LLM calls:      {a.calls} ({a.cached_calls} from cache; "
-            f"{a.prompt_tokens} + {a.completion_tokens} tokens)",
+            f"LLM calls made:       {self.llm_calls} (calibration {self.calibration_usage.calls}, scoring pass "
+            f"{self.scoring_usage.calls}, pool pairs {self.usage.calls}, audit {a.calls}); {self.cached_calls} "
+            "requests answered from the cache",
+            f"pool LLM calls:       {u.calls} ({per_pair:.2f} per judged pair, scoring pass included)",
+            f"tokens:               {u.prompt_tokens} prompt + {u.completion_tokens} completion (pool); "
+            f"{a.prompt_tokens} + {a.completion_tokens} (audit)",
             f"wall time:            {self.wall_s:.1f} s",
             f"cost estimate:        ${self.cost:.4f}",
         ]
@@ -455,10 +546,46 @@ def _evidence_facts(
     return absent
 
 
+def audit_positives(chain: JudgeChain, dataset: Dataset, avoid: Collection[tuple[str, str]], size: int) -> int | None:
+    """The most known relevant pairs the audit may take (None: no limit). Where a cascade also calibrates on
+    known pairs and the dataset's relevant pairs cannot give both their half (the samples stay disjoint), they
+    are split in proportion to the two sizes; negatives are rarely that scarce."""
+    if chain.cascade is None or size <= 0:
+        return None
+    calibration = chain.cascade.config.calibration_pairs
+    positives = sum(
+        1
+        for qid in dataset.qids
+        for docid, grade in dataset.qrels.get(qid, {}).items()
+        if grade >= dataset.relevance_threshold and (qid, docid) not in avoid and dataset.corpus.get(docid) is not None
+    )
+    if positives >= (size + 1) // 2 + (calibration + 1) // 2:
+        return None
+    return max(1, round(positives * size / (size + calibration))) if positives > 1 else None
+
+
+def adapter_lane(adapter: TopicAdapterJudge, routes: Sequence[TopicRoute]) -> LaneResult | None:
+    """The adapters' audit: their cross-validation over every topic that had one (dropped topics included)."""
+    cv = adapter.cv_agreement(routes)
+    if cv is None:
+        return None
+    trained = [r for r in routes if r.cv is not None]
+    dropped = [r for r in trained if r.judge != "adapter"]
+    population = f"out-of-fold predictions of all {len(trained)} topics that had an adapter"
+    if dropped:
+        kept, lost = adapter.cv_agreement(routes, "adapter"), adapter.cv_agreement(routes, "fallback")
+        population += (
+            f"; {len(dropped)} of them handed to the fallback as at chance (bAcc {lost.describe('balanced_accuracy')}"
+            f" there; {kept.describe('balanced_accuracy') if kept else 'n/a'} on the kept topics)"
+        )
+    return LaneResult(ADAPTER_CV, cv, {"adapter": cv.decided}, {"cross-validation": cv.pairs}, population=population)
+
+
 def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions) -> LabelSummary:
     """Judge the pool's pairs and the audit's known pairs, resuming from earlier records; write
     augmented qrels (pool pairs only) and ``judge-audit.json``."""
     start = time.perf_counter()
+    deadline = time.monotonic() + 60 * options.max_minutes if options.max_minutes is not None else None
     if options.restart:
         _backup(paths.labels)
         _backup(paths.audit)
@@ -467,14 +594,27 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     existing = read_labels(paths.labels)
     wanted = {(e.qid, e.docid) for e in entries}
     audit = options.audit
-    known = draw_audit_pairs(dataset, wanted, audit.pairs, audit.seed)
+    share = audit_positives(chain, dataset, wanted, audit.pairs)
+    known = draw_audit_pairs(dataset, wanted, audit.pairs, audit.seed, max_positives=share)
     all_cases = cases_for(dataset, entries)
     prepared = chain.prepare(dataset, known, all_cases, paths.calibration)
     pipeline, llm = chain.pipeline, chain.llm
     _check_foreign(existing, pipeline, wanted, paths.labels)
     done = {(r.qid, r.docid) for r in counted_records(existing, {pipeline.config_id})}
     todo = [e for e in entries if (e.qid, e.docid) not in done]
-    summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo), evidence_lines=prepared)
+    summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo))
+    pool_items = [WorkItem(POOL, c) for c in all_cases if (c.qid, c.docid) not in done]  # todo's cases
+    if options.max_pairs is not None or options.max_minutes is not None:
+        pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
+    scorer = options.scorer(chain) if options.scorer is not None else None
+    scoring = chain.score_pass([it.case for it in pool_items], scorer, options.batch_pairs, deadline, options.progress)
+    summary.evidence_lines = prepared.lines + scoring.lines
+    summary.calibration_usage, summary.scoring_usage = prepared.usage, scoring.usage
+    if scoring.scored is not None and deadline is not None:  # the time budget bounded the scoring pass
+        scored = scoring.scored
+        kept = [it for it in pool_items if chain.llm_view(it.case) is None or (it.case.qid, it.case.docid) in scored]
+        summary.left_by_budget += len(pool_items) - len(kept)
+        pool_items, deadline = kept, None
 
     extra: dict[str, Any] = {}
     if chain.adapter is not None:
@@ -501,11 +641,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         for pair, case in zip(pairs, _audit_cases(dataset, pairs), strict=True)
         if (lane, pair.qid, pair.docid) not in audited
     ]
-    pool_items = [WorkItem(POOL, c) for c in all_cases if (c.qid, c.docid) not in done]  # todo's cases
-    if options.max_pairs is not None or options.max_minutes is not None:
-        pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
     items = _mix(pool_items, audit_items, audit.seed)
-    deadline = time.monotonic() + 60 * options.max_minutes if options.max_minutes is not None else None
 
     with JsonlAppender(paths.labels) as log, JsonlAppender(paths.audit) as audit_log:
 
@@ -515,7 +651,8 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
 
         def keep_audit(item: WorkItem, record: LabelRecord) -> None:
             assert item.pair is not None
-            audit_log.append(AuditRecord(item.lane, item.pair, record).to_json())
+            gated = chain.llm_case(item.case) is None
+            audit_log.append(AuditRecord(item.lane, item.pair, record, gated).to_json())
             summary.audit_usage = summary.audit_usage + record.usage
 
         sinks = {POOL: keep} | dict.fromkeys(lanes, keep_audit)
@@ -529,17 +666,19 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     records = [
         r for r in counted_records(read_labels(paths.labels), {pipeline.config_id}) if (r.qid, r.docid) in wanted
     ]
-    llm_decided = any(r.label is not None and r.stage != "evidence" and r.judge != HUMAN_JUDGE for r in records)
+    llm_decided = any(r.label is not None and r.stage not in NO_LLM_STAGES and r.judge != HUMAN_JUDGE for r in records)
     extra["coverage"] = {"pool_pairs": len(entries), "judged": len(records), "unjudged": len(entries) - len(records)}
-    audit_records = read_audit(paths.audit)
+    drawn = {(lane, p.qid, p.docid) for lane, pairs in lanes.items() for p in pairs}
+    audit_records = [a for a in read_audit(paths.audit) if (a.lane, a.pair.qid, a.pair.docid) in drawn]
     model = next((a.record.model for a in audit_records if a.record.model), "")
     summary.audit = audit_report(dataset, audit_records, config_ids, llm_decided, audit, pipeline.name, model, extra)
     if chain.adapter is not None:
-        cv = chain.adapter.cv_agreement(chain.adapter.routes(dataset.qids))
-        if cv is not None:
-            lane = LaneResult("adapter-cv", cv, {"adapter": cv.decided}, {"cross-validation": cv.pairs})
-            summary.audit.lanes["adapter-cv"] = lane
+        lane = adapter_lane(chain.adapter, chain.adapter.routes(dataset.qids))
+        if lane is not None:
+            summary.audit.lanes[lane.lane] = lane
     write_json_atomic(paths.audit_report, summary.audit.to_json())
     summary.wall_s = time.perf_counter() - start
-    summary.cost = options.pricing.cost(summary.usage + summary.audit_usage)
+    summary.cost = options.pricing.cost(
+        summary.usage + summary.audit_usage + summary.calibration_usage + summary.scoring_usage
+    )
     return summary

@@ -74,6 +74,17 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+def add_chance_line(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--adapter-chance-line",
+        type=float,
+        default=0.5,
+        metavar="B",
+        help="a topic whose cross-validated balanced-accuracy interval (95%%, Jeffreys) reaches B or below goes to "
+        "the fallback judge (default: 0.5: no evidence that its adapter beats chance)",
+    )
+
+
 def judge_options(
     name: str, args: argparse.Namespace, dataset: Any = None, default_qrels: Any = None
 ) -> dict[str, Any]:
@@ -138,6 +149,7 @@ def adapter_from_args(args: argparse.Namespace, dataset: Any, fallback: Any) -> 
         min_judgments=args.adapter_min_judgments,
         folds=args.adapter_folds,
         seed=args.adapter_seed,
+        chance_low=args.adapter_chance_line,
     )
     return TopicAdapterJudge(dataset, fallback, config, args.cache_dir, progress=not args.quiet)
 
@@ -231,6 +243,7 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument("--adapter-folds", type=int, default=5, help="cross-validation folds inside a topic (default: 5)")
     g.add_argument("--adapter-seed", type=int, default=0)
+    add_chance_line(g)
     p.add_argument(
         "--prefilter",
         default=None,
@@ -298,14 +311,19 @@ def add_executor_options(
     g.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs per Ray worker (default: 1)")
 
 
-def ray_runner(args: argparse.Namespace) -> Any:
-    """``LabelOptions.runner`` for ``--executor ray``: workers rebuild the chain from this command line."""
+def ray_runners(args: argparse.Namespace) -> tuple[Any, Any]:
+    """``LabelOptions.runner`` and ``LabelOptions.scorer`` for ``--executor ray``: workers rebuild the chain
+    from this command line (and, to judge, the driver's prepared state)."""
     from functools import partial
 
     from bridge.executors import DistributedRunner, RayConfig, RayMapper
 
     mapper = RayMapper(RayConfig(args.workers, args.ray_address, args.worker_cpus))
-    return lambda chain: DistributedRunner(mapper, partial(worker_chain, args, chain.state()))
+
+    def runner(chain: Any) -> Any:
+        return DistributedRunner(mapper, partial(worker_chain, args, chain.state()))
+
+    return runner, lambda chain: runner(chain).scores
 
 
 def worker_chain(args: argparse.Namespace, state: Any) -> Any:
@@ -377,6 +395,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--adapter-min-judgments", type=int, default=32, metavar="N")
     g.add_argument("--adapter-folds", type=int, default=5)
     g.add_argument("--adapter-seed", type=int, default=0)
+    add_chance_line(g)
     g.add_argument(
         "--curve-families",
         default="frozen-lr",
@@ -426,8 +445,10 @@ def cmd_label(args: argparse.Namespace) -> int:
         progress=not args.quiet,
         max_pairs=args.max_pairs,
         max_minutes=args.max_minutes,
-        runner=ray_runner(args) if args.executor == "ray" else None,
     )
+    if args.executor == "ray":
+        runner, scorer = ray_runners(args)
+        options = replace(options, runner=runner, scorer=scorer)
     print(f"{ds.name}: {choice}")
     summary = label_pool(ds, chain, paths, options)
     print(f"{ds.name} ({chain.pipeline.config_id})")

@@ -31,7 +31,7 @@ from eval.measures import default_measure_names, resolve_measures
 from eval.provenance import RouteCount, route_counts
 from eval.qids import QidIssue, check_qids
 from eval.significance import DEFAULT_PERMUTATIONS
-from eval.stability import StabilityResult, rank_stability
+from eval.stability import ErrorModel, StabilityResult, label_stages, rank_stability
 
 __all__ = ["AUGMENTED", "ORIGINAL", "EvalConfig", "EvalInputs", "EvalResult", "lift_new_labels", "run_evaluation"]
 
@@ -153,17 +153,6 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
     )
 
 
-def judge_error(audit: Mapping[str, Any] | None) -> tuple[float, float] | None:
-    """(sensitivity, specificity) of the audit lane that decides trust, if the audit measured both."""
-    if not audit or not audit.get("decisive"):
-        return None
-    lane = audit.get("lanes", {}).get(audit["decisive"], {})
-    sensitivity, specificity = lane.get("sensitivity"), lane.get("specificity")
-    if sensitivity is None or specificity is None:
-        return None
-    return float(sensitivity), float(specificity)
-
-
 def _stability(
     inputs: EvalInputs, config: EvalConfig, original: Qrels, compared: Mapping[str, Qrels]
 ) -> tuple[list[StabilityResult], str]:
@@ -171,18 +160,18 @@ def _stability(
         return [], "not requested (--stability 0)"
     if AUGMENTED not in compared:
         return [], "no augmented qrels"
-    error = judge_error(inputs.audit)
-    if error is None:
-        return [], "the label run's audit did not measure both sensitivity and specificity"
-    sensitivity, specificity = error
+    if not inputs.audit:
+        return [], "the label run left no judge audit, so no stage's error was measured"
+    errors = ErrorModel.from_audit(inputs.audit)
+    stages = label_stages(inputs.labels, inputs.audit.get("config_id") or None)
     results = [
         rank_stability(
             inputs.runs,
             original,
             compared[AUGMENTED],
             inputs.topics,
-            sensitivity,
-            specificity,
+            errors,
+            stages,
             measure,
             config.k,
             inputs.threshold,
@@ -192,7 +181,7 @@ def _stability(
         )
         for measure in ("nDCG", "Hit")
     ]
-    return results, f"sensitivity {sensitivity:.3f}, specificity {specificity:.3f} ({inputs.audit['decisive']} lane)"
+    return results, errors.describe()
 
 
 def _curves(

@@ -142,7 +142,7 @@ def build_blocks(
 
 _LANE_TITLES = {
     "pipeline": "whole pipeline",
-    "llm": "LLM stage alone (earlier stages bypassed)",
+    "llm": "LLM stage alone (gate and adapters bypassed, same prompt and hint as the pool)",
     "adapter-cv": "topic adapters, k-fold cross-validation",
 }
 
@@ -170,8 +170,10 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
         Para(
             f"Known pairs (half relevant) were mixed blind into the label run of judge `{audit.get('judge')}` "
             f"(`{audit.get('config_id')}`, model `{audit.get('model') or '-'}`) and judged like pool pairs. "
-            "Measures on the pairs the judge decided, with 95% stratified bootstrap intervals; trust requires the "
-            f"lower end of the balanced-accuracy interval above {audit.get('chance_line')}."
+            "Measures on the pairs the judge decided, with 95% intervals from the Jeffreys posterior (they do not "
+            "collapse when a sample holds no error); trust requires the lower end of the balanced-accuracy interval "
+            f"above {audit.get('chance_line')}. The LLM lane's row covers the pairs the LLM decides in the pool; the "
+            "second table shows what every figure rests on, kind by kind."
         )
     )
     rows = []
@@ -196,7 +198,33 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
                 tuple(rows),
             )
         )
+    kinds = [
+        (
+            _LANE_TITLES.get(name, name),
+            kind["kind"],
+            str(kind["pairs"]),
+            f"{kind['correct']}/{kind['pairs'] - kind['undecided']}",
+            _ci(kind.get("rate"), kind.get("interval")),
+            str(kind["with_hint"]),
+            str(kind["gated"]),
+        )
+        for name, lane in audit.get("lanes", {}).items()
+        for kind in lane.get("kinds", {}).values()
+    ]
+    if kinds:
+        blocks.append(
+            Table(
+                ("audit", "kind of known pair", "pairs", "right", "rate", "asked with a hint", "gated in the pool"),
+                tuple(kinds),
+            )
+        )
     facts = []
+    path = audit.get("same_path")
+    if path:
+        facts.append(
+            f"same path: of the {path['compared']} pairs the LLM decided in both lanes, {path['same_hint']} were shown "
+            f"the same hint and {path['same_prompt']} of {path['with_prompt']} got the same one-pass request"
+        )
     coverage = audit.get("coverage")
     if coverage:
         fact = f"the label run judged {coverage['judged']} of the {coverage['pool_pairs']} pooled pairs"
@@ -225,9 +253,17 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
     if gate:
         interval = gate.get("interval")
         span = f" (95% interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ""
+        free = audit.get("lanes", {}).get("llm", {}).get("kinds", {}).get("answer-free")
+        decided = free["pairs"] - free["undecided"] if free else 0
+        known = (
+            f"; on known answer-free negatives it says relevant to {decided - free['correct']} of {decided}: the "
+            "gate-audit rate says what the gate drops only where it differs from that one"
+            if free
+            else ""
+        )
         facts.append(
             f"gate audit: the LLM judge calls {gate['called_relevant']} of {gate['pairs'] - gate['undecided']} "
-            f"answer-absent pairs relevant{span}: an estimate of what the gate drops"
+            f"answer-absent pool pairs relevant{span}{known}"
         )
     facts += [str(n) for n in audit.get("notes", [])]
     if facts:
@@ -309,6 +345,9 @@ def _leaderboard_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Bl
     return blocks
 
 
+STAGE_NAMES = {"gate": "evidence gate", "adapter": "topic adapters", "llm": "LLM judge"}
+
+
 def _stability_blocks(result: EvalResult) -> list[Block]:
     if not result.stability:
         if result.compared == AUGMENTED:
@@ -318,15 +357,27 @@ def _stability_blocks(result: EvalResult) -> list[Block]:
             ]
         return []
     first = result.stability[0]
+    stage_rows = tuple(
+        (
+            STAGE_NAMES.get(x.stage, x.stage),
+            str(x.labels),
+            str(x.relevant),
+            "" if x.p_given_1 is None else f"{x.p_given_1:.3f}",
+            "" if x.p_given_0 is None else f"{x.p_given_0:.3f}",
+        )
+        for x in first.stages
+    )
     blocks: list[Block] = [
         Heading("Rank stability under the measured judge error"),
         Para(
-            f"The judge audit measured {result.stability_note}. Each of the {first.perturbed_labels} new labels of the "
-            f"augmented qrels was re-drawn {first.simulations} times with that error (relevant -> not relevant with "
-            "probability 1 - sensitivity, not relevant -> relevant with 1 - specificity; original judgments fixed) "
-            "and every system re-scored. Kept: share of draws in which the system keeps its rank; mark kept: share "
-            "in which its significance mark against the next system (paired t-test, Holm) stays the same."
+            f"Each of the {first.perturbed_labels} new labels of the augmented qrels was re-drawn {first.simulations} "
+            "times from the measured error of the stage that decided it, as P(truly relevant | the stage's label) "
+            "(the stage's error rates drawn from their posteriors in every simulation, the prevalence from the share "
+            "of 1s it gave), and every system re-scored; original judgments and people's labels stay fixed. "
+            f"Measurements: {result.stability_note}. Kept: share of draws in which the system keeps its rank; mark "
+            "kept: share in which its significance mark against the next system (paired t-test, Holm) stays the same."
         ),
+        Table(("stage", "new labels", "of them 1", "mean P(relevant | 1)", "mean P(relevant | 0)"), stage_rows),
     ]
     for s in result.stability:
         rows = tuple(

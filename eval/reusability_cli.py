@@ -107,8 +107,9 @@ def cmd_reusability(args: argparse.Namespace) -> int:
             continue
         holey = replace(ds, qrels=holey_qrels(ds.qrels, e.removed))
         chain, _, llm = build_chain(args, holey, default_qrels=ds.qrels, llm=llm)
-        judge_id = chain.pipeline.config_id
-        folder = root / judge_id / e.system  # one folder per judge configuration: switching judges keeps both
+        # One folder per judge configuration (named before its preparation, so the name is stable): switching
+        # judges keeps both.
+        folder = root / chain.pipeline.config_id / e.system
         rank_of = {q: {d: i for i, (d, _) in enumerate(ranked(runs[e.system].get(q, {})), 1)} for q in topics}
         entries = [PoolEntry(q, d, (e.system,), rank_of[q][d]) for q, d in sorted(e.removed)]
         paths = LabelPaths.in_folder(folder)
@@ -120,10 +121,11 @@ def cmd_reusability(args: argparse.Namespace) -> int:
             progress=not args.quiet,
         )
         summary = label_pool(holey, chain, paths, options)
-        records[e.system] = counted_records(read_labels(paths.labels), {chain.pipeline.config_id})
+        judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
+        records[e.system] = counted_records(read_labels(paths.labels), {judge_id})
         if summary.audit is not None:
             audits[e.system] = summary.audit.to_json()
-        calls = summary.usage.calls + summary.audit_usage.calls
+        calls = summary.llm_calls
         llm_calls += calls
         if not args.quiet:
             print(f"{e.system}: {len(e.removed)} removed pairs labeled ({summary.judged} now, {calls} LLM calls)")

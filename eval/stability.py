@@ -1,11 +1,29 @@
-"""Rank stability under the measured judge error (LARF's question: do the conclusions survive label noise?).
+"""Rank stability under the measured error of the stages that decided the new labels.
 
-The label run's audit measured its judge's sensitivity and specificity. Here every new label of the
-augmented qrels is re-drawn many times with that error (a relevant label flips to not relevant with
-probability 1 - sensitivity, a not-relevant one to relevant with 1 - specificity), every system is
-re-scored, and the report says per system how often its rank, and its significance mark against the
-next system (paired t-test, Holm-corrected over all pairs), stay as they were. Original human
-judgments are never perturbed.
+A label run decides each new label in one stage: the evidence gate (answer-absent pairs are 0), a
+topic adapter, or the LLM judge (one-pass score, debate); people decide the rest. Each stage was
+measured on known pairs: the gate by how many known relevant passages hold none of their answers
+(``recall_on_gold`` in judge-audit.json: the gate would zero them), the adapters by their
+cross-validation, the LLM by the audit's LLM lane on the pairs it decides in the pool. Here every
+new label is re-drawn many times from what its own stage's measurement says about it, every system
+is re-scored, and the report says per system how often its rank, and its significance mark
+against the next system (paired t-test, Holm-corrected over all pairs), stay as they were.
+Original human judgments and people's labels are never perturbed.
+
+A label is re-drawn from P(truly relevant | the stage's label), not from 1 - sensitivity: with the
+stage's error rates (false-negative rate ``fnr``, false-positive rate ``fpr``) and the prevalence
+``pi`` of relevance among the pairs it decided, P(relevant | 1) = (1 - fnr) pi / ((1 - fnr) pi +
+fpr (1 - pi)) and P(relevant | 0) = fnr pi / (fnr pi + (1 - fpr)(1 - pi)); ``pi`` comes from the
+share ``r`` of 1s the stage gave, ``pi = (r - fpr) / (1 - fnr - fpr)`` (Rogan and Gladen, 1978),
+clipped to [0, 1], and is drawn uniformly where the stage is no better than chance (then its labels
+say nothing). For the gate, which only says 0: if a share ``m`` of relevant passages holds no answer
+string, then of the R relevant pairs the other stages found, R m / (1 - m) more are expected among
+its G zeros, so each is relevant with probability R m / ((1 - m) G).
+
+In every simulation each error rate is drawn from its posterior given the measured counts, Beta(errors,
+rights): the posterior under Haldane's prior, whose mean is the observed rate and which, like a
+bootstrap of the measured pairs, gives no error where none was seen (a gate that zeroed no known
+relevant passage is never perturbed). A stage with no measurement gets a uniform error rate.
 
 Scoring is vectorized here (trec_eval's nDCG@k with the grades as linear gains, ideal DCG from all
 judged documents of the topic; Hit@k = a judged-relevant document in the top k; P@k), so hundreds of
@@ -15,17 +33,119 @@ simulations take seconds; the unperturbed scores equal ir_measures' (tested).
 from __future__ import annotations
 
 import itertools
-import math
-from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
 from typing import Any
 
 import numpy as np
 
+from bridge.labels import HUMAN_JUDGE, LabelRecord
 from bridge.trec import Qrels, Run, top_k
 from eval.significance import holm, paired_t_pvalues
 
 MEASURES = ("nDCG", "Hit", "P")
+GATE, ADAPTER, LLM = "gate", "adapter", "llm"
+STAGES = (GATE, ADAPTER, LLM)
+
+
+def stage_of(record: LabelRecord) -> str | None:
+    """The stage group whose measured error applies to a record (None: people, never perturbed)."""
+    if record.judge == HUMAN_JUDGE:
+        return None
+    if record.stage == "evidence":
+        return GATE
+    if record.stage == "adapter":
+        return ADAPTER
+    return LLM
+
+
+@dataclass(frozen=True)
+class Confusion:
+    """A stage's decisions on known pairs."""
+
+    tp: int
+    fn: int
+    fp: int
+    tn: int
+    source: str = ""
+
+    @classmethod
+    def of_lane(cls, lane: Mapping[str, Any], source: str) -> Confusion:
+        return cls(int(lane["tp"]), int(lane["fn"]), int(lane["fp"]), int(lane["tn"]), source)
+
+
+@dataclass(frozen=True)
+class ErrorModel:
+    """What a label run measured about each stage (read from its judge-audit.json)."""
+
+    llm: Confusion | None = None
+    adapter: Confusion | None = None
+    gate_missed: int = 0
+    """Known relevant passages that hold none of their answers (the gate would zero them)..."""
+    gate_checked: int = 0
+    """...of this many checked."""
+
+    @classmethod
+    def from_audit(cls, audit: Mapping[str, Any] | None) -> ErrorModel:
+        if not audit:
+            return cls()
+        lanes = audit.get("lanes", {})
+        llm_lane = lanes.get("llm") or lanes.get("pipeline")
+        llm = Confusion.of_lane(llm_lane, "llm" if "llm" in lanes else "pipeline") if llm_lane else None
+        cv = lanes.get("adapter-cv")
+        adapter = Confusion.of_lane(cv, "adapter-cv") if cv else None
+        recall = (audit.get("evidence") or {}).get("recall_on_gold") or {}
+        found, total = int(recall.get("found") or 0), int(recall.get("total") or 0)
+        return cls(llm, adapter, total - found, total)
+
+    def describe(self) -> str:
+        parts = []
+        if self.gate_checked:
+            parts.append(f"gate: {self.gate_missed} of {self.gate_checked} known relevant passages without an answer")
+        for name, c in (("adapters", self.adapter), ("LLM", self.llm)):
+            if c is not None:
+                parts.append(f"{name}: tp {c.tp} fn {c.fn} fp {c.fp} tn {c.tn} ({c.source})")
+        return "; ".join(parts) or "no stage was measured"
+
+
+def draw_rate(rng: np.random.Generator, errors: int, rights: int, n: int) -> np.ndarray:
+    """``n`` draws of an error rate from Beta(errors, rights) (Haldane's prior): exactly 0 with no error seen,
+    exactly 1 with nothing right; uniform when nothing was measured."""
+    if errors == 0 and rights == 0:
+        return rng.random(n)
+    if errors == 0:
+        return np.zeros(n)
+    if rights == 0:
+        return np.ones(n)
+    return rng.beta(errors, rights, n)
+
+
+def relevance_given_label(
+    rng: np.random.Generator, confusion: Confusion | None, share_relevant: float, n: int
+) -> tuple[np.ndarray, np.ndarray]:
+    """``n`` draws of (P(relevant | label 1), P(relevant | label 0)) for a stage that labelled ``share_relevant``
+    of its pairs relevant (see the module docstring)."""
+    c = confusion or Confusion(0, 0, 0, 0)
+    fnr, fpr = draw_rate(rng, c.fn, c.tp, n), draw_rate(rng, c.fp, c.tn, n)
+    informative = 1 - fnr - fpr
+    with np.errstate(divide="ignore", invalid="ignore"):
+        pi = np.where(informative > 0, np.clip((share_relevant - fpr) / informative, 0, 1), rng.random(n))
+        yes = (1 - fnr) * pi + fpr * (1 - pi)
+        no = fnr * pi + (1 - fpr) * (1 - pi)
+        given_1 = np.where(yes > 0, (1 - fnr) * pi / yes, pi)
+        given_0 = np.where(no > 0, fnr * pi / no, pi)
+    return given_1, given_0
+
+
+@dataclass(frozen=True)
+class StageStability:
+    """How one stage's labels were re-drawn: how many, and the mean P(relevant | label) over the draws."""
+
+    stage: str
+    labels: int
+    relevant: int
+    p_given_1: float | None
+    p_given_0: float | None
 
 
 @dataclass(frozen=True)
@@ -44,10 +164,11 @@ class SystemStability:
 class StabilityResult:
     measure: str
     simulations: int
-    sensitivity: float
-    specificity: float
+    errors: str
+    """The measurements the draws came from (:meth:`ErrorModel.describe`)."""
     perturbed_labels: int
     systems: list[SystemStability]
+    stages: list[StageStability] = field(default_factory=list)
 
     def to_rows(self) -> list[dict[str, Any]]:
         return [
@@ -60,8 +181,8 @@ class StabilityResult:
                 "significant_vs_next": "" if s.mark is None else ("sig." if s.mark else "n.s."),
                 "mark_kept": "" if s.mark_kept is None else s.mark_kept,
                 "simulations": self.simulations,
-                "sensitivity": self.sensitivity,
-                "specificity": self.specificity,
+                "perturbed_labels": self.perturbed_labels,
+                "errors": self.errors,
             }
             for s in self.systems
         ]
@@ -70,11 +191,19 @@ class StabilityResult:
 class FlatQrels:
     """Every judged (topic, document) pair in one array, so perturbed grades are one vector per draw."""
 
-    def __init__(self, original: Qrels, augmented: Qrels, topics: Sequence[str], threshold: int) -> None:
+    def __init__(
+        self,
+        original: Qrels,
+        augmented: Qrels,
+        topics: Sequence[str],
+        threshold: int,
+        stages: Mapping[tuple[str, str], str | None] | None = None,
+    ) -> None:
         self.topics = list(topics)
         self.index: dict[tuple[str, str], int] = {}
         grades: list[float] = []
         new: list[int] = []
+        stage_of_new: list[str | None] = []
         topic_of: list[int] = []
         for t, qid in enumerate(self.topics):
             for docid, grade in sorted(augmented.get(qid, {}).items()):
@@ -83,8 +212,10 @@ class FlatQrels:
                 topic_of.append(t)
                 if docid not in original.get(qid, {}):
                     new.append(len(grades) - 1)
+                    stage_of_new.append(LLM if stages is None else stages.get((qid, docid), LLM))
         self.grades = np.array(grades)
         self.new = np.array(new, dtype=int)
+        self.stage_of_new = stage_of_new
         self.topic_of = np.array(topic_of, dtype=int)
         self.threshold = threshold
         width = max([int(np.sum(self.topic_of == t)) for t in range(len(self.topics))] or [1])
@@ -94,15 +225,61 @@ class FlatQrels:
             self.slots[t, fill[t]] = i
             fill[t] += 1
 
-    def perturbed(self, rng: np.random.Generator, sensitivity: float, specificity: float) -> np.ndarray:
-        """Grades with every new label re-drawn with the judge's error."""
-        grades = self.grades.copy()
-        if len(self.new):
-            relevant = grades[self.new] >= self.threshold
-            flip = rng.random(len(self.new)) < np.where(relevant, 1 - sensitivity, 1 - specificity)
-            grades[self.new[flip & relevant]] = 0.0
-            grades[self.new[flip & ~relevant]] = float(self.threshold)
+    def in_stage(self, stage: str) -> np.ndarray:
+        """Indices (into ``grades``) of the new labels a stage decided."""
+        return self.new[[i for i, s in enumerate(self.stage_of_new) if s == stage]].astype(int)
+
+
+class LabelDraws:
+    """Draws of the new labels: each from its own stage's measured error (module docstring)."""
+
+    def __init__(self, flat: FlatQrels, errors: ErrorModel) -> None:
+        self.flat = flat
+        self.errors = errors
+        self.members = {stage: flat.in_stage(stage) for stage in STAGES}
+        self.relevant = {stage: flat.grades[rows] >= flat.threshold for stage, rows in self.members.items()}
+        self._p: dict[str, list[tuple[float, float]]] = {stage: [] for stage in STAGES}
+
+    def draw(self, rng: np.random.Generator) -> np.ndarray:
+        """One simulation: the grades with every new label re-drawn (relevant ones keep their grade, new relevant
+        ones get the threshold grade)."""
+        grades = self.flat.grades.copy()
+        found = 0.0
+        for stage, confusion in ((ADAPTER, self.errors.adapter), (LLM, self.errors.llm)):
+            rows, relevant = self.members[stage], self.relevant[stage]
+            if not len(rows):
+                continue
+            given_1, given_0 = relevance_given_label(rng, confusion, float(relevant.mean()), 1)
+            self._p[stage].append((float(given_1[0]), float(given_0[0])))
+            truly = rng.random(len(rows)) < np.where(relevant, given_1[0], given_0[0])
+            grades[rows] = np.where(truly, np.where(relevant, grades[rows], float(self.flat.threshold)), 0.0)
+            found += float(truly.sum())
+        rows = self.members[GATE]
+        if len(rows):
+            e = self.errors
+            m = float(draw_rate(rng, e.gate_missed, e.gate_checked - e.gate_missed, 1)[0])
+            p = 1.0 if m >= 1 else min(1.0, found * m / ((1 - m) * len(rows)))
+            self._p[GATE].append((float("nan"), p))
+            grades[rows] = np.where(rng.random(len(rows)) < p, float(self.flat.threshold), grades[rows])
         return grades
+
+    def summary(self) -> list[StageStability]:
+        out = []
+        for stage in STAGES:
+            rows, drawn = self.members[stage], self._p[stage]
+            if not len(rows):
+                continue
+            given_1 = [a for a, _ in drawn if not np.isnan(a)]
+            out.append(
+                StageStability(
+                    stage,
+                    len(rows),
+                    int(self.relevant[stage].sum()),
+                    float(np.mean(given_1)) if given_1 else None,
+                    float(np.mean([b for _, b in drawn])) if drawn else None,
+                )
+            )
+        return out
 
 
 class RunMatrix:
@@ -151,13 +328,23 @@ def _marks(values: np.ndarray, means: np.ndarray, alpha: float) -> dict[int, boo
     return out
 
 
+def label_stages(records: Iterable[LabelRecord], config_id: str | None = None) -> dict[tuple[str, str], str | None]:
+    """(qid, docid) -> the stage group that decided the pair's label, from the records of one judge
+    configuration (all records where ``config_id`` is None) and people's."""
+    out: dict[tuple[str, str], str | None] = {}
+    for r in records:
+        if r.label is not None and (config_id is None or r.config_id == config_id or r.judge == HUMAN_JUDGE):
+            out[(r.qid, r.docid)] = stage_of(r)
+    return out
+
+
 def rank_stability(
     runs: Mapping[str, Run],
     original: Qrels,
     augmented: Qrels,
     topics: Sequence[str],
-    sensitivity: float,
-    specificity: float,
+    errors: ErrorModel,
+    stages: Mapping[tuple[str, str], str | None] | None = None,
     measure: str = "nDCG",
     k: int = 10,
     threshold: int = 1,
@@ -165,10 +352,9 @@ def rank_stability(
     alpha: float = 0.05,
     seed: int = 0,
 ) -> StabilityResult:
-    if not (0 <= sensitivity <= 1 and 0 <= specificity <= 1) or math.isnan(sensitivity + specificity):
-        raise ValueError("sensitivity and specificity must lie in [0, 1]")
+    """Re-draw the new labels ``simulations`` times (``stages``: which stage decided each; default: the LLM)."""
     systems = sorted(runs)
-    flat = FlatQrels(original, augmented, topics, threshold)
+    flat = FlatQrels(original, augmented, topics, threshold, stages)
     matrices = [RunMatrix(runs[s], flat, k) for s in systems]
 
     def score(grades: np.ndarray) -> np.ndarray:
@@ -179,11 +365,12 @@ def rank_stability(
     base_ranks = _ranks(base_means)
     base_marks = _marks(base_values, base_means, alpha)
     rng = np.random.default_rng(seed)
+    draws = LabelDraws(flat, errors)
     kept = np.zeros(len(systems))
     shift = np.zeros(len(systems))
     mark_kept = np.zeros(len(systems))
     for _ in range(simulations):
-        values = score(flat.perturbed(rng, sensitivity, specificity))
+        values = score(draws.draw(rng))
         means = values.mean(axis=1)
         ranks = _ranks(means)
         kept += ranks == base_ranks
@@ -195,9 +382,8 @@ def rank_stability(
     return StabilityResult(
         f"{measure}@{k}",
         simulations,
-        sensitivity,
-        specificity,
-        len(flat.new),
+        errors.describe(),
+        sum(1 for s in flat.stage_of_new if s is not None),
         [
             SystemStability(
                 s,
@@ -209,4 +395,5 @@ def rank_stability(
             )
             for i, s in enumerate(systems)
         ],
+        draws.summary(),
     )

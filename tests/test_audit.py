@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+from dataclasses import replace
 
 import pytest
 from conftest import ScriptedLLM, run_label
@@ -10,7 +11,7 @@ from conftest import ScriptedLLM, run_label
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.judging.audit import AuditConfig, draw_audit_pairs, draw_gate_pairs, read_audit
 from bridge.judging.evidence import EvidenceConfig
-from bridge.judging.metrics import agreement_of, wilson_interval
+from bridge.judging.metrics import agreement_of, jeffreys_interval, wilson_interval
 from bridge.judging.single import SupportJudge
 from bridge.labels import read_labels
 from bridge.pool import PoolEntry, write_pool
@@ -61,7 +62,7 @@ def test_draw_audit_pairs_prefers_judged_then_known_then_easy_negatives():
     judged = draw_audit_pairs(qa_dataset(judged_negatives=True), set(), 20, seed=1)
     assert sum(p.truth for p in judged) == 10 and {p.source for p in judged if not p.truth} == {"qrels-non-relevant"}
     known = draw_audit_pairs(qa_dataset(), {("q0", "n0-2")}, 20, seed=1)
-    assert {p.source for p in known if not p.truth} == {"known-negative"}
+    assert {p.source for p in known if not p.truth} == {"answer-free"}  # the fixture has no answer swaps
     assert all((p.qid, p.docid) != ("q0", "n0-2") for p in known)  # pool pairs are never drawn
     bare = qa_dataset()
     easy = draw_audit_pairs(Dataset("e", "e", bare.corpus, bare.queries, bare.qrels, "fp"), set(), 20, seed=1)
@@ -81,11 +82,17 @@ def test_agreement_hand_computed():
     low, high = a.interval("balanced_accuracy")
     assert low < 0.75 < high
     yes = agreement_of(truth, [1] * 20)
-    assert yes.balanced_accuracy == 0.5 and yes.interval("balanced_accuracy") == (0.5, 0.5)
-    assert not yes.better_than_chance()
-    # Wilson interval of 3/20 (textbook value 0.052-0.360)
+    low, high = yes.interval("balanced_accuracy")
+    assert yes.balanced_accuracy == 0.5 and low < 0.5 < high and not yes.better_than_chance()
+    # Jeffreys intervals never collapse at 0 or n: 10 of 10 -> [0.783, 1], 0 of 10 -> [0, 0.217] (Beta(x + 1/2,
+    # n - x + 1/2) quantiles; Brown, Cai and DasGupta 2001, table of 95% intervals)
+    assert yes.interval("sensitivity") == pytest.approx((0.7828, 1.0), abs=1e-4)
+    assert yes.interval("specificity") == pytest.approx((0.0, 0.2172), abs=1e-4)
+    assert jeffreys_interval(0, 10) != (0.0, 0.0) and jeffreys_interval(0, 0) is None
+    # Wilson interval of 3/20 (textbook value 0.052-0.360) and of 0/10 (0-0.278), not [0, 0]
     low, high = wilson_interval(3, 20)
     assert low == pytest.approx(0.0524, abs=1e-3) and high == pytest.approx(0.3604, abs=1e-3)
+    assert wilson_interval(0, 10) == pytest.approx((0.0, 0.2775), abs=1e-4)
 
 
 def test_audit_pairs_never_reach_augmented_qrels(tmp_path):
@@ -133,7 +140,9 @@ def test_a_judge_scripted_to_be_right_is_not_flagged_and_a_warm_rerun_calls_noth
 
 def test_with_an_evidence_gate_trust_follows_the_llm_stage_alone(tmp_path):
     """nq's situation: the gate settles the answer-free negatives, so the whole pipeline looks perfect
-    even for a judge that says yes to everything; the LLM-only figure shows it is at chance."""
+    even for a judge that says yes to everything. The LLM decides only answer-bearing pairs in the pool,
+    and this fixture has no answer-bearing known negative (no answer swap): the LLM's specificity on the
+    pairs it decides is unmeasured, so its labels are not trusted, and the report says why."""
     ds = qa_dataset()
     stage_pool(ds, tmp_path)
     llm = ScriptedLLM(always_yes)
@@ -142,7 +151,10 @@ def test_with_an_evidence_gate_trust_follows_the_llm_stage_alone(tmp_path):
     report = summary.audit
     pipeline, llm_only = report.lanes["pipeline"].agreement, report.lanes["llm"].agreement
     assert pipeline.balanced_accuracy == 1.0 and report.lanes["pipeline"].by_stage == {"evidence": 20, "llmjudge": 20}
-    assert llm_only.balanced_accuracy == 0.5 and report.decisive == "llm" and not report.trusted
+    assert llm_only.specificity is None and llm_only.balanced_accuracy is None
+    assert report.decisive == "llm" and not report.trusted
+    assert report.lanes["llm"].kinds["answer-free"].correct == 0  # it says yes to the negatives the gate settles
+    assert any("no known negative of the kind the LLM decides" in n for n in report.notes)
     assert report.gate is not None and (report.gate.pairs, report.gate.called_relevant) == (10, 10)
     routes = {r.route for r in read_labels(tmp_path / "labels.jsonl")}
     assert routes == {"answer-absent", "llmjudge"}  # the distractors were gated, the answer-bearing judged
@@ -156,3 +168,134 @@ def test_audit_can_be_switched_off(tmp_path):
     summary = run_label(ds, SupportJudge(ScriptedLLM(right)), tmp_path, audit_pairs=0)
     assert not summary.audit.trusted and "unmeasured" in summary.audit.notes[0]
     assert AuditConfig().pairs == 60
+
+
+# -- one path: the audit and the calibration see pairs as the pool's pairs are seen ----------------------------
+
+
+def swap_dataset(n: int = 40) -> Dataset:
+    """nq-like: question i's gold passage holds its answer and, in passing, question i+1's answer, so (i+1, gold i)
+    is an answer-swap negative; three answer-free distractors per question."""
+    docs, queries, qrels, negatives = {}, [], {}, {}
+    for i in range(n):
+        docs[f"g{i}"] = Document(
+            f"g{i}", "", f"GOLD passage on topic {i}: the answer is zorblax{i}. See also zorblax{i + 1}."
+        )
+        docs[f"h{i}"] = Document(f"h{i}", "", f"A list of words that happens to hold zorblax{i}.")
+        for j in range(3):
+            docs[f"n{i}-{j}"] = Document(f"n{i}-{j}", "", f"Another passage on topic {i}, number {j}.")
+        queries.append(Query(f"q{i}", f"who is person{i}", (f"zorblax{i}",)))
+        qrels[f"q{i}"] = {f"g{i}": 1}
+        negatives[f"q{i}"] = tuple(f"n{i}-{j}" for j in range(3))
+    return Dataset("swap", "swap", DictCorpus(docs), tuple(queries), qrels, "fp", known_negatives=negatives)
+
+
+def truth_of(request) -> bool:
+    """Gold passages of *this* question are relevant: what a perfect reader would say."""
+    query = request.messages[-1].content.split("<query>\n")[1].split("\n</query>")[0]
+    return f"GOLD passage on topic {query.removeprefix('who is person')}:" in chunk_of(request)
+
+
+def hint_follower(request) -> str:
+    """Right about every pair it sees without a hint; says yes whenever the evidence stage shows a hint. In the
+    pool every pair that reaches the LLM carries a hint, so its labels there are worthless."""
+    hinted = "<evidence>" in request.messages[-1].content
+    return json.dumps({"is_supported": hinted or truth_of(request)})
+
+
+def test_answer_swap_negatives_follow_the_written_rule():
+    from bridge.judging.answer_swap import answer_swaps, answers_share, question_overlap
+
+    ds = swap_dataset(6)
+    swaps = {(s.qid, s.docid): s for s in answer_swaps(ds)}
+    assert set(swaps) == {(f"q{i + 1}", f"g{i}") for i in range(5)}  # q0 holds no other question's answer
+    assert swaps[("q1", "g0")].matched == ("zorblax1",) and swaps[("q1", "g0")].donors == ("q0",)
+    assert answers_share(["1945"], ["24 October 1945"]) and answers_share(["the NFL"], ["NFL"])
+    assert not answers_share(["NFL"], ["Super Bowl LII"])
+    assert question_overlap("who won super bowl 50", "who won the super bowl in 2016") >= 0.5
+    # a near-duplicate question, an answer both questions share, or a passage about the question's subject: no swap
+    twin = replace(ds, queries=(*ds.queries[:1], replace(ds.queries[1], text="who is person0"), *ds.queries[2:]))
+    assert ("q1", "g0") not in {(s.qid, s.docid) for s in answer_swaps(twin)}
+    shared = replace(ds, queries=(replace(ds.queries[0], answers=("zorblax0", "zorblax1")), *ds.queries[1:]))
+    assert ("q1", "g0") not in {(s.qid, s.docid) for s in answer_swaps(shared)}
+    titled = replace(
+        ds, corpus=DictCorpus({**{d.docid: d for d in ds.corpus}, "g0": Document("g0", "person1", "zorblax1")})
+    )
+    assert ("q1", "g0") not in {(s.qid, s.docid) for s in answer_swaps(titled)}
+    named = replace(
+        ds, queries=(ds.queries[0], replace(ds.queries[1], text="who is zorblax0's friend"), *ds.queries[2:])
+    )
+    assert ("q1", "g0") not in {(s.qid, s.docid) for s in answer_swaps(named)}  # q1 names q0's answer
+
+
+def test_a_judge_that_says_yes_to_every_hint_is_untrusted_on_answer_data(tmp_path):
+    ds = swap_dataset()
+    stage_pool(ds, tmp_path)
+    summary = run_label(
+        ds, SupportJudge(ScriptedLLM(hint_follower)), tmp_path, audit_pairs=60, evidence=EvidenceConfig()
+    )
+    report = summary.audit
+    llm = report.lanes["llm"]
+    assert report.decisive == "llm" and not report.trusted
+    assert llm.kinds["answer-swap"].pairs == 20 and llm.kinds["answer-swap"].correct == 0  # asked with the hint
+    assert llm.kinds["qrels-relevant"].with_hint == 30 and llm.kinds["answer-free"].gated == 10
+    assert llm.agreement.pairs == 50 and llm.agreement.specificity == 0.0  # the gated kind is not in the headline
+    saved = json.loads((tmp_path / "judge-audit.json").read_text())
+    assert saved["lanes"]["pipeline"]["kinds"]["answer-swap"]["kind"] == "answer-swap negatives"
+    path = report.same_path  # both lanes asked every LLM-decided pair the same way
+    assert (
+        path is not None and path.compared == 50 and path.same_hint == 50 and path.same_prompt == path.with_prompt == 50
+    )
+
+
+def test_calibration_and_audit_pairs_are_disjoint_on_a_40_topic_fixture(tmp_path):
+    from test_cascade import probe_for
+
+    from bridge.judging.calibration import Calibrator
+    from bridge.judging.cascade import CalibratedJudge, CascadeJudge
+    from bridge.judging.dream import DebateEngine
+
+    ds = swap_dataset()
+    stage_pool(ds, tmp_path)
+    scorer = ScriptedLLM(lambda r: (json.dumps({"is_supported": True}), probe_for(0.9 if truth_of(r) else 0.2)))
+    cascade = CascadeJudge(CalibratedJudge(scorer), DebateEngine(ScriptedLLM(hint_follower)))
+    run_label(ds, cascade, tmp_path, audit_pairs=60, evidence=EvidenceConfig())
+    calibration = {tuple(p) for p in Calibrator.load(tmp_path / "calibration.json").pairs}
+    audited = {(a.pair.qid, a.pair.docid) for a in read_audit(tmp_path / "audit.jsonl")}
+    assert not calibration & audited
+    # 40 gold passages cannot give 30 to each: they are split 20 / 20; the negatives are not scarce
+    audit = read_audit(tmp_path / "audit.jsonl")
+    assert sum(a.pair.truth == 1 for a in audit if a.lane == "pipeline") == 20 and len(audited) == 50
+    assert sum(1 for q, d in calibration if d == f"g{q[1:]}") == 20  # its positives: the other 20 gold pairs
+
+
+def test_max_pairs_bounds_the_cascades_scoring_pass(tmp_path):
+    from test_cascade import probe_for
+
+    from bridge.judging.cascade import CalibratedJudge, CascadeJudge
+    from bridge.judging.dream import DebateEngine
+
+    ds = swap_dataset()
+    entries = stage_pool(ds, tmp_path)
+    pool = {(e.qid, e.docid) for e in entries}
+    scorer = ScriptedLLM(lambda r: (json.dumps({"is_supported": True}), probe_for(0.9 if truth_of(r) else 0.2)))
+    cascade = CascadeJudge(CalibratedJudge(scorer), DebateEngine(ScriptedLLM(hint_follower)))
+    summary = run_label(ds, cascade, tmp_path, audit_pairs=20, evidence=EvidenceConfig(), max_pairs=10)
+
+    def pair_of(request) -> tuple[str, str]:
+        query = request.messages[-1].content.split("<query>\n")[1].split("\n</query>")[0]
+        i = query.removeprefix("who is person")
+        return f"q{i}", next(d for d in ds.corpus if d.contents() == chunk_of(request)).docid
+
+    scored = {pair_of(r) for r in scorer.requests} & pool
+    assert len(scored) == 10 and summary.left_by_budget == 30
+    assert summary.llm_calls == len(scorer.requests)  # every call counted once, the scoring pass's included
+
+
+def test_the_audit_report_covers_only_the_pairs_drawn_for_this_run(tmp_path):
+    ds = qa_dataset(answers=False, judged_negatives=True)
+    stage_pool(ds, tmp_path)
+    run_label(ds, SupportJudge(ScriptedLLM(right)), tmp_path, audit_pairs=40)
+    smaller = run_label(ds, SupportJudge(ScriptedLLM(right)), tmp_path, audit_pairs=20)
+    assert smaller.audit.lanes["pipeline"].agreement.pairs == 20  # the 40 earlier records stay in audit.jsonl
+    assert len(read_audit(tmp_path / "audit.jsonl")) == 40

@@ -2,9 +2,11 @@
 
 from __future__ import annotations
 
+import itertools
 import json
 import math
 
+import numpy as np
 import pytest
 from conftest import ScriptedLLM, agent_reply, prompt_text, run_label
 
@@ -25,6 +27,18 @@ from bridge.judging.dream import DebateEngine
 from bridge.judging.metrics import roc_auc
 
 
+def test_isotonic_calibration_does_not_depend_on_the_order_of_tied_scores():
+    """Tied scores merge into one point first (their mean label): 0.9 (labels 1, 0, 1, 1) maps to 0.75 and
+    0.5 (labels 1, 0) to 0.5 in every order of the input; PAVA over the raw order mapped 0.9 to 1.0 or 0.5."""
+    scores = [0.9, 0.9, 0.9, 0.9, 0.5, 0.5, 0.1]
+    labels = [1, 0, 1, 1, 1, 0, 0]
+    seen = set()
+    for order in itertools.permutations(range(len(scores))):
+        fit = fit_calibrator([scores[i] for i in order], [labels[i] for i in order], "isotonic")
+        seen.add(tuple(np.round(fit([0.1, 0.5, 0.9]), 12)))
+    assert seen == {(0.0, 0.5, 0.75)}
+
+
 def test_brier_ece_and_auroc_by_hand():
     p, y = [0.9, 0.8, 0.3, 0.2], [1, 0, 1, 0]
     # Brier: (0.01 + 0.64 + 0.49 + 0.04) / 4
@@ -38,11 +52,12 @@ def test_brier_ece_and_auroc_by_hand():
 
 
 def test_isotonic_fit_by_hand():
-    # pool adjacent violators: (0.2 -> 1) then (0.3 -> 0) violate and merge into (0.25 -> 0.5)
+    # pool adjacent violators: (0.2 -> 1) then (0.3 -> 0) violate and merge into one block of mean 0.5
     x, y = fit_isotonic([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1])
-    assert x == pytest.approx((0.1, 0.25, 0.4)) and y == pytest.approx((0.0, 0.5, 1.0))
+    assert np.interp([0.1, 0.2, 0.25, 0.3, 0.4], x, y) == pytest.approx([0.0, 0.5, 0.5, 0.5, 1.0])
     cal = fit_calibrator([0.1, 0.2, 0.3, 0.4], [0, 1, 0, 1], "isotonic", source="test")
-    assert cal([0.1, 0.175, 0.25, 0.4, 0.9]).tolist() == pytest.approx([0.0, 0.25, 0.5, 1.0, 1.0])
+    # knots at each block's ends (scikit-learn's convention): 0.175 lies between 0.1 -> 0 and 0.2 -> 0.5
+    assert cal([0.1, 0.175, 0.25, 0.4, 0.9]).tolist() == pytest.approx([0.0, 0.375, 0.5, 1.0, 1.0])
     assert Calibrator.from_json(json.loads(json.dumps(cal.to_json()))) == cal
     platt = fit_calibrator([-2.0, -1.0, 1.0, 2.0, 1.5, -1.5], [0, 0, 1, 1, 0, 1], "platt")
     assert 0.0 < platt([0.0])[0] < 1.0 and platt([3.0])[0] > platt([-3.0])[0]

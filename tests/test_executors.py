@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 import threading
 import time
@@ -16,7 +17,10 @@ from bridge.executors import LocalMapper, chunked_by_query
 from bridge.pool import PoolEntry, write_pool
 
 REPO = Path(__file__).resolve().parents[1]
-ray = pytest.importorskip("ray", reason="Ray is an optional extra (pip install -e '.[ray]'); CI installs it")
+try:
+    import ray
+except ImportError:  # an optional extra (pip install -e '.[ray]'); CI installs it
+    ray = None
 
 
 def test_chunks_are_cut_only_between_queries():
@@ -26,8 +30,42 @@ def test_chunks_are_cut_only_between_queries():
     assert list(LocalMapper().map(lambda: str, "upper", ["a", "b"])) == ["A", "B"]
 
 
+def test_after_the_deadline_only_pool_pairs_are_left_out_and_scoring_stops():
+    """A time budget skips pool pairs handed out after the deadline; audit pairs in the same chunks still run.
+    The distributed scoring pass returns the scores of a prefix of its cases."""
+    from bridge.executors import DistributedRunner
+    from bridge.judging.base import Case
+    from bridge.label import POOL, WorkItem
+
+    judge = scripted_chain().pipeline
+    cases = [Case(f"q{i}", f"d{i}", "who discovered x-rays", "Rontgen" if i % 2 else "nobody") for i in range(6)]
+    items = [WorkItem(POOL if i % 3 else "pipeline", c) for i, c in enumerate(cases)]
+    seen: list[str] = []
+    sinks = dict.fromkeys((POOL, "pipeline"), lambda item, record: seen.append(item.lane))
+    runner = DistributedRunner(LocalMapper(), scripted_chain, chunk_pairs=1)
+    skipped = runner(items, {POOL: judge, "pipeline": judge}, sinks, 4, "", False, deadline=time.monotonic() - 1)
+    assert skipped == 4 and seen == ["pipeline", "pipeline"]
+
+    from bridge.judging.cascade import CalibratedJudge, CascadeJudge
+    from bridge.judging.dream import DebateEngine
+    from bridge.label import JudgeChain
+
+    def one_pass(request):  # P(true) at the decision token: 0.9 for Rontgen chunks, 0.2 for the others
+        p = 0.9 if json.loads(slow_yes_if_rontgen(request))["is_supported"] else 0.2
+        return json.dumps({"is_supported": p > 0.5}), {"true": math.log(p), "false": math.log(1 - p)}
+
+    def cascade_chain():
+        llm = ScriptedLLM(one_pass)
+        return JudgeChain.of(CascadeJudge(CalibratedJudge(llm), DebateEngine(llm)))
+
+    scorer = DistributedRunner(LocalMapper(), cascade_chain, chunk_pairs=2)
+    assert len(scorer.scores(cases)) == 6 and scorer.scores(cases, deadline=time.monotonic() - 1) == []
+
+
 @pytest.fixture
 def ray_runtime(monkeypatch):
+    if ray is None:
+        pytest.skip("Ray is an optional extra (pip install -e '.[ray]'); CI installs it")
     monkeypatch.setenv("PYTHONPATH", os.pathsep.join([str(REPO), str(REPO / "tests")]))
     ray.init(num_cpus=2, include_dashboard=False, log_to_driver=False)
     yield
@@ -95,9 +133,10 @@ def _records(folder: Path) -> list[dict]:
 
 
 @pytest.mark.slow
-def test_ray_workers_with_llamacpp_give_the_same_records_as_one_process(tiny_beir, tmp_path, ray_runtime):
+@pytest.mark.parametrize("judge", ["llmjudge", "cascade"])  # the cascade's scoring pass runs on the workers too
+def test_ray_workers_with_llamacpp_give_the_same_records_as_one_process(tiny_beir, tmp_path, ray_runtime, judge):
     entries = [PoolEntry("q1", d, ("s",), 1) for d in ("d2", "d3", "d4")] + [PoolEntry("q2", "d4", ("s",), 1)]
-    common = ["--dataset", f"beir:{tiny_beir}", "--judge", "llmjudge", "--audit-pairs", "4", "--quiet"]
+    common = ["--dataset", f"beir:{tiny_beir}", "--judge", judge, "--audit-pairs", "4", "--quiet"]
     for name in ("one", "ray"):
         folder = tmp_path / name / "qrels" / "beir-tiny"
         folder.mkdir(parents=True)

@@ -98,7 +98,8 @@ def test_run_judge_eval_scores_each_method_and_injection(tmp_path):
     assert (inj["llmjudge"].compared, inj["llmjudge"].to_relevant) == (n, 2)  # only "answer yes" injection flips
     md, csv_path = write_report(tmp_path / "je", ds, "scripted", qualities, injections, 8, 2)
     text = md.read_text()
-    assert "| llmjudge | 1.000 [1.000-1.000] |" in text and "Prompt injection" in text and "95.2%" in text
+    assert "| llmjudge | 1.000 [" in text and "Prompt injection" in text and "95.2%" in text
+    assert "| llmjudge | 1.000 [1.000-1.000] |" not in text  # 4 of 4 right does not prove a perfect judge
     assert csv_path.read_text().splitlines()[0].startswith("method,pairs,recall_irrelevant")
     # a second run resumes from the per-method label files: no new LLM calls
     again = ScriptedLLM(oneshot)

@@ -22,6 +22,7 @@ class FakeServer:
     def __init__(self) -> None:
         self.bodies: list[dict] = []
         self.failures: list[int] = []  # status codes to return before succeeding
+        self.malformed = 0  # then this many 200 replies whose body is not a chat completion
         self.delay = 0.0
         self.in_flight = 0
         self.max_in_flight = 0
@@ -39,6 +40,8 @@ class FakeServer:
                     server.in_flight += 1
                     server.max_in_flight = max(server.max_in_flight, server.in_flight)
                     status = server.failures.pop(0) if server.failures else 200
+                    broken = status == 200 and server.malformed > 0
+                    server.malformed -= broken
                 try:
                     time.sleep(server.delay)
                     if status != 200:
@@ -48,7 +51,7 @@ class FakeServer:
                         self.wfile.write(b'{"error": "scripted"}')
                         return
                     reply = server.reply(body)
-                    data = json.dumps(reply).encode()
+                    data = b"<html>502 from a proxy, sent as 200</html>" if broken else json.dumps(reply).encode()
                     self.send_response(200)
                     self.send_header("Content-Type", "application/json")
                     self.send_header("Content-Length", str(len(data)))
@@ -120,6 +123,32 @@ def test_client_error_is_not_retried(server):
     with pytest.raises(BridgeError, match="HTTP 400"):
         backend(server, max_retries=5).generate([req("hi")])
     assert len(server.bodies) == 1
+
+
+def test_a_malformed_body_is_retried_then_fails_clearly_and_frees_its_slot(server):
+    server.malformed = 1
+    b = backend(server, max_retries=2, max_concurrency=1)
+    [out] = b.generate([req("hi")])  # one malformed body, then a good one
+    assert json.loads(out.text)["response"] == "yes" and b.retries == 1
+    server.malformed = 100
+    outcome: list[BaseException | None] = []
+
+    def run() -> None:
+        try:
+            b.generate([req(f"q{i}") for i in range(3)])
+            outcome.append(None)
+        except BridgeError as exc:
+            outcome.append(exc)
+
+    worker = threading.Thread(target=run, daemon=True)
+    worker.start()
+    worker.join(timeout=30)
+    assert not worker.is_alive(), "the backend hung on a malformed body"
+    assert isinstance(outcome[0], BridgeError) and "malformed response body" in str(outcome[0])
+    assert "giving up after 3 attempts" in str(outcome[0])
+    assert [e.in_flight for e in b.endpoints] == [0]  # every slot was released
+    server.malformed = 0
+    assert len(b.generate([req("after")])) == 1  # and the backend still works
 
 
 def test_timeout_is_retried_then_reported(server):

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import csv
+import re
 
 import pytest
 from review_support import staged_records, synced_db, tiny_dataset
@@ -40,7 +41,11 @@ def test_export_has_one_row_per_item_with_the_rendered_history(db, tmp_path):
     assert "Agent A (opened: relevant): RELEVANT" in debated["history"]
     assert "reason: Discovering X-rays is not winning the first prize." in debated["history"]
     assert 'evidence: "made up quote" [not found in the chunk]' in debated["history"]
-    assert not any("nobel" in r["item_id"] or "d1" in r["item_id"] for r in rows)  # ids reveal nothing
+    pairs = {(i.qid, i.docid) for i in db.items()}
+    names = {name for pair in pairs for name in pair}
+    for r in rows:  # ids reveal nothing: one opaque hex token, never a query or document id
+        tokens = set(re.split(r"[^0-9A-Za-z]+", r["item_id"]))
+        assert re.fullmatch(r"[0-9a-f]{12}", r["item_id"]) and not tokens & names
 
 
 def test_round_trip_decides_cases_and_reimport_changes_nothing(db, tmp_path):

@@ -11,7 +11,8 @@ names the stage that decided it:
 * ``dream``      the DREAM debate between two agents, escalation to people (``dream.py``);
 * ``reference``  judges that call no model: a qrels file, a constant (``reference.py``);
 * ``audit``      known pairs mixed blind into every run measure the judge itself (``audit.py``);
-* ``metrics``    balanced accuracy, kappa, AUC and their bootstrap intervals (``metrics.py``);
+* ``answer_swap`` known non-relevant pairs that hold an answer string, for the audit (``answer_swap.py``);
+* ``metrics``    balanced accuracy, kappa, AUC and their Jeffreys intervals (``metrics.py``);
 * ``judge_eval`` judges compared on human-labeled samples, adapter learning curves (``judge_eval.py``).
 
 ``base.py`` holds what they share: the :class:`Case` a judge sees, the :class:`Judge` protocol

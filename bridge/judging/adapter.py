@@ -40,7 +40,7 @@ from bridge.judging.base import Case, Judge
 from bridge.judging.metrics import Agreement, agreement_of, roc_auc
 from bridge.labels import LabelRecord
 
-ADAPTER_VERSION = "topic-adapter-2"
+ADAPTER_VERSION = "topic-adapter-3"
 FAMILIES = ("frozen-lr", "finetune-ce")
 Pair = tuple[str, str]
 
@@ -63,7 +63,7 @@ class AdapterConfig:
     encoder: str = "all-MiniLM-L6-v2"
     chance_low: float = 0.5
     """A topic is handed to the fallback judge when the lower end of its cross-validated
-    balanced-accuracy interval is at or below this."""
+    balanced-accuracy interval (Jeffreys) is at or below this: 0.5, no evidence that it beats chance."""
 
     def __post_init__(self) -> None:
         if self.family not in FAMILIES:
@@ -99,6 +99,10 @@ class TopicFamily(Protocol):
     name: str
 
     def fit(self, topic: TopicData, rows: np.ndarray, encoder: Encoder) -> Any: ...
+    def ensemble(self, models: Sequence[Any]) -> Any:
+        """One model that scores as the mean of ``models`` (the cross-validation's fold models)."""
+        ...
+
     def score(self, model: Any, topic: TopicData, docids: Sequence[str], encoder: Encoder) -> np.ndarray: ...
     def params(self, model: Any) -> dict[str, Any] | None:
         """The fitted model as JSON (to score new passages from the cache), or None if it is too big."""
@@ -133,8 +137,13 @@ class FrozenLogisticRegression:
             return np.zeros(0)
         return np.asarray(model.decision_function(_features(topic, docids, encoder)), dtype=float)
 
+    def ensemble(self, models: Sequence[Any]) -> Any:
+        """The mean of the fold models: for linear models, one linear model with the mean weights."""
+        coef = np.mean([np.ravel(m.coef_) for m in models], axis=0)
+        return _LinearModel(coef, float(np.mean([np.ravel(m.intercept_)[0] for m in models])))
+
     def params(self, model: Any) -> dict[str, Any] | None:
-        return {"coef": model.coef_[0].tolist(), "intercept": float(model.intercept_[0])}
+        return {"coef": np.ravel(model.coef_).tolist(), "intercept": float(np.ravel(model.intercept_)[0])}
 
     def load(self, params: dict[str, Any]) -> Any:
         return _LinearModel(np.asarray(params["coef"]), float(params["intercept"]))
@@ -142,11 +151,11 @@ class FrozenLogisticRegression:
 
 @dataclass(frozen=True)
 class _LinearModel:
-    coef: np.ndarray
-    intercept: float
+    coef_: np.ndarray
+    intercept_: float
 
     def decision_function(self, x: np.ndarray) -> np.ndarray:
-        return x @ self.coef + self.intercept
+        return x @ self.coef_ + self.intercept_
 
 
 class FineTunedCrossEncoder:
@@ -185,9 +194,14 @@ class FineTunedCrossEncoder:
         )
         return model
 
+    def ensemble(self, models: Sequence[Any]) -> Any:
+        return tuple(models)
+
     def score(self, model: Any, topic: TopicData, docids: Sequence[str], encoder: Encoder) -> np.ndarray:
         if not docids:
             return np.zeros(0)
+        if isinstance(model, tuple):  # the fold ensemble: the mean of its members' scores
+            return np.mean([self.score(m, topic, docids, encoder) for m in model], axis=0)
         import torch
 
         pairs = [[topic.query, t] for t in encoder.texts(docids)]
@@ -212,10 +226,9 @@ class Platt:
     """P(relevant) = sigmoid(a * score + b), fitted with both classes weighted equally.
 
     The adapters fit only the slope (``b`` = 0): the classifier's own class-balanced decision boundary
-    (score 0) stays the P = 0.5 line, and the out-of-fold scores only say how confident a score is.
-    Fitting the intercept on out-of-fold scores too moved the boundary of the final model (trained on
-    all pairs, so its scores are larger than the fold models'): on dl19 at 32 judgments per topic
-    bAcc 0.778 / kappa 0.505 with the intercept, 0.788 / 0.559 without."""
+    (score 0) stays the P = 0.5 line, and the out-of-fold scores only say how confident a score is. The
+    map is applied to the scores it was fitted on: those of the fold models (new passages are scored by
+    their mean), never to a model trained on all pairs, whose scores run larger."""
 
     a: float = 1.0
     b: float = 0.0
@@ -280,18 +293,27 @@ class TopicModel:
         return cls(**{**data, "platt": Platt(*data["platt"])})
 
 
-def fit_topic(
-    topic: TopicData, family: TopicFamily, encoder: Encoder, folds: int, seed: int, key: str
-) -> tuple[TopicModel, Any]:
-    """Cross-validate (out-of-fold scores -> Platt calibration, the topic's audit), then fit on all pairs."""
-    start = time.perf_counter()
+def cross_fit(topic: TopicData, family: TopicFamily, encoder: Encoder, folds: int, seed: int) -> tuple[np.ndarray, Any]:
+    """Out-of-fold scores of every judged pair, and the fold models' ensemble that scores new passages on the
+    same scale (the one the Platt map is fitted on)."""
     oof = np.zeros(len(topic.docids))
+    models = []
     for test in stratified_folds(topic.labels, folds, seed):
         train = np.setdiff1d(np.arange(len(topic.docids)), test)
         model = family.fit(topic, train, encoder)
         oof[test] = family.score(model, topic, [topic.docids[i] for i in test], encoder)
+        models.append(model)
+    return oof, family.ensemble(models)
+
+
+def fit_topic(
+    topic: TopicData, family: TopicFamily, encoder: Encoder, folds: int, seed: int, key: str
+) -> tuple[TopicModel, Any]:
+    """Cross-validate: out-of-fold scores give the Platt calibration and the topic's audit; the fold models'
+    ensemble labels new passages."""
+    start = time.perf_counter()
+    oof, final = cross_fit(topic, family, encoder, folds, seed)
     platt = Platt.fit(oof, topic.labels)
-    final = family.fit(topic, np.arange(len(topic.docids)), encoder)
     fitted = TopicModel(
         qid=topic.qid,
         key=key,
@@ -529,8 +551,8 @@ class TopicAdapterJudge:
             live = self._live.get(qid)
             if live is None:
                 live = family.load(model.params) if model.params is not None else None
-            if live is None:  # a fine-tuned model is not stored: refit it (deterministic for the seed)
-                live = family.fit(topic, np.arange(len(topic.docids)), self.encoder)
+            if live is None:  # fine-tuned models are not stored: refit them (deterministic for the seed)
+                live = cross_fit(topic, family, self.encoder, self.config.folds, self.config.seed)[1]
             self._live[qid] = live
             model.scores.update(zip(missing, family.score(live, topic, missing, self.encoder).tolist(), strict=True))
             write_json_atomic(self._cache_file(model.key), model.to_json())
@@ -600,12 +622,14 @@ class TopicAdapterJudge:
     def routes(self, qids: Iterable[str]) -> list[TopicRoute]:
         return [self.route(q) for q in qids]
 
-    def cv_agreement(self, routes: Sequence[TopicRoute]) -> Agreement | None:
-        """Out-of-fold predictions of every topic the adapter labels, pooled."""
+    def cv_agreement(self, routes: Sequence[TopicRoute], judge: str | None = None) -> Agreement | None:
+        """Out-of-fold predictions pooled over every topic that had an adapter, including topics then handed to
+        the fallback as at chance (leaving those out would flatter the figure); ``judge`` keeps only the topics
+        that went to that judge (``adapter``: kept; ``fallback``: dropped)."""
         truth: list[int] = []
         labels: list[int | None] = []
         for r in routes:
-            if r.judge == "adapter":
+            if r.cv is not None and judge in (None, r.judge):
                 model = self.model(r.qid)
                 truth += model.truth
                 labels += [int(p >= 0.5) for p in model.oof_p]
@@ -619,6 +643,7 @@ def routing_summary(routes: Sequence[TopicRoute]) -> dict[str, Any]:
     return {
         "topics_adapter": len(adapter),
         "topics_fallback": len(fallback),
+        "topics_dropped_at_chance": sum(1 for r in fallback if r.cv is not None),
         "topics": {
             r.qid: {
                 "judge": r.judge,

@@ -45,6 +45,8 @@ class Calibrator:
     """Where the labeled pairs came from (known pairs of the dataset, a dev qrels file)."""
     scorer: str = ""
     """config_id of the judge whose raw scores this calibrates."""
+    pairs: tuple[tuple[str, str], ...] = ()
+    """The (qid, docid) known pairs it was fitted on (kept apart from the audit's)."""
 
     def __call__(self, scores: Sequence[float] | np.ndarray) -> np.ndarray:
         s = np.asarray(scores, dtype=float)
@@ -68,6 +70,7 @@ class Calibrator:
         try:
             fields = {k: v for k, v in data.items() if k != "identity"}
             fields["x"], fields["y"] = tuple(fields.get("x", ())), tuple(fields.get("y", ()))
+            fields["pairs"] = tuple((str(q), str(d)) for q, d in fields.get("pairs", ()))
             return cls(**fields)
         except TypeError as exc:
             raise InputError(f"not a calibration file ({exc})", path=path) from None
@@ -84,20 +87,15 @@ class Calibrator:
 
 
 def fit_isotonic(scores: Sequence[float], labels: Sequence[int]) -> tuple[tuple[float, ...], tuple[float, ...]]:
-    """Pool-adjacent-violators: the non-decreasing step function closest (least squares) to the labels,
-    as knots (block mean score, block mean label) for linear interpolation."""
-    order = np.argsort(np.asarray(scores, dtype=float), kind="mergesort")
-    s = np.asarray(scores, dtype=float)[order]
-    y = np.asarray(labels, dtype=float)[order]
-    blocks: list[list[float]] = []  # [sum_y, count, sum_s]
-    for yi, si in zip(y, s, strict=True):
-        blocks.append([yi, 1.0, si])
-        while len(blocks) > 1 and blocks[-2][0] / blocks[-2][1] >= blocks[-1][0] / blocks[-1][1]:
-            top = blocks.pop()
-            blocks[-1] = [blocks[-1][0] + top[0], blocks[-1][1] + top[1], blocks[-1][2] + top[2]]
-    xs = tuple(float(b[2] / b[1]) for b in blocks)
-    ys = tuple(float(b[0] / b[1]) for b in blocks)
-    return xs, ys
+    """The non-decreasing step function closest (least squares) to the labels, as knots for linear
+    interpolation (scikit-learn's ``IsotonicRegression``). Tied scores are merged into one point (their mean
+    label, weighted by their count) before pooling, so the fit does not depend on the order of the input:
+    a verbalized 0-100 score or a saturated P(true) ties often."""
+    from sklearn.isotonic import IsotonicRegression
+
+    model = IsotonicRegression(y_min=0.0, y_max=1.0, out_of_bounds="clip")
+    model.fit(np.asarray(scores, dtype=float), np.asarray(labels, dtype=float))
+    return tuple(float(x) for x in model.X_thresholds_), tuple(float(y) for y in model.y_thresholds_)
 
 
 def fit_platt(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, float]:
@@ -110,18 +108,23 @@ def fit_platt(scores: Sequence[float], labels: Sequence[int]) -> tuple[float, fl
 
 
 def fit_calibrator(
-    scores: Sequence[float], labels: Sequence[int], method: Method = "isotonic", source: str = "", scorer: str = ""
+    scores: Sequence[float],
+    labels: Sequence[int],
+    method: Method = "isotonic",
+    source: str = "",
+    scorer: str = "",
+    pairs: Sequence[tuple[str, str]] = (),
 ) -> Calibrator:
     if len(scores) != len(labels) or not scores:
         raise ValueError("calibration needs as many labels as scores, and at least one of each")
+    about = {"fitted_on": len(scores), "positives": int(sum(labels)), "source": source, "scorer": scorer,
+             "pairs": tuple(pairs)}  # fmt: skip
     if method == "isotonic":
         x, y = fit_isotonic(scores, labels)
-        return Calibrator("isotonic", x, y, fitted_on=len(scores), positives=int(sum(labels)), source=source,
-                          scorer=scorer)  # fmt: skip
+        return Calibrator("isotonic", x, y, **about)
     if method == "platt":
         a, b = fit_platt(scores, labels)
-        return Calibrator("platt", a=a, b=b, fitted_on=len(scores), positives=int(sum(labels)), source=source,
-                          scorer=scorer)  # fmt: skip
+        return Calibrator("platt", a=a, b=b, **about)
     raise ValueError(f"calibration method must be 'isotonic' or 'platt', got {method!r}")
 
 

@@ -104,12 +104,22 @@ class CalibratedJudge(SupportJudge):
         self, cases: Sequence[Case], truth: Sequence[int], source: str, method: str = "isotonic"
     ) -> Calibrator:
         """Fit the calibration of this judge's raw scores on known pairs (one cached call each)."""
-        scores = self.scores(cases)
+        return self.calibrate_scores(self.scores(cases), truth, source, method)
+
+    def calibrate_scores(
+        self,
+        scores: Sequence[Score],
+        truth: Sequence[int],
+        source: str,
+        method: str = "isotonic",
+        pairs: Sequence[tuple[str, str]] = (),
+    ) -> Calibrator:
+        """Fit the calibration on known pairs' raw scores (as :meth:`scores` gave them); ``pairs`` names them."""
         usable = [(s.raw, t) for s, t in zip(scores, truth, strict=True) if s.raw is not None]
         if not usable:
             raise ValueError("no known pair got a usable score: nothing to calibrate on")
         raw, labels = [s for s, _ in usable], [t for _, t in usable]
-        self.calibrator = fit_calibrator(raw, labels, method, source, self.scorer_id)  # type: ignore[arg-type]
+        self.calibrator = fit_calibrator(raw, labels, method, source, self.scorer_id, pairs)  # type: ignore[arg-type]
         return self.calibrator
 
     def probability(self, raw: float) -> float:
@@ -178,13 +188,11 @@ class CascadeJudge:
 
     @property
     def config_id(self) -> str:
+        """The scorer (prompt, model, calibration), the debate and the band *rule*. The band itself is set on the
+        pairs a run judges (a budget changes them), so it is recorded in every record, not here: a run that
+        goes on with a larger budget keeps the earlier labels."""
         payload = json.dumps(
-            {
-                "scorer": self.scorer.config_id,
-                "debate": self.debate.config_id,
-                "band": [self.band.low, self.band.high, self.band.tie_cut],
-                "config": asdict(self.config),
-            },
+            {"scorer": self.scorer.config_id, "debate": self.debate.config_id, "config": asdict(self.config)},
             sort_keys=True,
         )
         return "cascade-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
@@ -192,6 +200,12 @@ class CascadeJudge:
     def calibrate(self, cases: Sequence[Case], truth: Sequence[int], source: str) -> Calibrator:
         """Fit the scorer's calibration on known pairs (one cached call each)."""
         return self.scorer.calibrate(cases, truth, source, self.config.method)
+
+    def calibrate_scores(
+        self, scores: Sequence[Score], truth: Sequence[int], source: str, pairs: Sequence[tuple[str, str]] = ()
+    ) -> Calibrator:
+        """Fit the scorer's calibration on known pairs' one-pass scores."""
+        return self.scorer.calibrate_scores(scores, truth, source, self.config.method, pairs)
 
     def set_band(self, cases: Sequence[Case], scores: Sequence[Score] | None = None) -> Band:
         """The band for ``cases`` (``scores``: their one-pass scores, computed here when not given): the one
@@ -222,19 +236,21 @@ class CascadeJudge:
 
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
         config_id = self.config_id
+        band = {"band": [self.band.low, self.band.high, self.band.tie_cut]}
         uncertain: list[Case] = []
         first: dict[tuple[str, str], LabelRecord] = {}
         for case, score in zip(cases, self.scorer.scores(cases), strict=True):
             record = self.scorer.record_for(case, score)
             if not self.debates(case, record.p_yes):
-                on_record(replace(record, config_id=config_id, route="calibrated", stage="calibrated"))
+                details = {**record.details, **band}
+                on_record(replace(record, config_id=config_id, route="calibrated", stage="calibrated", details=details))
             else:
                 first[(case.qid, case.docid)] = record
                 uncertain.append(case)
 
         def stamp(record: LabelRecord) -> None:
             one_pass = first[(record.qid, record.docid)]
-            details = {**record.details, "calibrated": {**one_pass.details, "p": one_pass.p_yes}}
+            details = {**record.details, "calibrated": {**one_pass.details, "p": one_pass.p_yes}, **band}
             usage: Usage = record.usage + one_pass.usage
             on_record(replace(record, config_id=config_id, details=details, usage=usage, p_yes=one_pass.p_yes))
 

@@ -332,7 +332,7 @@ def evaluate_adapter(
     truth: list[bool] = []
     scores: list[float] = []
     for r in routes:
-        if r.judge == "adapter":
+        if r.cv is not None:  # every topic that had an adapter, those dropped as at chance included
             model = adapter.model(r.qid)
             truth += [bool(t) for t in model.truth]
             scores += model.oof_p

@@ -1,9 +1,12 @@
 """How well a judge agrees with known labels, with the uncertainty a small sample carries.
 
 Balanced accuracy, Cohen's kappa, sensitivity and specificity are computed on the pairs a judge
-decided; their 95% intervals come from a stratified percentile bootstrap (positives and
-negatives resampled separately, so every resample keeps the sample's class balance, as an
-audit with a fixed share of positives has). Proportions get a Wilson score interval.
+decided. Their 95% intervals come from the Jeffreys posterior: sensitivity ~ Beta(tp + 1/2, fn + 1/2)
+and specificity ~ Beta(tn + 1/2, fp + 1/2) (equal-tailed Jeffreys intervals, Brown, Cai and
+DasGupta 2001), balanced accuracy and kappa from draws of both at the sample's class sizes (an
+audit fixes its share of positives). Unlike a percentile bootstrap they never collapse to a point
+when a sample holds no error: 30 of 30 negatives right gives specificity [0.92, 1.00], not
+[1.00, 1.00], and trust decisions rest on these intervals. Other proportions get a Wilson interval.
 """
 
 from __future__ import annotations
@@ -14,8 +17,10 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 import numpy as np
+from scipy.stats import beta as beta_distribution
 
 BOOTSTRAP_RESAMPLES = 2000
+"""Posterior draws behind the balanced-accuracy and kappa intervals (and bootstrap resamples elsewhere)."""
 CHANCE_LINE = 0.6
 """A judge whose balanced-accuracy interval reaches down to this is not shown to beat chance."""
 
@@ -58,6 +63,17 @@ def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, flo
     centre = (p + z * z / (2 * n)) / denominator
     half = z * math.sqrt(p * (1 - p) / n + z * z / (4 * n * n)) / denominator
     return max(0.0, centre - half), min(1.0, centre + half)
+
+
+def jeffreys_interval(successes: int, n: int, level: float = 0.95) -> tuple[float, float] | None:
+    """Equal-tailed Jeffreys interval of a proportion (Beta(x + 1/2, n - x + 1/2) quantiles; the bound
+    at 0 or n successes is 0 or 1, the other stays informative); None for an empty sample."""
+    if n == 0:
+        return None
+    tail = (1 - level) / 2
+    low = 0.0 if successes == 0 else float(beta_distribution.ppf(tail, successes + 0.5, n - successes + 0.5))
+    high = 1.0 if successes == n else float(beta_distribution.ppf(1 - tail, successes + 0.5, n - successes + 0.5))
+    return low, high
 
 
 def _rates(tp: np.ndarray, fn: np.ndarray, fp: np.ndarray, tn: np.ndarray) -> dict[str, np.ndarray]:
@@ -129,7 +145,8 @@ class Agreement:
 def agreement_of(
     truth: Sequence[int], labels: Sequence[int | None], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
 ) -> Agreement:
-    """Confusion, measures and stratified-bootstrap 95% intervals of ``labels`` against ``truth``.
+    """Confusion, measures and 95% Jeffreys-posterior intervals of ``labels`` against ``truth``
+    (``resamples`` posterior draws, ``seed`` for them).
 
     ``labels`` may hold None (undecided: escalated, unparseable); those pairs count as undecided
     and are left out of every measure.
@@ -148,27 +165,20 @@ def agreement_of(
     }
     values = {k: None if math.isnan(v) else v for k, v in point.items()}
     intervals: dict[str, tuple[float, float] | None] = dict.fromkeys(values)
-    positives = np.array([x for t, x in decided if t], dtype=float)
-    negatives = np.array([x for t, x in decided if not t], dtype=float)
+    n_pos, n_neg = counts["tp"] + counts["fn"], counts["fp"] + counts["tn"]
     if resamples > 0 and decided:
         rng = np.random.default_rng(seed)
-        pos_hits = (
-            rng.choice(positives, size=(resamples, len(positives))).sum(axis=1)
-            if len(positives)
-            else np.zeros(resamples)
-        )
-        neg_hits = (
-            rng.choice(negatives, size=(resamples, len(negatives))).sum(axis=1)
-            if len(negatives)
-            else np.zeros(resamples)
-        )
-        tp, fn = pos_hits, len(positives) - pos_hits
-        fp, tn = neg_hits, len(negatives) - neg_hits
-        for name, draws in _rates(tp, fn, fp, tn).items():
-            draws = draws[~np.isnan(draws)]
-            if values[name] is not None and len(draws):
-                low, high = np.percentile(draws, [2.5, 97.5])
+        sens = rng.beta(counts["tp"] + 0.5, counts["fn"] + 0.5, resamples) if n_pos else np.full(resamples, np.nan)
+        spec = rng.beta(counts["tn"] + 0.5, counts["fp"] + 0.5, resamples) if n_neg else np.full(resamples, np.nan)
+        tp, fp = sens * n_pos, (1 - spec) * n_neg
+        draws = _rates(tp, n_pos - tp, fp, n_neg - fp)
+        for name in ("balanced_accuracy", "kappa"):
+            finite = draws[name][~np.isnan(draws[name])]
+            if values[name] is not None and len(finite):
+                low, high = np.percentile(finite, [2.5, 97.5])
                 intervals[name] = (float(low), float(high))
+        intervals["sensitivity"] = jeffreys_interval(counts["tp"], n_pos)
+        intervals["specificity"] = jeffreys_interval(counts["tn"], n_neg)
     return Agreement(
         pairs=len(truth),
         undecided=len(truth) - len(decided),

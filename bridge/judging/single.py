@@ -23,7 +23,15 @@ from bridge.judging.base import (
     usage_of,
 )
 from bridge.labels import LabelRecord, Usage
-from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
+from bridge.llm.base import (
+    LLMBackend,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    answer_probability,
+    request_key,
+    schema_text,
+)
 from bridge.prompts import template_digest, template_module
 
 SUPPORT_SCHEMA: dict[str, Any] = {
@@ -98,6 +106,9 @@ class _SingleCallJudge:
         )
 
     def record(self, case: Case, label: int | None, route: str, details: dict[str, Any], reply: Reply) -> LabelRecord:
+        """The pair's record; ``details["prompt"]`` names the request sent (its cache key, shortened), so the
+        audit can show that two lanes asked a pair the same way."""
+        details = {**details, "prompt": request_key(self.llm.model_id, self.request(case))[:16]}
         return LabelRecord(
             qid=case.qid,
             docid=case.docid,

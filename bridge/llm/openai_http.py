@@ -189,23 +189,19 @@ class OpenAIBackend:
         failed: Endpoint | None = None
         while True:
             endpoint = self._acquire(avoid=failed)
-            self._limiter.wait()
             start = time.perf_counter()
-            try:
-                reply = endpoint.client.post("/chat/completions", json=body)
-            except (httpx.TimeoutException, httpx.TransportError) as exc:
-                error, retry_after = f"{type(exc).__name__}: {exc}", None
-            else:
-                if reply.status_code == 200:
-                    response = self._parse(reply.json(), request, time.perf_counter() - start)
-                    self._release(endpoint, True, time.perf_counter() - start, response)
-                    return response
-                error = f"HTTP {reply.status_code}: {reply.text[:300]}"
-                if reply.status_code not in RETRYABLE_STATUS:
-                    self._release(endpoint, False, time.perf_counter() - start)
-                    raise BridgeError(f"{endpoint.url}/chat/completions refused the request ({error})")
-                retry_after = _retry_after(reply)
+            try:  # every way out of this block releases the endpoint's slot exactly once
+                self._limiter.wait()
+                outcome, error, retry_after = self._attempt(endpoint, body, request, start)
+            except BaseException:
+                self._release(endpoint, False, time.perf_counter() - start)
+                raise
+            if isinstance(outcome, LLMResponse):
+                self._release(endpoint, True, time.perf_counter() - start, outcome)
+                return outcome
             self._release(endpoint, False, time.perf_counter() - start)
+            if outcome == "refused":
+                raise BridgeError(f"{endpoint.url}/chat/completions refused the request ({error})")
             failed = endpoint
             if attempt >= self.config.max_retries:
                 raise BridgeError(
@@ -217,6 +213,24 @@ class OpenAIBackend:
                 continue  # another endpoint takes it at once; back off only once each has been tried
             backoff = retry_after if retry_after is not None else min(30.0, 0.5 * 2**attempt) * random.uniform(0.5, 1.0)
             time.sleep(backoff)
+
+    def _attempt(
+        self, endpoint: Endpoint, body: dict[str, Any], request: LLMRequest, start: float
+    ) -> tuple[LLMResponse | str, str, float | None]:
+        """One request: (the response, "", None), or ("retry" | "refused", what went wrong, Retry-After)."""
+        try:
+            reply = endpoint.client.post("/chat/completions", json=body)
+        except (httpx.TimeoutException, httpx.TransportError) as exc:
+            return "retry", f"{type(exc).__name__}: {exc}", None
+        if reply.status_code == 200:
+            try:
+                return self._parse(reply.json(), request, time.perf_counter() - start), "", None
+            except (ValueError, TypeError, KeyError, BridgeError) as exc:  # a body that is not a chat completion
+                return "retry", f"malformed response body ({exc}): {reply.text[:200]!r}", None
+        error = f"HTTP {reply.status_code}: {reply.text[:300]}"
+        if reply.status_code not in RETRYABLE_STATUS:
+            return "refused", error, None
+        return "retry", error, _retry_after(reply)
 
     @staticmethod
     def _parse(data: dict[str, Any], request: LLMRequest, latency: float) -> LLMResponse:
