@@ -77,7 +77,7 @@ def _qwen() -> str:
 
 
 def _minilm() -> str:
-    from retrievers.dense import minilm_path
+    from bridge.models import minilm_path
 
     return str(minilm_path())
 

@@ -13,9 +13,10 @@ import argparse
 import logging
 from pathlib import Path
 
-from bridge.bridge_benchmark import BridgeRow, IdIssue, write_bridge_file
-from bridge.cli import add_common_options, dataset_from_args, workspace_from_args
+from bridge.datasets.bridge import BridgeRow, IdIssue, write_bridge_file
 from bridge.errors import MissingDataError
+from bridge.label_records import lift_new_labels
+from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 from bridge.trec import Qrels
 
 log = logging.getLogger(__name__)
@@ -48,8 +49,6 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def export_rows(dataset, augmented: Qrels) -> tuple[list[BridgeRow], list[IdIssue]]:
     """One row per query of ``dataset`` (its order) with the ids ``augmented`` counts as relevant."""
-    from eval.harness import lift_new_labels
-
     qids = set(dataset.qids)
     outside = tuple(sorted(q for q in augmented if q not in qids))
     issues = [IdIssue("augmented qrels", "queries outside the dataset, not exported", outside)] if outside else []

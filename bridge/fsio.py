@@ -7,10 +7,11 @@ sibling and renamed into place, and append-only logs are flushed and fsynced per
 from __future__ import annotations
 
 import contextlib
+import hashlib
 import json
 import os
 import tempfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
 
@@ -109,3 +110,18 @@ def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
             if not isinstance(record, dict):
                 raise InputError("expected a JSON object", path=path, line=lineno)
             yield lineno, record
+
+
+def cache_key(dataset_fingerprint: str, fingerprint: Mapping[str, Any]) -> str:
+    """A short hash of a dataset's identity and an artifact's fingerprint (model, parameters)."""
+    payload = json.dumps({"dataset": dataset_fingerprint, "retriever": dict(fingerprint)}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def artifact_dir(
+    cache_dir: Path, dataset_slug: str, dataset_fingerprint: str, name: str, fingerprint: Mapping[str, Any]
+) -> Path:
+    """Cache folder of an index or encoding: ``<cache>/<dataset>/<name>-<key>``. Everything that needs the
+    same artifact (a Lucene index, a model's passage embeddings) shares it; any change to its inputs gives a
+    new folder."""
+    return cache_dir / dataset_slug / f"{name}-{cache_key(dataset_fingerprint, fingerprint)}"

@@ -8,8 +8,8 @@ import logging
 import re
 from pathlib import Path
 
-from bridge.cli import add_common_options, dataset_from_args, workspace_from_args
 from bridge.errors import BridgeError
+from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 from eval.leaderboard import AUGMENTED as AUGMENTED_NAME
 from eval.significance import DEFAULT_PERMUTATIONS
 
@@ -154,7 +154,7 @@ def _named_paths(values: list[str], what: str) -> list[tuple[str, Path]]:
 
 def load_inputs(args: argparse.Namespace):
     """Runs, qrels sets, labels and pool membership for ``bridge eval`` (and ``bridge rag``)."""
-    from bridge.labels import read_labels
+    from bridge.label_records import read_labels
     from bridge.pool import read_pool
     from bridge.trec import read_qrels, read_run, restrict
     from eval.harness import AUGMENTED, ORIGINAL, EvalInputs, lift_new_labels
@@ -194,7 +194,7 @@ def load_inputs(args: argparse.Namespace):
             f"none of the {len(ds.qids)} queries of {ds.name} has original judgments: nothing to evaluate"
         )
     if ds.extra_qrels:
-        from bridge.bridge_benchmark import run_docid_issues
+        from bridge.datasets.bridge import run_docid_issues
 
         for issue in run_docid_issues(runs, ds.corpus):
             log.warning("document ids: %s", issue.message())

@@ -10,7 +10,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord, lift_new_labels
 from bridge.trec import Qrels, Run
 from eval.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
 from eval.leaderboard import (
@@ -34,22 +34,6 @@ from eval.significance import DEFAULT_PERMUTATIONS
 from eval.stability import ErrorModel, StabilityResult, label_stages, rank_stability
 
 __all__ = ["AUGMENTED", "ORIGINAL", "EvalConfig", "EvalInputs", "EvalResult", "lift_new_labels", "run_evaluation"]
-
-
-def lift_new_labels(original: Qrels, augmented: Qrels, threshold: int) -> Qrels:
-    """Count bridge's binary new labels as relevant on graded datasets.
-
-    A new label is 1 (relevant) or 0. Where the dataset's binary threshold is above 1 (dl19:
-    grade >= 2), a new 1 would otherwise fall below it; it is counted at the threshold grade, so
-    it is relevant for Hit/Recall/holes and gains ``threshold`` in nDCG. Original judgments are kept.
-    """
-    if threshold <= 1:
-        return augmented
-    lifted: Qrels = {}
-    for qid, docs in augmented.items():
-        judged = original.get(qid, {})
-        lifted[qid] = {d: (threshold if d not in judged and 0 < g < threshold else g) for d, g in docs.items()}
-    return lifted
 
 
 @dataclass(frozen=True)

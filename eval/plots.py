@@ -3,32 +3,21 @@ contribution, the original-vs-augmented leaderboard (dumbbell chart) and Hole@k 
 
 from __future__ import annotations
 
-import io
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
 import numpy as np
-from matplotlib.backends.backend_agg import FigureCanvasAgg
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from bridge.fsio import atomic_write
+from bridge.figures import save_png
 from eval.curves import Curves
 from eval.leaderboard import HoleRow, LeaderboardRow
 
 REFERENCE_COLOR = "#8c8c8c"
 COMPARED_COLOR = "#1f77b4"
 MEASURE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
-
-
-def _save(fig: Figure, path: Path) -> Path:
-    FigureCanvasAgg(fig)
-    buffer = io.BytesIO()
-    fig.savefig(buffer, format="png", dpi=110, bbox_inches="tight", metadata={"Software": None})
-    with atomic_write(path, "wb") as handle:
-        handle.write(buffer.getvalue())
-    return path
 
 
 def plot_growth(curves: Curves, path: Path) -> Path:
@@ -43,7 +32,7 @@ def plot_growth(curves: Curves, path: Path) -> Path:
     ax.set_title(f"Hole growth rate ({len(curves.orders)} random system orders)")
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_marginal(curves: Curves, path: Path) -> Path:
@@ -58,7 +47,7 @@ def plot_marginal(curves: Curves, path: Path) -> Path:
     ax.set_title("Marginal contribution of a system to its own score")
     ax.grid(alpha=0.3)
     ax.legend()
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_dumbbell(
@@ -81,7 +70,7 @@ def plot_dumbbell(
     axes[0].set_yticks(y, systems)
     axes[0].legend(loc="lower right", fontsize="small")
     fig.suptitle(f"Leaderboard: {reference} vs {compared} qrels (sorted by {measures[0]} under {compared})")
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_holes(rows: Sequence[HoleRow], path: Path) -> Path:
@@ -95,7 +84,7 @@ def plot_holes(rows: Sequence[HoleRow], path: Path) -> Path:
     ax.set_title("Relevant documents the original qrels left unjudged")
     ax.legend()
     ax.grid(axis="x", alpha=0.3)
-    return _save(fig, path)
+    return save_png(fig, path)
 
 
 def plot_reusability(systems: Sequence[Mapping[str, Any]], measures: Sequence[str], path: Path) -> Path:
@@ -117,25 +106,4 @@ def plot_reusability(systems: Sequence[Mapping[str, Any]], measures: Sequence[st
     axes[0].set_yticks(y, names)
     axes[0].legend(loc="lower right", fontsize="small")
     fig.suptitle("Leave-one-system-out: full, holey (own unique judgments removed) and filled (by the judge) qrels")
-    return _save(fig, path)
-
-
-def plot_reliability(curves: Mapping[str, Any], path: Path) -> Path:
-    """Reliability diagram: per judge, the observed share of relevant pairs against the mean predicted
-    P(relevant) in each probability bin (``curves``: judge -> a ``Reliability``); the diagonal is perfect."""
-    fig = Figure(figsize=(5, 4.6), layout="constrained")
-    ax = fig.add_subplot()
-    ax.plot([0, 1], [0, 1], color="#bbbbbb", linestyle="--", label="perfectly calibrated")
-    for color, (name, r) in zip(MEASURE_COLORS * 3, curves.items(), strict=False):
-        points = [(p, o) for p, o in zip(r.mean_predicted, r.observed, strict=True) if p is not None]
-        if points:
-            ece = "" if r.ece is None else f" (ECE {r.ece:.3f})"
-            ax.plot(*zip(*points, strict=True), marker="o", color=color, label=name + ece)
-    ax.set_xlim(0, 1)
-    ax.set_ylim(0, 1)
-    ax.set_xlabel("predicted P(relevant), bin mean")
-    ax.set_ylabel("observed share relevant (human labels)")
-    ax.set_title("Reliability of the judges' probabilities")
-    ax.grid(alpha=0.3)
-    ax.legend(fontsize="small")
-    return _save(fig, path)
+    return save_png(fig, path)

@@ -14,7 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.fsio import atomic_write
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 from bridge.trec import Qrels
 
 ROUTE_ORDER = ("original", "consensus-r1", "consensus-r2", "consensus-r3", "adjudicated", "human")

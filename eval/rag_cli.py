@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.cli import add_common_options, add_llm_options, llm_config_from_args
 from bridge.errors import BridgeError
+from bridge.options import add_common_options, add_llm_options, llm_config_from_args
 
 DESCRIPTION = """\
 For every topic with gold answers and every run (runs/<ds>/ plus --run files), generate an

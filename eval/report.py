@@ -25,7 +25,7 @@ from eval.curves import write_curves
 from eval.harness import EvalResult
 from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
-from eval.reusability_cli import read_reusability
+from eval.reusability import read_reusability
 
 
 @dataclass(frozen=True)

@@ -14,14 +14,17 @@ intervals over queries); ``eval/reusability_cli.py`` runs the judge and writes t
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 
 import numpy as np
 
+from bridge.errors import BridgeError
 from bridge.judging.metrics import Agreement, agreement_of
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 from bridge.trec import Qrels, Run, top_k
 from eval.measures import MeasureSpec, per_query_scores
 from eval.rankcorr import kendall_tau, tau_ap
@@ -331,3 +334,12 @@ def evaluate_reusability(
         agreements,
         agreement_of(all_truth, all_labels, seed=seed),
     )
+
+
+def read_reusability(path: Path) -> dict | None:
+    if not path.exists():
+        return None
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise BridgeError(f"{path}: not valid JSON ({exc.msg}); re-run `bridge reusability`") from None

@@ -4,10 +4,9 @@ from __future__ import annotations
 
 import argparse
 from dataclasses import replace
-from pathlib import Path
 
-from bridge.cli import add_common_options, dataset_from_args, workspace_from_args
 from bridge.errors import BridgeError
+from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 
 DESCRIPTION = """\
 Leave-one-system-out (Zobel 1998): for each run of runs/<ds>/, remove from the original qrels the
@@ -25,7 +24,7 @@ see the floor with `--judge constant` (everything relevant).
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from bridge.label_cli import add_label_options
+    from bridge.label.cli import add_label_options
 
     p = sub.add_parser(
         "reusability",
@@ -72,9 +71,10 @@ def families_of(pool_config: str, systems: list[str]) -> dict[str, str]:
 
 def cmd_reusability(args: argparse.Namespace) -> int:
     from bridge.fsio import write_json_atomic
-    from bridge.label import LabelOptions, LabelPaths, counted_records, label_pool
-    from bridge.label_cli import audit_config_from_args, build_chain
-    from bridge.labels import read_labels
+    from bridge.label.chain import build_chain
+    from bridge.label.cli import spec_from_args
+    from bridge.label.run import LabelOptions, LabelPaths, counted_records, label_pool
+    from bridge.label_records import read_labels
     from bridge.pool import PoolEntry, load_runs, write_pool
     from bridge.trec import ranked
     from eval.measures import resolve_measures
@@ -100,13 +100,14 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     records, audits = {}, {}
     judge_id = ""
     llm_calls = 0
+    spec = spec_from_args(args)
     llm = None  # opened by the first chain that needs it, then shared by every system's chain
     for e in experiments:
         if not e.removed:
             records[e.system] = []
             continue
         holey = replace(ds, qrels=holey_qrels(ds.qrels, e.removed))
-        chain, _, llm = build_chain(args, holey, default_qrels=ds.qrels, llm=llm)
+        chain, _, llm = build_chain(spec, holey, default_qrels=ds.qrels, llm=llm)
         # One folder per judge configuration (named before its preparation, so the name is stable): switching
         # judges keeps both.
         folder = root / chain.pipeline.config_id / e.system
@@ -117,8 +118,8 @@ def cmd_reusability(args: argparse.Namespace) -> int:
         options = LabelOptions(
             restart=args.restart,
             batch_pairs=args.batch_pairs,
-            audit=audit_config_from_args(args),
-            progress=not args.quiet,
+            audit=spec.audit,
+            progress=spec.progress,
         )
         summary = label_pool(holey, chain, paths, options)
         judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
@@ -186,14 +187,3 @@ def summary_lines(result) -> str:
         f"undecided {c.undecided}; bAcc {c.describe('balanced_accuracy')}, kappa {c.describe('kappa')}"
     )
     return "\n".join(lines)
-
-
-def read_reusability(path: Path) -> dict | None:
-    import json
-
-    if not path.exists():
-        return None
-    try:
-        return json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise BridgeError(f"{path}: not valid JSON ({exc.msg}); re-run `bridge reusability`") from None

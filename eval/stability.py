@@ -39,7 +39,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.labels import HUMAN_JUDGE, LabelRecord
+from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.trec import Qrels, Run, top_k
 from eval.significance import holm, paired_t_pvalues
 

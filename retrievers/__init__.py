@@ -7,26 +7,15 @@ Families: ``bm25`` (Lucene, optional RM3), ``bm25s`` (numpy), ``splade``, ``dens
 
 from __future__ import annotations
 
-from retrievers.base import FAMILIES, RetrievalContext, Retriever, SystemSpec, make_retriever, register_family
-
-FAMILY_MODULES = (
-    "retrievers.sparse",
-    "retrievers.splade",
-    "retrievers.dense",
-    "retrievers.rerank",
-    "retrievers.rewrite",
-    "retrievers.fusion",
-    "retrievers.larf",
+from retrievers.base import (
+    FAMILIES,
+    RetrievalContext,
+    Retriever,
+    SystemSpec,
+    load_families,
+    make_retriever,
+    register_family,
 )
-
-
-def load_families() -> None:
-    """Import the adapter modules so that they register their families."""
-    import importlib
-
-    for module in FAMILY_MODULES:
-        importlib.import_module(module)
-
 
 __all__ = [
     "FAMILIES",

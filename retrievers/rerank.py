@@ -32,12 +32,12 @@ import numpy as np
 from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
 from bridge.llm.base import LLMBackend, LLMRequest, Message, answer_probability, schema_text
+from bridge.models import ModelRef, hub_error, resolve_model
 from bridge.prompts import template_digest, template_module
 from bridge.trec import Run, top_k
 from retrievers.base import RetrievalContext, check_params, register_family, require_params
 from retrievers.dense import DENSE_PARAMS, dense_from_params
 from retrievers.llm import context_llm, parse_json_reply
-from retrievers.models import ModelRef, hub_error, resolve_model
 
 log = logging.getLogger(__name__)
 

@@ -19,11 +19,12 @@ from typing import Any
 import numpy as np
 
 from bridge.datasets import Corpus, Query
+from bridge.embeddings import encode_in_chunks
 from bridge.errors import BridgeError
 from bridge.fsio import atomic_write, write_json_atomic
+from bridge.models import SPLADE_TINY, ModelRef, hub_error, resolve_model
 from bridge.trec import Run
-from retrievers.base import RetrievalContext, check_params, encode_corpus, register_family
-from retrievers.models import SPLADE_TINY, ModelRef, hub_error, resolve_model
+from retrievers.base import RetrievalContext, check_params, register_family
 
 
 @dataclass(frozen=True)
@@ -147,7 +148,7 @@ class SpladeRetriever:
         texts = [d.contents() for d in docs]
         if self.mapper is not None and texts:
             worker = partial(SpladeRetriever, **self._params)
-            self._docs = sp.vstack(encode_corpus(texts, self.mapper, worker, "encode_documents"), format="csr")
+            self._docs = sp.vstack(encode_in_chunks(texts, self.mapper, worker, "encode_documents"), format="csr")
         else:
             self._docs = self.encode(texts, self.max_length, progress=True)
         with atomic_write(matrix_file, "wb", encoding=None) as handle:

@@ -12,10 +12,11 @@ import pytest
 from conftest import ScriptedLLM, run_label
 
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from bridge.judging.adapter import AdapterConfig, Platt, TopicAdapterJudge, stratified_folds
+from bridge.judging.adapter import TopicAdapterJudge
 from bridge.judging.base import Case
 from bridge.judging.single import SupportJudge
-from bridge.labels import read_labels
+from bridge.judging.topic_models import AdapterConfig, Platt, stratified_folds
+from bridge.label_records import read_labels
 from bridge.pool import PoolEntry, write_pool
 
 WORDS = [
@@ -179,7 +180,7 @@ def test_label_run_with_adapters_holds_out_the_audit_and_reports_cross_validatio
 
 
 def test_learning_curve_and_the_adapter_row_of_judge_eval(tmp_path):
-    from bridge.judging.judge_eval import HumanPair, adapter_quality, evaluate_adapter
+    from bridge.label.judge_eval import HumanPair, adapter_quality, evaluate_adapter
 
     ds, _ = synthetic({"t1": 60, "t3": 60}, seed=5)
     judge = adapter(ds, tmp_path)

@@ -13,7 +13,7 @@ from bridge.judging.audit import AuditConfig, draw_audit_pairs, draw_gate_pairs,
 from bridge.judging.evidence import EvidenceConfig
 from bridge.judging.metrics import agreement_of, jeffreys_interval, wilson_interval
 from bridge.judging.single import SupportJudge
-from bridge.labels import read_labels
+from bridge.label_records import read_labels
 from bridge.pool import PoolEntry, write_pool
 from bridge.trec import read_qrels
 

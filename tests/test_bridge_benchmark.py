@@ -14,9 +14,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.bridge_benchmark import fetch_bridge_file
 from bridge.cli import main
 from bridge.datasets import Dataset, DictCorpus, Query, dataset_slug, load_dataset
+from bridge.datasets.bridge import fetch_bridge_file
 from bridge.errors import BridgeError, InputError, MissingDataError
 from bridge.export_cli import export_rows
 from bridge.trec import write_qrels, write_run

@@ -7,7 +7,7 @@ import csv
 import pytest
 
 from bridge.cli import main
-from bridge.labels import read_labels
+from bridge.label_records import read_labels
 from bridge.trec import read_qrels, read_run
 
 

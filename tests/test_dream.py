@@ -9,7 +9,7 @@ from conftest import ScriptedLLM, agent_reply, prompt_text, round_of, speaker
 
 from bridge.judging import Case
 from bridge.judging.dream import DebateConfig, DebateEngine
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 
 CASE = Case("q1", "d1", "who won the first nobel prize in physics", "Rontgen won it in 1901.", ("Wilhelm Rontgen",))
 

@@ -11,7 +11,7 @@ import pytest
 import pytrec_eval
 
 from bridge.cli import main
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 from bridge.trec import write_qrels, write_run
 
 TOPICS = [f"q{i}" for i in range(1, 7)]

@@ -33,9 +33,9 @@ def test_chunks_are_cut_only_between_queries():
 def test_after_the_deadline_only_pool_pairs_are_left_out_and_scoring_stops():
     """A time budget skips pool pairs handed out after the deadline; audit pairs in the same chunks still run.
     The distributed scoring pass returns the scores of a prefix of its cases."""
-    from bridge.executors import DistributedRunner
     from bridge.judging.base import Case
-    from bridge.label import POOL, WorkItem
+    from bridge.label.distributed import DistributedRunner
+    from bridge.label.run import POOL, WorkItem
 
     judge = scripted_chain().pipeline
     cases = [Case(f"q{i}", f"d{i}", "who discovered x-rays", "Rontgen" if i % 2 else "nobody") for i in range(6)]
@@ -88,10 +88,11 @@ def scripted_chain():
 
 def test_killing_a_worker_mid_run_loses_and_duplicates_nothing(tiny_beir, tmp_path, ray_runtime):
     from bridge.datasets import load_beir
-    from bridge.executors import DistributedRunner, RayConfig, RayMapper
+    from bridge.executors import RayConfig, RayMapper
     from bridge.judging.audit import AuditConfig
     from bridge.label import LabelOptions, LabelPaths, label_pool
-    from bridge.labels import read_labels
+    from bridge.label.distributed import DistributedRunner
+    from bridge.label_records import read_labels
 
     ds = load_beir(tiny_beir)
     docs = [d["_id"] for d in TINY_CORPUS]
@@ -155,13 +156,13 @@ def test_ray_workers_with_llamacpp_give_the_same_records_as_one_process(tiny_bei
 def test_corpus_encoding_on_ray_workers_matches_one_process(tiny_beir, tmp_path, ray_runtime, monkeypatch):
     import numpy as np
 
+    from bridge import embeddings
     from bridge.datasets import load_beir
     from bridge.executors import RayConfig, RayMapper
-    from retrievers import base
     from retrievers.dense import DenseRetriever
     from retrievers.splade import SpladeRetriever
 
-    monkeypatch.setattr(base, "ENCODE_CHUNK", 2)  # 5 documents: 3 chunks over 2 workers
+    monkeypatch.setattr(embeddings, "ENCODE_CHUNK", 2)  # 5 documents: 3 chunks over 2 workers
     corpus = load_beir(tiny_beir).corpus
     local, remote = DenseRetriever(), DenseRetriever()
     remote.mapper = RayMapper(RayConfig(workers=2))

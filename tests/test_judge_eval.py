@@ -11,15 +11,15 @@ from bridge.datasets import Dataset as DS
 from bridge.datasets import DictCorpus, Document, Query
 from bridge.errors import BridgeError
 from bridge.judging.dream import DebateEngine
-from bridge.judging.judge_eval import (
+from bridge.judging.metrics import cohen_kappa, roc_auc
+from bridge.judging.single import SupportJudge
+from bridge.label.judge_eval import (
     JudgeQuality,
     balanced_sample,
     load_injections,
     run_judge_eval,
     write_report,
 )
-from bridge.judging.metrics import cohen_kappa, roc_auc
-from bridge.judging.single import SupportJudge
 
 
 def graded_dataset() -> DS:

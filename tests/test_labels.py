@@ -8,7 +8,7 @@ from conftest import ScriptedLLM, agent_reply, run_label, speaker
 from bridge.datasets import load_beir
 from bridge.errors import BridgeError
 from bridge.judging.dream import DebateConfig, DebateEngine
-from bridge.labels import LabelRecord, augment_qrels, read_labels
+from bridge.label_records import LabelRecord, augment_qrels, read_labels
 from bridge.pool import PoolEntry, write_pool
 from bridge.trec import read_qrels
 

@@ -88,7 +88,7 @@ def stage(tiny_beir, tmp_path):
 def test_one_real_server_labels_a_pool(servers, tiny_beir, tmp_path):
     from conftest import run_label
 
-    from bridge.labels import read_labels
+    from bridge.label_records import read_labels
 
     ds, entries = stage(tiny_beir, tmp_path)
     judge, backend = judge_through([servers[0].url], tmp_path)
@@ -102,7 +102,7 @@ def test_one_real_server_labels_a_pool(servers, tiny_beir, tmp_path):
 def test_two_servers_share_the_work_and_one_stopped_mid_run_loses_nothing(servers, tiny_beir, tmp_path):
     from conftest import run_label
 
-    from bridge.labels import read_labels
+    from bridge.label_records import read_labels
 
     ds, entries = stage(tiny_beir, tmp_path)
     judge, backend = judge_through([s.url for s in servers], tmp_path)

@@ -9,7 +9,6 @@ from pathlib import Path
 
 import pytest
 
-from bridge.cli import add_llm_options, llm_config_from_args
 from bridge.llm import BACKENDS, LLMConfig, make_backend
 from bridge.llm.base import LLMRequest, Message, answer_probability, schema_text
 from bridge.llm.llamacpp_batched import (
@@ -18,6 +17,7 @@ from bridge.llm.llamacpp_batched import (
     _common_prefix,
     _lone_token_free,
 )
+from bridge.options import add_llm_options, llm_config_from_args
 
 VERDICT = {
     "type": "object",

@@ -102,7 +102,8 @@ def test_topic_adapter_with_minilm_embeddings(tmp_path):
 
 
 def test_finetuned_cross_encoder_family_trains_through_sentence_transformers(tmp_path):
-    from bridge.judging.adapter import AdapterConfig, TopicAdapterJudge
+    from bridge.judging.adapter import TopicAdapterJudge
+    from bridge.judging.topic_models import AdapterConfig
 
     ds = _fruit_topic()
     judge = TopicAdapterJudge(ds, None, AdapterConfig(family="finetune-ce", epochs=2, folds=2), cache_dir=tmp_path)

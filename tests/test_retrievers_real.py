@@ -92,7 +92,7 @@ def tiny_cross_encoder(folder: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from retrievers.models import minilm_path
+    from bridge.models import minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
     config = BertConfig(

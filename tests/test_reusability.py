@@ -9,7 +9,7 @@ import pytest
 
 from bridge.cli import main
 from bridge.judging.reference import ConstantJudge, QrelsJudge
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 from bridge.trec import write_run
 from eval.rankcorr import kendall_tau, tau_ap
 from eval.reusability import filled_qrels, holey_qrels, leave_one_out, leave_out_groups

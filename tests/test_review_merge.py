@@ -8,8 +8,8 @@ import pytest
 from review_support import decided, staged_records, synced_db, tiny_dataset, write_labels
 
 from bridge.cli import main
-from bridge.label import counted_records
-from bridge.labels import read_labels
+from bridge.label.run import counted_records
+from bridge.label_records import read_labels
 from bridge.review import merge as merge_module
 from bridge.review.merge import merge
 from bridge.review.store import ImportRow

@@ -5,7 +5,8 @@ names the stage that decided it:
 
 * ``evidence``   answer-string evidence decides answer-free pairs without a call (``evidence.py``);
 * ``single``     one-call LLM judges: LLMJudge, UMBRELA-style grades, the prefilter (``single.py``);
-* ``adapter``    topic adapters: a classifier per topic learned from its own human judgments (``adapter.py``);
+* ``adapter``    topic adapters: a classifier per topic learned from its own human judgments (``adapter.py``),
+  fitted and cross-validated in ``topic_models.py``, measured by learning curves in ``learning_curve.py``;
 * ``calibration`` isotonic / Platt maps from a raw score to P(relevant), ECE, Brier (``calibration.py``);
 * ``cascade``    one calibrated pass, the DREAM debate for the uncertain band only (``cascade.py``);
 * ``dream``      the DREAM debate between two agents, escalation to people (``dream.py``);
@@ -13,32 +14,50 @@ names the stage that decided it:
 * ``audit``      known pairs mixed blind into every run measure the judge itself (``audit.py``);
 * ``answer_swap`` known non-relevant pairs that hold an answer string, for the audit (``answer_swap.py``);
 * ``metrics``    balanced accuracy, kappa, AUC and their Jeffreys intervals (``metrics.py``);
-* ``judge_eval`` judges compared on human-labeled samples, adapter learning curves (``judge_eval.py``).
+* ``spec``       the frozen settings a judge is built from (``spec.py``).
+
+Where a pool pair gets its label: ``bridge/label/`` chains these judges (``chain.py``) and runs them
+over the pool and the audit (``run.py``).
 
 ``base.py`` holds what they share: the :class:`Case` a judge sees, the :class:`Judge` protocol
-and its registry, and tolerant parsing of model replies.
+and its optional preparation, the registry and tolerant parsing of model replies; ``spec.py`` the
+:class:`JudgeSpec` every judge is built from (:func:`build_judge`). Importing this package fills the
+registry (the modules below register their judges).
 """
 
+from bridge.judging import cascade, dream, reference, single  # noqa: F401 - each registers its judges
 from bridge.judging.base import (
     JUDGES,
     Case,
     Judge,
     ParseError,
+    Preparable,
+    Preparation,
+    Prepared,
     Reply,
     ask_with_repair,
+    build_judge,
+    cases_for,
     parse_json_object,
     register_judge,
     usage_of,
     yes_no,
 )
+from bridge.judging.spec import JudgeSpec
 
 __all__ = [
     "JUDGES",
     "Case",
     "Judge",
+    "JudgeSpec",
     "ParseError",
+    "Preparable",
+    "Preparation",
+    "Prepared",
     "Reply",
     "ask_with_repair",
+    "build_judge",
+    "cases_for",
     "parse_json_object",
     "register_judge",
     "usage_of",

@@ -37,7 +37,7 @@ from bridge.judging.metrics import (
     jeffreys_interval,
     wilson_interval,
 )
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 
 PIPELINE, LLM_STAGE, GATE = "pipeline", "llm", "gate"
 NO_LLM_STAGES = frozenset({"evidence", "adapter"})

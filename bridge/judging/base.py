@@ -1,16 +1,25 @@
-"""What every relevance judge shares: the case it judges, the Judge protocol, its registry,
-and tolerant parsing of the JSON a model returns."""
+"""What every relevance judge shares: the case it judges, the Judge protocol and its optional
+preparation, the registry that builds judges from a :class:`~bridge.judging.spec.JudgeSpec`, and
+tolerant parsing of the JSON a model returns."""
 
 from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Sequence
-from dataclasses import dataclass, replace
-from typing import Any, Generic, Protocol, TypeVar
+from collections.abc import Callable, Collection, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
-from bridge.labels import LabelRecord, Usage
+from bridge.datasets import Dataset
+from bridge.errors import BridgeError
+from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
+from bridge.pool import PoolEntry
+from bridge.trec import Qrels
+
+if TYPE_CHECKING:
+    from bridge.judging.spec import JudgeSpec
 
 T = TypeVar("T")
 
@@ -43,7 +52,66 @@ class Judge(Protocol):
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None: ...
 
 
+@dataclass(frozen=True)
+class Preparation:
+    """What a label run knows before it judges, for judges that prepare themselves (:class:`Preparable`)."""
+
+    dataset: Dataset
+    known: Collection[tuple[str, str]]
+    """The audit's known pairs: never learn from them, never calibrate on them."""
+    pool: Collection[tuple[str, str]]
+    """Every pool pair of the run."""
+    view: Callable[[Case], Case | None]
+    """A pair as the LLM judge sees it in the chain (with the evidence hint), None where the evidence gate
+    decides it without the LLM."""
+    calibration_path: Path
+    reaches_llm: bool = True
+    """Whether any pool or audit pair reaches the LLM judge (a judge that would call it for nothing need not
+    prepare)."""
+
+
+@dataclass(frozen=True)
+class Prepared:
+    """What a preparation did: lines for the summary, the LLM work it paid for, and (a scoring pass) the pool
+    pairs it scored (before the deadline, under a time budget)."""
+
+    lines: list[str] = field(default_factory=list)
+    usage: Usage = field(default_factory=Usage)
+    scored: frozenset[tuple[str, str]] | None = None
+
+
+@runtime_checkable
+class Preparable(Protocol):
+    """A judge that settles something before judging (the adapters hold out the audit's pairs, the cascade
+    calibrates), and can hand that state to a copy of itself (a Ray worker)."""
+
+    def prepare(self, preparation: Preparation) -> Prepared: ...
+
+    def prepared_state(self) -> dict[str, Any]: ...
+
+    def restore(self, state: dict[str, Any]) -> None: ...
+
+
+class WrapsJudge:
+    """A judge in front of another (``inner``: the evidence stage, the prefilter): it prepares as its inner
+    judge does."""
+
+    inner: Judge
+
+    def prepare(self, preparation: Preparation) -> Prepared:
+        return self.inner.prepare(preparation) if isinstance(self.inner, Preparable) else Prepared()
+
+    def prepared_state(self) -> dict[str, Any]:
+        return self.inner.prepared_state() if isinstance(self.inner, Preparable) else {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if isinstance(self.inner, Preparable):
+            self.inner.restore(state)
+
+
 JudgeFactory = Callable[..., Judge]
+"""``factory(spec, llm, qrels=None, threshold=1)``: a judge from its spec, an LLM (None for judges that call
+none) and, for the qrels judge, the qrels to answer from and the dataset's relevance threshold."""
 JUDGES: dict[str, JudgeFactory] = {}
 
 
@@ -53,6 +121,28 @@ def register_judge(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
         return factory
 
     return wrap
+
+
+def build_judge(spec: JudgeSpec, llm: LLMBackend | None, qrels: Qrels | None = None, threshold: int = 1) -> Judge:
+    """The judge ``spec`` names, from the registry that ``bridge.judging`` fills when it is imported."""
+    if spec.name not in JUDGES:
+        raise BridgeError(f"unknown judge {spec.name!r}; choose from {', '.join(sorted(JUDGES))}")
+    return JUDGES[spec.name](spec, llm, qrels=qrels, threshold=threshold)
+
+
+def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:
+    """The cases of pool entries (query text, answers, document contents), in order."""
+    queries = {q.qid: q for q in dataset.queries}
+    cases = []
+    for e in entries:
+        doc = dataset.corpus.get(e.docid)
+        if doc is None:
+            raise BridgeError(
+                f"pool pair ({e.qid}, {e.docid}): document {e.docid!r} is not in the {dataset.name} corpus"
+            )
+        q = queries[e.qid]
+        cases.append(Case(e.qid, e.docid, q.text, doc.contents(), q.answers, e.systems, e.min_rank))
+    return cases
 
 
 class ParseError(ValueError):

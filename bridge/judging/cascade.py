@@ -13,16 +13,36 @@ from __future__ import annotations
 
 import hashlib
 import json
+import time
+from collections import Counter
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any
+from functools import partial
+from typing import TYPE_CHECKING, Any
 
-from bridge.judging.base import Case, Judge, Reply, ask_with_repair, parse_json_object, register_judge
+from bridge.errors import BridgeError
+from bridge.judging.audit import KINDS, draw_audit_pairs
+from bridge.judging.base import (
+    Case,
+    Judge,
+    Preparation,
+    Prepared,
+    Reply,
+    ask_with_repair,
+    cases_for,
+    parse_json_object,
+    register_judge,
+    usage_of,
+)
 from bridge.judging.calibration import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
 from bridge.judging.single import SingleCallConfig, SupportJudge
-from bridge.labels import LabelRecord, Usage
+from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, schema_text
+from bridge.pool import PoolEntry
 from bridge.prompts import template_module
+
+if TYPE_CHECKING:
+    from bridge.judging.spec import JudgeSpec
 
 CONFIDENCE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -156,6 +176,31 @@ def _confidence(response: LLMResponse) -> int:
     return value
 
 
+ScoreRunner = Callable[[Sequence[Case], float | None], list[Score]]
+"""Scores cases in order until a deadline (a ``time.monotonic()`` value): the scores of a prefix of them."""
+
+
+def score_in_order(
+    scores: Callable[[Sequence[Case]], list[Score]],
+    cases: Sequence[Case],
+    deadline: float | None = None,
+    batch_pairs: int = 64,
+    progress: bool = False,
+) -> list[Score]:
+    """One-pass scores in batches, in order; no batch starts after ``deadline``."""
+    from tqdm.auto import tqdm
+
+    out: list[Score] = []
+    bar = tqdm(total=len(cases), desc="one-pass scores", unit="pair", disable=not progress or not cases)
+    for begin in range(0, len(cases), max(batch_pairs, 1)):
+        if deadline is not None and time.monotonic() > deadline:
+            break
+        out += scores(cases[begin : begin + batch_pairs])
+        bar.update(min(batch_pairs, len(cases) - begin))
+    bar.close()
+    return out
+
+
 @dataclass(frozen=True)
 class CascadeConfig:
     low: float = 0.2
@@ -230,6 +275,79 @@ class CascadeJudge:
                 self.band = Band(max(b.low, c.low), min(b.high, c.high), c.max_debate_share, tie_cut=b.tie_cut)
         return self.band
 
+    @property
+    def calibration_pairs(self) -> int:
+        """Known pairs the calibration draws (kept apart from the audit's)."""
+        return self.config.calibration_pairs
+
+    # -- preparation (the Preparable protocol) --------------------------------------------------------
+    def prepare(self, preparation: Preparation) -> Prepared:
+        """Calibrate on known pairs of the dataset that are neither pool nor audit pairs, each asked exactly as
+        a pool pair with the same evidence is (``preparation.view``: the hint included); on answer data the
+        negatives are answer-swap pairs, the kind the LLM decides in the pool."""
+        if not preparation.reaches_llm:
+            return Prepared(["cascade: no pair reaches the LLM judge, so it was not calibrated"])
+        dataset = preparation.dataset
+        avoid = set(preparation.pool) | set(preparation.known)
+        drawn = draw_audit_pairs(dataset, avoid, self.config.calibration_pairs, self.config.calibration_seed, 1.0)
+        cases = cases_for(dataset, [PoolEntry(p.qid, p.docid, (), 0) for p in drawn])
+        seen = [(p, preparation.view(c)) for p, c in zip(drawn, cases, strict=True)]
+        pairs = [p for p, c in seen if c is not None]
+        if not pairs:
+            raise BridgeError(f"the cascade needs known pairs to calibrate on, and {dataset.name} has none")
+        kinds = ", ".join(f"{n} {KINDS.get(k, k)}" for k, n in sorted(Counter(p.source for p in pairs).items()))
+        source = f"{len(pairs)} known pairs of {dataset.name} ({kinds}), none audited, asked as pool pairs are"
+        scores = self.scorer.scores([c for _, c in seen if c is not None])
+        truth, names = [p.truth for p in pairs], [(p.qid, p.docid) for p in pairs]
+        calibrator = self.calibrate_scores(scores, truth, source, names)
+        calibrator.save(preparation.calibration_path)
+        path = preparation.calibration_path
+        line = f"cascade: {calibrator.method} calibration on {source} -> {path} ({calibrator.identity})"
+        return Prepared([line], usage_of([r for s in scores for r in s.responses]))
+
+    def prepared_state(self) -> dict[str, Any]:
+        calibrator = self.scorer.calibrator
+        return {
+            "calibrator": calibrator.to_json() if calibrator else None,
+            "band": [self.band.low, self.band.high, self.band.tie_cut],
+        }
+
+    def restore(self, state: dict[str, Any]) -> None:
+        if state.get("calibrator") is not None:
+            self.scorer.calibrator = Calibrator.from_json(state["calibrator"])
+        if state.get("band") is not None:
+            low, high, tie_cut = state["band"]
+            self.band = Band(low, high, tie_cut=tie_cut)
+
+    def scores(self, cases: Sequence[Case]) -> list[Score]:
+        """The one-pass scores of ``cases`` (what a Ray worker computes for :meth:`score_pass`)."""
+        return self.scorer.scores(cases)
+
+    def score_pass(
+        self,
+        to_llm: Sequence[Case],
+        scores: ScoreRunner | None = None,
+        batch_pairs: int = 64,
+        deadline: float | None = None,
+        progress: bool = False,
+    ) -> Prepared:
+        """The one-pass scores of the pool pairs this run will judge (as the LLM sees them), in order by
+        ``scores`` (default: :func:`score_in_order` in this process) until ``deadline``, and the band set on
+        them. Later the judging finds these calls in the response cache."""
+        if self.scorer.calibrator is None:
+            return Prepared()
+        score = scores or partial(score_in_order, self.scorer.scores, batch_pairs=batch_pairs, progress=progress)
+        scored = list(zip(to_llm, score(to_llm, deadline), strict=False))  # a prefix, under a deadline
+        usage = usage_of([r for _, s in scored for r in s.responses])
+        band = self.set_band([c for c, _ in scored], [s for _, s in scored])
+        probabilities = [None if s.raw is None else self.scorer.probability(s.raw) for _, s in scored]
+        inside = sum(1 for (c, _), p in zip(scored, probabilities, strict=True) if self.debates(c, p))
+        share = f"{inside} of {len(scored)} pool pairs ({inside / len(scored):.0%})" if scored else "no pool pair"
+        lines = [f"cascade: band [{band.low:.3f}, {band.high:.3f}] sends {share} to the DREAM debate"]
+        if len(scored) < len(to_llm):
+            lines.append(f"cascade: the time budget ended the scoring pass after {len(scored)} of {len(to_llm)} pairs")
+        return Prepared(lines, usage, frozenset((c.qid, c.docid) for c, _ in scored))
+
     def debates(self, case: Case, p: float | None) -> bool:
         """Whether the pair goes to the debate: no usable one-pass score, or P inside the band."""
         return p is None or self.band.contains(p, pair_hash(case.qid, case.docid))
@@ -259,5 +377,12 @@ class CascadeJudge:
 
 
 @register_judge("calibrated")
-def make_calibrated(llm: LLMBackend, **options: Any) -> CalibratedJudge:
-    return CalibratedJudge(llm, SingleCallConfig(**options))
+def make_calibrated(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CalibratedJudge:
+    return CalibratedJudge(llm, spec.single)
+
+
+@register_judge("cascade")
+def make_cascade(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CascadeJudge:
+    from bridge.judging.dream import DebateEngine
+
+    return CascadeJudge(CalibratedJudge(llm, spec.single), DebateEngine(llm, spec.debate), spec.cascade)

@@ -19,12 +19,15 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import Any, Literal
+from typing import TYPE_CHECKING, Any, Literal
 
 from bridge.judging.base import Case, ParseError, ask_with_repair, parse_json_object, register_judge, usage_of, yes_no
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
 from bridge.prompts import template_digest, template_module
+
+if TYPE_CHECKING:
+    from bridge.judging.spec import JudgeSpec
 
 AGENT_A = "Agent A"
 AGENT_B = "Agent B"
@@ -291,5 +294,5 @@ def _turn_json(turn: AgentTurn) -> dict[str, Any]:
 
 
 @register_judge("dream")
-def make_dream(llm: LLMBackend, **options: Any) -> DebateEngine:
-    return DebateEngine(llm, DebateConfig(**options))
+def make_dream(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> DebateEngine:
+    return DebateEngine(llm, spec.debate)

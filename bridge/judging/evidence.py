@@ -29,8 +29,8 @@ from functools import lru_cache
 from typing import Literal
 
 from bridge.datasets import Dataset
-from bridge.judging.base import Case, Judge
-from bridge.labels import LabelRecord
+from bridge.judging.base import Case, Judge, WrapsJudge
+from bridge.label_records import LabelRecord
 
 EVIDENCE_VERSION = "answer-match-1"
 """Changes whenever the matching rules change; part of every evidence-stage configuration id."""
@@ -237,7 +237,7 @@ class EvidenceConfig:
             raise ValueError(f"evidence mode must be one of {', '.join(EVIDENCE_MODES)}, got {self.mode!r}")
 
 
-class EvidenceStage:
+class EvidenceStage(WrapsJudge):
     """A judge in front of another: answer evidence first, the inner judge for what it cannot decide.
 
     Pairs whose query has no answers pass through unchanged. Every record carries

@@ -11,11 +11,15 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Callable, Sequence
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
+from bridge.errors import BridgeError
 from bridge.judging.base import Case, register_judge
-from bridge.labels import LabelRecord
+from bridge.label_records import LabelRecord
 from bridge.trec import Qrels, read_qrels
+
+if TYPE_CHECKING:
+    from bridge.judging.spec import JudgeSpec
 
 
 def _record(case: Case, label: int | None, route: str, judge: str, config_id: str, details: dict) -> LabelRecord:
@@ -90,15 +94,15 @@ class ConstantJudge:
 
 
 @register_judge("qrels")
-def make_qrels_judge(llm: Any = None, **options: Any) -> QrelsJudge:
-    qrels = options.get("qrels")
+def make_qrels_judge(spec: JudgeSpec, llm: Any = None, qrels: Qrels | None = None, threshold: int = 1) -> QrelsJudge:
+    """Answers from ``spec.qrels`` (a file), else from ``qrels`` (the dataset's original qrels)."""
+    if spec.qrels is not None:
+        return QrelsJudge.from_file(spec.qrels, threshold)
     if qrels is None:
-        raise ValueError("the qrels judge needs a qrels file (--judge-qrels)")
-    if isinstance(qrels, str | Path):
-        return QrelsJudge.from_file(qrels, options.get("threshold", 1))
-    return QrelsJudge(qrels, options.get("threshold", 1), options.get("source", ""))
+        raise BridgeError("--judge qrels needs --judge-qrels FILE (the qrels to answer from)")
+    return QrelsJudge(qrels, threshold, "the dataset's original qrels")
 
 
 @register_judge("constant")
-def make_constant_judge(llm: Any = None, **options: Any) -> ConstantJudge:
-    return ConstantJudge(options.get("label", 1))
+def make_constant_judge(spec: JudgeSpec, llm: Any = None, **_: Any) -> ConstantJudge:
+    return ConstantJudge(spec.constant_label)

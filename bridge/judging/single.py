@@ -10,19 +10,21 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import Any, ClassVar
+from typing import TYPE_CHECKING, Any, ClassVar
 
 from bridge.judging.base import (
     Case,
     Judge,
     ParseError,
+    Prepared,
     Reply,
+    WrapsJudge,
     ask_with_repair,
     parse_json_object,
     register_judge,
     usage_of,
 )
-from bridge.labels import LabelRecord, Usage
+from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import (
     LLMBackend,
     LLMRequest,
@@ -33,6 +35,9 @@ from bridge.llm.base import (
     schema_text,
 )
 from bridge.prompts import template_digest, template_module
+
+if TYPE_CHECKING:
+    from bridge.judging.spec import JudgeSpec
 
 SUPPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -179,7 +184,7 @@ class GradedJudge(_SingleCallJudge):
         return int(verdict["grade"] >= self.config.grade_threshold)
 
 
-class PrefilteredJudge:
+class PrefilteredJudge(WrapsJudge):
     """Up to 3 one-shot votes first; a pair is discarded (label 0, route ``prefiltered``) only
     when every vote says "not supported". Survivors, and pairs whose votes failed to parse, go
     to the inner judge (DREAM)."""
@@ -190,6 +195,17 @@ class PrefilteredJudge:
         self.voters = list(voters)
         self.inner = inner
         self.name = inner.name
+
+    def score_pass(self, *args: Any, **kwargs: Any) -> Prepared:
+        """The inner judge's scoring pass (the cascade's), where it has one."""
+        return self.inner.score_pass(*args, **kwargs) if hasattr(self.inner, "score_pass") else Prepared()
+
+    def scores(self, cases: Sequence[Case]) -> list[Any]:
+        return self.inner.scores(cases)  # type: ignore[attr-defined]
+
+    @property
+    def calibration_pairs(self) -> int:
+        return getattr(self.inner, "calibration_pairs", 0)
 
     @property
     def config_id(self) -> str:
@@ -237,10 +253,10 @@ class PrefilteredJudge:
 
 
 @register_judge("llmjudge")
-def make_llmjudge(llm: LLMBackend, **options: Any) -> SupportJudge:
-    return SupportJudge(llm, SingleCallConfig(**options))
+def make_llmjudge(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> SupportJudge:
+    return SupportJudge(llm, spec.single)
 
 
 @register_judge("umbrela")
-def make_umbrela(llm: LLMBackend, **options: Any) -> GradedJudge:
-    return GradedJudge(llm, SingleCallConfig(**options))
+def make_umbrela(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> GradedJudge:
+    return GradedJudge(llm, spec.single)

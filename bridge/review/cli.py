@@ -6,8 +6,8 @@ import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
 
-from bridge.cli import add_common_options, dataset_from_args, workspace_from_args
 from bridge.errors import BridgeError
+from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 
 DESCRIPTION = """\
 Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided by people.
@@ -108,7 +108,7 @@ def open_db(args: argparse.Namespace):
 
 def synced_db(args: argparse.Namespace):
     """Open the database and bring its cases and attention checks up to date with labels.jsonl."""
-    from bridge.labels import read_labels
+    from bridge.label_records import read_labels
     from bridge.review.items import attention_checks, review_cases
 
     ws = workspace_from_args(args)

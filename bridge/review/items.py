@@ -15,8 +15,8 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.datasets import Dataset
-from bridge.label import cases_for
-from bridge.labels import HUMAN_JUDGE, LabelRecord
+from bridge.judging import cases_for
+from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.pool import PoolEntry
 
 Pair = tuple[str, str]

@@ -16,8 +16,8 @@ from typing import Any
 
 from bridge.datasets import Dataset
 from bridge.fsio import JsonlAppender
-from bridge.label import write_label_qrels
-from bridge.labels import HUMAN_JUDGE, LabelRecord, read_labels
+from bridge.label.run import write_label_qrels
+from bridge.label_records import HUMAN_JUDGE, LabelRecord, read_labels
 from bridge.review.aggregate import CaseVotes, Judgment, annotator_stats, excluded_annotators, tally
 from bridge.review.config import ReviewConfig
 from bridge.review.store import Item, ReviewDB

@@ -1,4 +1,8 @@
-"""``bridge label`` (judge the pool) and ``bridge judge-eval`` (judge quality against human labels)."""
+"""``bridge label`` (judge the pool), ``bridge judge-eval`` (judges against human labels), ``bridge evidence``.
+
+The command line becomes a :class:`~bridge.label.chain.ChainSpec` (:func:`spec_from_args`) and nothing
+else leaves this module: every other caller builds the spec itself.
+"""
 
 from __future__ import annotations
 
@@ -6,11 +10,23 @@ import argparse
 from dataclasses import replace
 from typing import Any
 
-from bridge.cli import add_common_options, add_llm_options, dataset_from_args, llm_config_from_args, workspace_from_args
 from bridge.errors import BridgeError
+from bridge.judging.audit import AuditConfig
+from bridge.judging.cascade import CascadeConfig
+from bridge.judging.dream import DebateConfig
+from bridge.judging.single import SingleCallConfig
+from bridge.judging.spec import JudgeSpec
+from bridge.judging.topic_models import AdapterConfig
+from bridge.label.chain import FALLBACK_JUDGES, ChainSpec
+from bridge.options import (
+    add_common_options,
+    add_executor_options,
+    add_llm_options,
+    dataset_from_args,
+    llm_config_from_args,
+    workspace_from_args,
+)
 
-LLM_JUDGES = ("cascade", "dream", "llmjudge", "umbrela")
-FALLBACK_JUDGES = (*LLM_JUDGES, "qrels", "constant")
 EVAL_METHODS = ("llmjudge", "calibrated", "lara", "dream", "cascade", "umbrela", "adapter")
 DEFAULT_EVAL_METHODS = "llmjudge,calibrated,lara,dream,cascade"
 JUDGE_NAMES = ("auto", "adapter", *FALLBACK_JUDGES)
@@ -85,121 +101,54 @@ def add_chance_line(g: argparse._ArgumentGroup) -> None:
     )
 
 
-def judge_options(
-    name: str, args: argparse.Namespace, dataset: Any = None, default_qrels: Any = None
-) -> dict[str, Any]:
-    if name == "qrels":
-        qrels = args.judge_qrels or default_qrels
-        if qrels is None:
-            raise BridgeError("--judge qrels needs --judge-qrels FILE (the qrels to answer from)")
-        threshold = dataset.relevance_threshold if dataset is not None else 1
-        return {"qrels": qrels, "threshold": threshold, "source": "the dataset's original qrels"}
-    if name == "constant":
-        return {"label": args.constant_label}
-    if name == "dream" or name == "cascade":
-        return {
-            "rounds": args.rounds,
-            "temperature": args.temperature,
-            "swap_stances": args.swap_stances,
-            "escalate_to": args.escalate_to,
-            "prompt_order": args.prompt_order,
-            "max_tokens": args.max_tokens,
-        }
-    options: dict[str, Any] = {"temperature": args.temperature}
-    if name == "umbrela":
-        options["grade_threshold"] = args.grade_threshold
-    return options
-
-
-def make_judge(name: str, llm: Any, args: argparse.Namespace, dataset: Any = None, default_qrels: Any = None) -> Any:
-    import bridge.judging.cascade
-    import bridge.judging.dream
-    import bridge.judging.reference
-    import bridge.judging.single  # noqa: F401 - these modules register their judges
-    from bridge.judging import JUDGES
-
-    if name == "cascade":
-        return make_cascade(llm, args)
-    if name not in JUDGES:
-        raise BridgeError(f"unknown judge {name!r}; choose from {', '.join(sorted(JUDGES))}")
-    return JUDGES[name](llm, **judge_options(name, args, dataset, default_qrels))
-
-
-def make_cascade(llm: Any, args: argparse.Namespace) -> Any:
-    from bridge.judging.cascade import CalibratedJudge, CascadeConfig, CascadeJudge
-    from bridge.judging.dream import DebateConfig, DebateEngine
-    from bridge.judging.single import SingleCallConfig
-
+def judge_spec_from_args(args: argparse.Namespace, name: str) -> JudgeSpec:
+    """The judge ``name`` with the settings of the command line."""
     try:
         low, high = (float(x) for x in args.band.split(","))
     except ValueError:
         raise BridgeError(f"--band must be LOW,HIGH (two numbers), got {args.band!r}") from None
-    config = CascadeConfig(
+    debate = DebateConfig(
+        rounds=args.rounds,
+        temperature=args.temperature,
+        swap_stances=args.swap_stances,
+        escalate_to=args.escalate_to,
+        prompt_order=args.prompt_order,
+        max_tokens=args.max_tokens,
+    )
+    cascade = CascadeConfig(
         low, high, args.debate_share, args.max_debate_share, args.calibration, args.calibration_pairs
     )
-    debate = DebateEngine(llm, DebateConfig(**judge_options("dream", args)))
-    return CascadeJudge(CalibratedJudge(llm, SingleCallConfig(temperature=args.temperature)), debate, config)
+    single = SingleCallConfig(temperature=args.temperature, grade_threshold=args.grade_threshold)
+    return JudgeSpec(name, single, debate, cascade, args.judge_qrels, args.constant_label)
 
 
-def adapter_from_args(args: argparse.Namespace, dataset: Any, fallback: Any) -> Any:
-    from bridge.judging.adapter import AdapterConfig, TopicAdapterJudge
-
-    config = AdapterConfig(
+def adapter_config_from_args(args: argparse.Namespace) -> AdapterConfig:
+    return AdapterConfig(
         family=args.adapter_family,
         min_judgments=args.adapter_min_judgments,
         folds=args.adapter_folds,
         seed=args.adapter_seed,
         chance_low=args.adapter_chance_line,
     )
-    return TopicAdapterJudge(dataset, fallback, config, args.cache_dir, progress=not args.quiet)
 
 
-def build_chain(
-    args: argparse.Namespace, dataset: Any, default_qrels: Any = None, llm: Any = None
-) -> tuple[Any, str, Any]:
-    """The label run's judge chain from the command line (evidence stage, topic adapters, prefilter,
-    the judge), a line saying what was chosen and why, and the LLM (None where no judge calls one).
-    ``llm``: an LLM already opened by an earlier chain of the same command line, to reuse.
-
-    ``--judge auto`` (the default) puts topic adapters in front of ``--fallback-judge`` when at least
-    one topic has enough human judgments to learn from, and uses the fallback judge alone otherwise.
-    """
-    from bridge.judging.evidence import EvidenceConfig
-    from bridge.judging.single import PrefilteredJudge, SupportJudge
-    from bridge.label import JudgeChain
-    from bridge.llm import open_llm
-
-    ws = workspace_from_args(args)
-    config = llm_config_from_args(args)
-    name = args.fallback_judge if args.judge in ("auto", "adapter") else args.judge
-    needs_llm = name in LLM_JUDGES or args.prefilter
-    if needs_llm and llm is None:
-        llm = open_llm(config, ws.llm_cache, progress=not args.quiet)
-    judge = make_judge(name, llm if needs_llm else None, args, dataset, default_qrels)
-    if args.prefilter:
-        models = [m.strip() for m in args.prefilter.split(",") if m.strip()]
-        voters = [SupportJudge(open_llm(replace(config, model=m), ws.llm_cache)) for m in models]
-        judge = PrefilteredJudge(voters, judge)
-    adapter = None
-    why = f"judge {name}"
-    if args.judge in ("auto", "adapter"):
-        candidate = adapter_from_args(args, dataset, judge)
-        qualified = [q for q in dataset.qids if candidate.qualifies(q)[0]]
-        if qualified or args.judge == "adapter":
-            adapter = candidate
-            why = (
-                f"judge adapter ({args.adapter_family}): {len(qualified)} of {len(dataset.qids)} topics have "
-                f">= {args.adapter_min_judgments} human judgments of both classes to learn from; "
-                f"the others go to {name}"
-            )
-        else:
-            why = (
-                f"judge {name}: no topic has >= {args.adapter_min_judgments} human judgments of both classes, "
-                "so topic adapters cannot be trained"
-            )
-    mode = evidence_mode(args.evidence, dataset.has_answers)
-    chain = JudgeChain.of(judge, EvidenceConfig(mode), adapter)  # type: ignore[arg-type]
-    return chain, f"{why}; evidence {mode}", llm
+def spec_from_args(args: argparse.Namespace) -> ChainSpec:
+    """The judge chain of ``bridge label`` / ``bridge reusability``. ``--judge auto`` (the default) puts topic
+    adapters in front of ``--fallback-judge`` where topics have enough human judgments; ``adapter`` does so
+    even where none has; any other judge decides every pair the evidence stage leaves."""
+    adapters = {"auto": "auto", "adapter": "always"}.get(args.judge, "off")
+    name = args.fallback_judge if adapters != "off" else args.judge
+    return ChainSpec(
+        judge=judge_spec_from_args(args, name),
+        adapters=adapters,  # type: ignore[arg-type]
+        adapter=adapter_config_from_args(args),
+        evidence=args.evidence,
+        prefilter=tuple(m.strip() for m in (args.prefilter or "").split(",") if m.strip()),
+        audit=AuditConfig(pairs=args.audit_pairs, gate_pairs=args.gate_audit, seed=args.audit_seed),
+        llm=llm_config_from_args(args),
+        cache_dir=args.cache_dir,
+        progress=not args.quiet,
+    )
 
 
 def endpoint_lines(llm: Any) -> list[str]:
@@ -294,52 +243,6 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
     )
 
 
-def add_executor_options(
-    p: argparse.ArgumentParser,
-    what: str = "judge chunks of queries on Ray workers that each hold the judge (models loaded once per worker)",
-) -> None:
-    g = p.add_argument_group("executor")
-    g.add_argument(
-        "--executor",
-        choices=["local", "ray"],
-        default="local",
-        help=f"local (default): this process; ray: {what}; this process alone writes the files "
-        "(needs pip install -e '.[ray]')",
-    )
-    g.add_argument("--ray-address", default=None, help="a running Ray cluster (default: start a local Ray runtime)")
-    g.add_argument("--workers", type=int, default=2, help="Ray workers (default: 2)")
-    g.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs per Ray worker (default: 1)")
-
-
-def ray_runners(args: argparse.Namespace) -> tuple[Any, Any]:
-    """``LabelOptions.runner`` and ``LabelOptions.scorer`` for ``--executor ray``: workers rebuild the chain
-    from this command line (and, to judge, the driver's prepared state)."""
-    from functools import partial
-
-    from bridge.executors import DistributedRunner, RayConfig, RayMapper
-
-    mapper = RayMapper(RayConfig(args.workers, args.ray_address, args.worker_cpus))
-
-    def runner(chain: Any) -> Any:
-        return DistributedRunner(mapper, partial(worker_chain, args, chain.state()))
-
-    return runner, lambda chain: runner(chain).scores
-
-
-def worker_chain(args: argparse.Namespace, state: Any) -> Any:
-    """The driver's judge chain, rebuilt on a worker: same command line, same prepared state."""
-    quiet = argparse.Namespace(**{**vars(args), "quiet": True})
-    chain, _, _ = build_chain(quiet, dataset_from_args(quiet))
-    chain.restore(state)
-    return chain
-
-
-def audit_config_from_args(args: argparse.Namespace) -> Any:
-    from bridge.judging.audit import AuditConfig
-
-    return AuditConfig(pairs=args.audit_pairs, gate_pairs=args.gate_audit, seed=args.audit_seed)
-
-
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser(
         "label",
@@ -416,19 +319,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.set_defaults(func=cmd_evidence)
 
 
-def evidence_mode(choice: str, has_answers: bool) -> str:
-    """``auto`` -> gate where the dataset has answers, else off."""
-    if choice == "auto":
-        return "gate" if has_answers else "off"
-    return choice
-
-
 def cmd_label(args: argparse.Namespace) -> int:
-    from bridge.label import LabelOptions, LabelPaths, Pricing, label_pool
+    from bridge.label.chain import build_chain
+    from bridge.label.run import LabelOptions, LabelPaths, Pricing, label_pool
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
-    chain, choice, llm = build_chain(args, ds)
+    spec = spec_from_args(args)
+    chain, choice, llm = build_chain(spec, ds)
     paths = LabelPaths(
         ws.pool_file(ds.slug),
         ws.labels_file(ds.slug),
@@ -440,14 +338,18 @@ def cmd_label(args: argparse.Namespace) -> int:
     options = LabelOptions(
         restart=args.restart,
         batch_pairs=args.batch_pairs,
-        audit=audit_config_from_args(args),
+        audit=spec.audit,
         pricing=Pricing(args.price_prompt, args.price_completion),
-        progress=not args.quiet,
+        progress=spec.progress,
         max_pairs=args.max_pairs,
         max_minutes=args.max_minutes,
     )
     if args.executor == "ray":
-        runner, scorer = ray_runners(args)
+        from bridge.executors import RayConfig
+        from bridge.label.distributed import DatasetRef, ray_runners
+
+        dataset = DatasetRef(args.dataset, args.data_dir, args.limit)
+        runner, scorer = ray_runners(spec, dataset, RayConfig(args.workers, args.ray_address, args.worker_cpus))
         options = replace(options, runner=runner, scorer=scorer)
     print(f"{ds.name}: {choice}")
     summary = label_pool(ds, chain, paths, options)
@@ -458,8 +360,8 @@ def cmd_label(args: argparse.Namespace) -> int:
 
 
 def cmd_evidence(args: argparse.Namespace) -> int:
+    from bridge.judging import cases_for
     from bridge.judging.evidence import gold_recall, matched_answers
-    from bridge.label import cases_for
     from bridge.pool import read_pool
 
     ws = workspace_from_args(args)
@@ -491,19 +393,9 @@ def cmd_evidence(args: argparse.Namespace) -> int:
     return 0
 
 
-def reliability_figure(qualities: Any, path: Any) -> Any:
-    """The reliability diagram of every judge that gives a P(relevant) for each pair (None if none does)."""
-    from bridge.judging.calibration import reliability
-    from eval.plots import plot_reliability
-
-    curves = {
-        q.method: reliability(q.p_yes, q.truth) for q in qualities if q.scored and not q.method.startswith("lara")
-    }
-    return plot_reliability(curves, path) if curves else None
-
-
 def cmd_judge_eval(args: argparse.Namespace) -> int:
-    from bridge.judging.judge_eval import report_rows, run_judge_eval, write_report
+    from bridge.judging import build_judge
+    from bridge.label.judge_eval import reliability_figure, report_rows, run_judge_eval, write_report
     from bridge.llm import open_llm
 
     ws = workspace_from_args(args)
@@ -518,7 +410,7 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
     if "lara" in methods and "calibrated" not in llm_methods:
         llm_methods.insert(0, "calibrated")  # LARA reads the calibrated judge's scores
     llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=not args.quiet) if llm_methods else None
-    judges = {m: (lambda m=m: make_judge(m, llm, args)) for m in llm_methods}
+    judges = {m: (lambda m=m: build_judge(judge_spec_from_args(args, m), llm)) for m in llm_methods}
     out_dir = ws.reports(ds.slug) / "judge-eval"
     qualities, injections = run_judge_eval(
         ds,
@@ -534,9 +426,10 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
     )
     adapter_eval = None
     if "adapter" in methods:
-        from bridge.judging.judge_eval import adapter_lines, adapter_quality, balanced_sample, evaluate_adapter
+        from bridge.judging.adapter import TopicAdapterJudge
+        from bridge.label.judge_eval import adapter_lines, adapter_quality, balanced_sample, evaluate_adapter
 
-        adapter = adapter_from_args(args, ds, fallback=None)
+        adapter = TopicAdapterJudge(ds, None, adapter_config_from_args(args), args.cache_dir, progress=not args.quiet)
         families = [f.strip() for f in args.curve_families.split(",") if f.strip()]
         sizes = [int(n) for n in args.curve_sizes.split(",") if n.strip()]
         adapter_eval = evaluate_adapter(ds, adapter, families, sizes, progress=not args.quiet)

@@ -1,4 +1,5 @@
-"""The label stage: judge every unjudged pool pair, audit the judge, write augmented qrels.
+"""The label run: judge every unjudged pool pair with a :class:`~bridge.label.chain.JudgeChain`, audit the
+judge, write augmented qrels.
 
 Resuming is the normal mode: pairs that already have a record from the same judge
 configuration are not judged again, and every record is fsynced as soon as its pair is
@@ -17,8 +18,7 @@ import shutil
 import time
 from collections import Counter
 from collections.abc import Callable, Collection, Iterable, Sequence
-from dataclasses import dataclass, field, replace
-from functools import partial
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -32,7 +32,6 @@ from bridge.judging.adapter import summary_lines as adapter_lines
 from bridge.judging.audit import (
     ADAPTER_CV,
     GATE,
-    KINDS,
     LLM_STAGE,
     NO_LLM_STAGES,
     PIPELINE,
@@ -46,11 +45,11 @@ from bridge.judging.audit import (
     draw_gate_pairs,
     read_audit,
 )
-from bridge.judging.base import Case, Judge, usage_of
-from bridge.judging.calibration import Band, Calibrator
-from bridge.judging.cascade import CascadeJudge, Score
-from bridge.judging.evidence import EvidenceConfig, EvidenceStage, gold_recall
-from bridge.labels import HUMAN_JUDGE, LabelRecord, Usage, read_labels, write_augmented_qrels
+from bridge.judging.base import Case, Judge, cases_for
+from bridge.judging.cascade import ScoreRunner
+from bridge.judging.evidence import gold_recall
+from bridge.label.chain import JudgeChain
+from bridge.label_records import HUMAN_JUDGE, LabelRecord, Usage, read_labels, write_augmented_qrels
 from bridge.pool import PoolEntry, read_pool
 from bridge.trec import Qrels
 
@@ -69,168 +68,6 @@ class Pricing:
         return (
             usage.prompt_tokens * self.prompt_per_million + usage.completion_tokens * self.completion_per_million
         ) / 1e6
-
-
-@dataclass(frozen=True)
-class PreparedState:
-    """The adapters' held-out pairs, the cascade's calibration and band: everything ``prepare`` decides."""
-
-    holdout: frozenset[tuple[str, str]] = frozenset()
-    calibrator: dict[str, Any] | None = None
-    band: tuple[float, float, float | None] | None = None
-
-
-ScoreRunner = Callable[[Sequence[Case], float | None], list[Score]]
-"""Scores cases in order until a deadline (a ``time.monotonic()`` value): the scores of a prefix of them."""
-
-
-def score_in_order(
-    scores: Callable[[Sequence[Case]], list[Score]],
-    cases: Sequence[Case],
-    deadline: float | None = None,
-    batch_pairs: int = 64,
-    progress: bool = False,
-) -> list[Score]:
-    """The cascade's one-pass scores in batches, in order; no batch starts after ``deadline``."""
-    out: list[Score] = []
-    bar = tqdm(total=len(cases), desc="one-pass scores", unit="pair", disable=not progress or not cases)
-    for begin in range(0, len(cases), max(batch_pairs, 1)):
-        if deadline is not None and time.monotonic() > deadline:
-            break
-        out += scores(cases[begin : begin + batch_pairs])
-        bar.update(min(batch_pairs, len(cases) - begin))
-    bar.close()
-    return out
-
-
-@dataclass(frozen=True)
-class Prepared:
-    """What :meth:`JudgeChain.prepare` or :meth:`JudgeChain.score_pass` did: lines for the summary, the LLM work
-    it paid for, and the pool pairs the scoring pass got to (before the deadline, under a time budget)."""
-
-    lines: list[str] = field(default_factory=list)
-    usage: Usage = field(default_factory=Usage)
-    scored: frozenset[tuple[str, str]] | None = None
-    """Pool pairs the cascade's scoring pass scored; None when there was no scoring pass."""
-
-
-@dataclass(frozen=True)
-class JudgeChain:
-    """The judges of a label run, cheapest first: answer evidence, then topic adapters, then the LLM
-    judge. ``pipeline`` decides pool pairs; ``llm`` is the LLM judge as the audit's LLM-only lane and the
-    gate audit run it: where the pipeline has an evidence stage, ``llm`` sits behind the same evidence
-    stage in ``hint`` mode, so every pair reaches the LLM exactly as a pool pair with the same evidence
-    does (same prompt, same hint); only the gate and the adapters are bypassed."""
-
-    pipeline: Judge
-    llm: Judge
-    evidence: EvidenceStage | None = None
-    adapter: TopicAdapterJudge | None = None
-    cascade: CascadeJudge | None = None
-
-    @classmethod
-    def of(
-        cls, llm_judge: Judge, evidence: EvidenceConfig | None = None, adapter: TopicAdapterJudge | None = None
-    ) -> JudgeChain:
-        """``adapter`` (whose fallback is ``llm_judge``) goes in front of the LLM judge, the evidence
-        stage in front of both."""
-        inner: Judge = adapter if adapter is not None else llm_judge
-        cascade = llm_judge if isinstance(llm_judge, CascadeJudge) else None
-        if evidence is None or evidence.mode == "off":
-            return cls(inner, llm_judge, None, adapter, cascade)
-        stage = EvidenceStage(inner, evidence)
-        if evidence.mode == "hint" and adapter is None:
-            return cls(stage, stage, stage, adapter, cascade)
-        return cls(stage, EvidenceStage(llm_judge, EvidenceConfig("hint")), stage, adapter, cascade)
-
-    def state(self) -> PreparedState:
-        """What ``prepare`` settled, to rebuild an identical chain elsewhere (a Ray worker)."""
-        calibrator = self.cascade.scorer.calibrator if self.cascade is not None else None
-        band = self.cascade.band if self.cascade is not None else None
-        band = (band.low, band.high, band.tie_cut) if band is not None else None
-        holdout = self.adapter.holdout if self.adapter is not None else frozenset()
-        return PreparedState(holdout, calibrator.to_json() if calibrator else None, band)
-
-    def restore(self, state: PreparedState) -> None:
-        """Take over another chain's prepared state (no call, no training)."""
-        if self.adapter is not None:
-            self.adapter.hold_out(state.holdout)
-        if self.cascade is not None:
-            if state.calibrator is not None:
-                self.cascade.scorer.calibrator = Calibrator.from_json(state.calibrator)
-            if state.band is not None:
-                low, high, tie_cut = state.band
-                self.cascade.band = Band(low, high, tie_cut=tie_cut)
-
-    def llm_case(self, case: Case) -> Case | None:
-        """The pair as the LLM judge sees it in this chain (with the evidence hint), or None when the evidence
-        gate decides it without the LLM (adapters aside)."""
-        matched = self.evidence.matches(case) if self.evidence is not None else None
-        if self.evidence is not None and matched is not None and not matched and self.evidence.config.mode == "gate":
-            return None
-        return replace(case, evidence=matched) if matched else case
-
-    def llm_view(self, case: Case) -> Case | None:
-        """The pair as the pipeline hands it to the LLM judge, or None when an earlier stage decides it."""
-        if self.adapter is not None and self.adapter.route(case.qid).judge == "adapter":
-            return None
-        return self.llm_case(case)
-
-    def prepare(
-        self, dataset: Dataset, known: Sequence[AuditPair], pool: Sequence[Case], calibration_path: Path
-    ) -> Prepared:
-        """What a run settles before it knows which pairs it will judge: the adapters hold out the audit's pairs;
-        a cascade that will see any pair is calibrated on other known pairs (``pool`` and the audit's pairs
-        avoided), each seen exactly as the LLM sees a pool pair with the same evidence."""
-        if self.adapter is not None:
-            self.adapter.hold_out((p.qid, p.docid) for p in known)
-        if self.cascade is None:
-            return Prepared()
-        audit_cases = cases_for(dataset, [PoolEntry(p.qid, p.docid, (), 0) for p in known])
-        if all(self.llm_view(c) is None for c in [*pool, *audit_cases]):
-            return Prepared(["cascade: no pair reaches the LLM judge, so it was not calibrated"])
-        config = self.cascade.config
-        avoid = {(c.qid, c.docid) for c in pool} | {(p.qid, p.docid) for p in known}
-        drawn = draw_audit_pairs(dataset, avoid, config.calibration_pairs, config.calibration_seed, swap_share=1.0)
-        seen = [(p, self.llm_case(c)) for p, c in zip(drawn, _audit_cases(dataset, drawn), strict=True)]
-        pairs = [p for p, c in seen if c is not None]
-        if not pairs:
-            raise BridgeError(f"the cascade needs known pairs to calibrate on, and {dataset.name} has none")
-        kinds = ", ".join(f"{n} {KINDS.get(k, k)}" for k, n in sorted(Counter(p.source for p in pairs).items()))
-        source = f"{len(pairs)} known pairs of {dataset.name} ({kinds}), none audited, asked as pool pairs are"
-        scores = self.cascade.scorer.scores([c for _, c in seen if c is not None])
-        truth, names = [p.truth for p in pairs], [(p.qid, p.docid) for p in pairs]
-        calibrator = self.cascade.calibrate_scores(scores, truth, source, names)
-        calibrator.save(calibration_path)
-        line = f"cascade: {calibrator.method} calibration on {source} -> {calibration_path} ({calibrator.identity})"
-        return Prepared([line], usage_of([r for s in scores for r in s.responses]))
-
-    def score_pass(
-        self,
-        to_judge: Sequence[Case],
-        scores: ScoreRunner | None = None,
-        batch_pairs: int = 64,
-        deadline: float | None = None,
-        progress: bool = False,
-    ) -> Prepared:
-        """The cascade's one-pass scores of ``to_judge`` (the pool pairs this run will judge, budget applied), in
-        order by ``scores`` (default: :func:`score_in_order` in this process) until ``deadline``, and its band set
-        on them. Later the judging finds these calls in the response cache."""
-        if self.cascade is None or self.cascade.scorer.calibrator is None:
-            return Prepared()
-        to_llm = [v for v in (self.llm_view(c) for c in to_judge) if v is not None]
-        scorer = self.cascade.scorer
-        score = scores or partial(score_in_order, scorer.scores, batch_pairs=batch_pairs, progress=progress)
-        scored = list(zip(to_llm, score(to_llm, deadline), strict=False))  # a prefix, under a deadline
-        usage = usage_of([r for _, s in scored for r in s.responses])
-        band = self.cascade.set_band([c for c, _ in scored], [s for _, s in scored])
-        probabilities = [None if s.raw is None else scorer.probability(s.raw) for _, s in scored]
-        inside = sum(1 for (c, _), p in zip(scored, probabilities, strict=True) if self.cascade.debates(c, p))
-        share = f"{inside} of {len(scored)} pool pairs ({inside / len(scored):.0%})" if scored else "no pool pair"
-        lines = [f"cascade: band [{band.low:.3f}, {band.high:.3f}] sends {share} to the DREAM debate"]
-        if len(scored) < len(to_llm):
-            lines.append(f"cascade: the time budget ended the scoring pass after {len(scored)} of {len(to_llm)} pairs")
-        return Prepared(lines, usage, frozenset((c.qid, c.docid) for c, _ in scored))
 
 
 @dataclass(frozen=True)
@@ -336,20 +173,6 @@ class LabelSummary:
         if self.audit is not None:
             out += self.audit.lines()
         return out
-
-
-def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:
-    queries = {q.qid: q for q in dataset.queries}
-    cases = []
-    for e in entries:
-        doc = dataset.corpus.get(e.docid)
-        if doc is None:
-            raise BridgeError(
-                f"pool pair ({e.qid}, {e.docid}): document {e.docid!r} is not in the {dataset.name} corpus"
-            )
-        q = queries[e.qid]
-        cases.append(Case(e.qid, e.docid, q.text, doc.contents(), q.answers, e.systems, e.min_rank))
-    return cases
 
 
 def counted_records(records: Iterable[LabelRecord], config_ids: Collection[str]) -> list[LabelRecord]:
@@ -550,9 +373,9 @@ def audit_positives(chain: JudgeChain, dataset: Dataset, avoid: Collection[tuple
     """The most known relevant pairs the audit may take (None: no limit). Where a cascade also calibrates on
     known pairs and the dataset's relevant pairs cannot give both their half (the samples stay disjoint), they
     are split in proportion to the two sizes; negatives are rarely that scarce."""
-    if chain.cascade is None or size <= 0:
+    calibration = getattr(chain.judge, "calibration_pairs", 0)
+    if not calibration or size <= 0:
         return None
-    calibration = chain.cascade.config.calibration_pairs
     positives = sum(
         1
         for qid in dataset.qids
@@ -597,7 +420,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     share = audit_positives(chain, dataset, wanted, audit.pairs)
     known = draw_audit_pairs(dataset, wanted, audit.pairs, audit.seed, max_positives=share)
     all_cases = cases_for(dataset, entries)
-    prepared = chain.prepare(dataset, known, all_cases, paths.calibration)
+    prepared = chain.prepare(dataset, [(p.qid, p.docid) for p in known], all_cases, paths.calibration)
     pipeline, llm = chain.pipeline, chain.llm
     _check_foreign(existing, pipeline, wanted, paths.labels)
     done = {(r.qid, r.docid) for r in counted_records(existing, {pipeline.config_id})}

@@ -115,3 +115,19 @@ def write_augmented_qrels(
     qrels = augment_qrels(original, labels, qids)
     write_qrels(qrels, path)
     return qrels
+
+
+def lift_new_labels(original: Qrels, augmented: Qrels, threshold: int) -> Qrels:
+    """Count bridge's binary new labels as relevant on graded datasets.
+
+    A new label is 1 (relevant) or 0. Where the dataset's binary threshold is above 1 (dl19:
+    grade >= 2), a new 1 would otherwise fall below it; it is counted at the threshold grade, so
+    it is relevant for Hit/Recall/holes and gains ``threshold`` in nDCG. Original judgments are kept.
+    """
+    if threshold <= 1:
+        return augmented
+    lifted: Qrels = {}
+    for qid, docs in augmented.items():
+        judged = original.get(qid, {})
+        lifted[qid] = {d: (threshold if d not in judged and 0 < g < threshold else g) for d, g in docs.items()}
+    return lifted

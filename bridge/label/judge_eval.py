@@ -21,16 +21,20 @@ from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 
+from matplotlib.figure import Figure
+
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError
+from bridge.figures import save_png
 from bridge.fsio import atomic_write
-from bridge.judging.adapter import CurvePoint, TopicAdapterJudge, learning_curve
-from bridge.judging.base import Case, Judge
-from bridge.judging.calibration import brier_score, expected_calibration_error
+from bridge.judging.adapter import TopicAdapterJudge
+from bridge.judging.base import Case, Judge, cases_for
+from bridge.judging.calibration import Reliability, brier_score, expected_calibration_error, reliability
 from bridge.judging.cascade import CalibratedJudge
+from bridge.judging.learning_curve import CurvePoint, learning_curve
 from bridge.judging.metrics import Agreement, agreement_of, roc_auc
-from bridge.label import cases_for, judge_pairs
-from bridge.labels import LabelRecord
+from bridge.label.run import judge_pairs
+from bridge.label_records import LabelRecord
 from bridge.pool import PoolEntry
 from bridge.prompts import PROMPT_DIR
 
@@ -548,3 +552,35 @@ def write_report(
     with atomic_write(md_path) as handle:
         handle.write("\n".join(lines))
     return md_path, csv_path
+
+
+CURVE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+
+
+def reliability_figure(qualities: Sequence[JudgeQuality], path: Path) -> Path | None:
+    """The reliability diagram of every judge that gives a P(relevant) for each pair (None if none does)."""
+    curves = {
+        q.method: reliability(q.p_yes, q.truth) for q in qualities if q.scored and not q.method.startswith("lara")
+    }
+    return plot_reliability(curves, path) if curves else None
+
+
+def plot_reliability(curves: Mapping[str, Reliability], path: Path) -> Path:
+    """Reliability diagram: per judge, the observed share of relevant pairs against the mean predicted
+    P(relevant) in each probability bin (``curves``: judge -> a ``Reliability``); the diagonal is perfect."""
+    fig = Figure(figsize=(5, 4.6), layout="constrained")
+    ax = fig.add_subplot()
+    ax.plot([0, 1], [0, 1], color="#bbbbbb", linestyle="--", label="perfectly calibrated")
+    for color, (name, r) in zip(CURVE_COLORS * 3, curves.items(), strict=False):
+        points = [(p, o) for p, o in zip(r.mean_predicted, r.observed, strict=True) if p is not None]
+        if points:
+            ece = "" if r.ece is None else f" (ECE {r.ece:.3f})"
+            ax.plot(*zip(*points, strict=True), marker="o", color=color, label=name + ece)
+    ax.set_xlim(0, 1)
+    ax.set_ylim(0, 1)
+    ax.set_xlabel("predicted P(relevant), bin mean")
+    ax.set_ylabel("observed share relevant (human labels)")
+    ax.set_title("Reliability of the judges' probabilities")
+    ax.grid(alpha=0.3)
+    ax.legend(fontsize="small")
+    return save_png(fig, path)

@@ -58,7 +58,8 @@ from collections.abc import Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.datasets import Dataset, DictCorpus, Document, Query, _fingerprint, _read_beir_qrels
+from bridge.datasets.beir import read_beir_corpus, read_beir_qrels
+from bridge.datasets.core import Dataset, DictCorpus, Document, Query, fingerprint
 from bridge.errors import BridgeError, InputError, MissingDataError
 from bridge.fsio import atomic_write, read_jsonl
 from bridge.trec import Qrels, Run, restrict
@@ -159,7 +160,7 @@ def _how_bridge(data_dir: Path, spec: Subset) -> str:
     return (
         f"where a network exists, python -c \"from datasets import load_dataset; load_dataset('{HF_DATASET}', "
         f"'{spec.hf_config}', split='test').to_json('{target.name}')\" and copy the file to this path (or, with "
-        f'bridge installed there, python -c "from bridge.bridge_benchmark import fetch_bridge_file; '
+        f'bridge installed there, python -c "from bridge.datasets.bridge import fetch_bridge_file; '
         f"fetch_bridge_file('{spec.name}', '{data_dir}')\" writes it here)"
     )
 
@@ -330,16 +331,6 @@ def write_bridge_file(rows: Iterable[BridgeRow], path: str | Path) -> int:
 # -- corpora and original qrels ----------------------------------------------------------------------
 
 
-def read_beir_corpus(path: Path) -> dict[str, Document]:
-    docs: dict[str, Document] = {}
-    for lineno, row in read_jsonl(path):
-        if "_id" not in row:
-            raise InputError("missing '_id'", path=path, line=lineno, field="_id")
-        docid = str(row["_id"])
-        docs[docid] = Document(docid, row.get("title") or "", row.get("text") or "")
-    return docs
-
-
 _TEXT_FIELDS = ("text", "doc", "contents")
 
 
@@ -435,7 +426,7 @@ def _original_qrels(data_dir: Path, spec: Subset) -> tuple[Qrels, list[Path], st
         for split in spec.qrels_splits:
             path = folder / "qrels" / f"{split}.tsv"
             if path.exists():
-                for qid, docs in _read_beir_qrels(path).items():
+                for qid, docs in read_beir_qrels(path).items():
                     qrels.setdefault(qid, {}).update(docs)
                 files.append(path)
         return qrels, files, " + ".join(f"BEIR qrels/{p.name}" for p in files)
@@ -534,7 +525,7 @@ def load_bridge(name: str, data_dir: str | Path) -> Dataset:
         corpus=corpus,
         queries=tuple(Query(r.qid, r.query, r.answers) for r in rows),
         qrels=original,
-        fingerprint=_fingerprint(path, corpus_file, *original_files),
+        fingerprint=fingerprint(path, corpus_file, *original_files),
         extra_qrels={BRIDGE_QRELS: bridge},
     )
 

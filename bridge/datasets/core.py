@@ -1,0 +1,160 @@
+"""Core dataset types: documents, queries, a corpus, and the dataset every stage reads.
+
+A provider (:mod:`bridge.datasets.named`, :mod:`.beir`, :mod:`.irds`, :mod:`.bridge`) turns a
+source folder into a :class:`Dataset`; :mod:`bridge.datasets` names them (the registry).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from collections.abc import Iterator, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Protocol
+
+from bridge.errors import BridgeError, MissingDataError
+from bridge.trec import Qrels, restrict
+
+
+@dataclass(frozen=True)
+class Document:
+    docid: str
+    title: str
+    text: str
+
+    def contents(self) -> str:
+        """Title and text as one string, the form indexed and shown to judges."""
+        return f"{self.title}\n{self.text}" if self.title else self.text
+
+
+@dataclass(frozen=True)
+class Query:
+    qid: str
+    text: str
+    answers: tuple[str, ...] = ()
+
+
+class Corpus(Protocol):
+    def __iter__(self) -> Iterator[Document]: ...
+    def __len__(self) -> int: ...
+    def get(self, docid: str) -> Document | None: ...
+
+
+class DictCorpus:
+    """An in-memory corpus (all bundled datasets fit easily)."""
+
+    def __init__(self, docs: dict[str, Document]) -> None:
+        self._docs = docs
+
+    def __iter__(self) -> Iterator[Document]:
+        return iter(self._docs.values())
+
+    def __len__(self) -> int:
+        return len(self._docs)
+
+    def __contains__(self, docid: object) -> bool:
+        return docid in self._docs
+
+    def get(self, docid: str) -> Document | None:
+        return self._docs.get(docid)
+
+
+@dataclass(frozen=True)
+class AnsweredPassage:
+    """A judged-relevant passage of a query with answers (what answer-swap audit negatives are drawn from)."""
+
+    qid: str
+    question: str
+    answers: tuple[str, ...]
+    docid: str
+
+
+@dataclass(frozen=True)
+class Dataset:
+    name: str
+    """Registry name as given by the user (``nq``, ``beir:/x/y``)."""
+    slug: str
+    """File-system-safe name used for ``runs/<slug>``, ``qrels/<slug>``, caches."""
+    corpus: Corpus
+    queries: tuple[Query, ...]
+    qrels: Qrels
+    fingerprint: str
+    """Identifies the source files (paths, sizes, mtimes); cache keys include it."""
+    relevance_threshold: int = 1
+    """Minimum grade counted as relevant (binary measures, hole analysis)."""
+    limit: int | None = field(default=None)
+    known_negatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Unjudged documents known not to answer a query (nq: the answer-free distractors the
+    dataset's authors chose), used as audit negatives where the qrels judge no non-relevant pair."""
+    extra_qrels: Mapping[str, Qrels] = field(default_factory=dict)
+    """Further qrels sets that come with the dataset (bridge:SUBSET: ``bridge``), compared with ``qrels`` by eval."""
+    answered_passages: tuple[AnsweredPassage, ...] | None = None
+    """The relevant passages of every query of the *whole* dataset (set by :meth:`head`, so a ``--limit`` run
+    still draws answer-swap negatives from all of them); None: computed from this dataset."""
+
+    @property
+    def qids(self) -> list[str]:
+        return [q.qid for q in self.queries]
+
+    @property
+    def has_answers(self) -> bool:
+        return any(q.answers for q in self.queries)
+
+    def answered(self) -> tuple[AnsweredPassage, ...]:
+        """Judged-relevant passages of queries with answers, of the whole dataset."""
+        if self.answered_passages is not None:
+            return self.answered_passages
+        return tuple(
+            AnsweredPassage(q.qid, q.text, q.answers, docid)
+            for q in self.queries
+            if q.answers
+            for docid, grade in sorted(self.qrels.get(q.qid, {}).items())
+            if grade >= self.relevance_threshold
+        )
+
+    def query(self, qid: str) -> Query:
+        for q in self.queries:
+            if q.qid == qid:
+                return q
+        raise KeyError(qid)
+
+    def head(self, limit: int | None) -> Dataset:
+        """The first ``limit`` queries (deterministic: dataset order) and their qrels."""
+        if limit is None:
+            return self
+        if limit <= 0:
+            raise BridgeError(f"--limit must be positive, got {limit}")
+        queries = self.queries[:limit]
+        keep = {q.qid for q in queries}
+        negatives = {qid: docs for qid, docs in self.known_negatives.items() if qid in keep}
+        qrels = restrict(self.qrels, keep)
+        extra = {name: restrict(other, keep) for name, other in self.extra_qrels.items()}
+        answered = self.answered() if self.has_answers else None
+        return replace(
+            self,
+            queries=queries,
+            qrels=qrels,
+            limit=limit,
+            known_negatives=negatives,
+            extra_qrels=extra,
+            answered_passages=answered,
+        )
+
+
+def require(path: Path, expected: str) -> Path:
+    if not path.exists():
+        raise MissingDataError(path, expected)
+    return path
+
+
+def fingerprint(*paths: Path) -> str:
+    h = hashlib.sha256()
+    for p in paths:
+        st = p.stat()
+        h.update(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+    return h.hexdigest()[:16]
+
+
+def slug(name: str) -> str:
+    return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "dataset"

@@ -1,0 +1,29 @@
+"""What a judge is built from: one frozen, typed value (the judge registry's input).
+
+A command line, a pool file (LARF), a test or a Ray worker describes a judge with a
+:class:`JudgeSpec` and asks :func:`bridge.judging.build_judge` for it; nothing else travels.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+
+from bridge.judging.cascade import CascadeConfig
+from bridge.judging.dream import DebateConfig
+from bridge.judging.single import SingleCallConfig
+
+
+@dataclass(frozen=True)
+class JudgeSpec:
+    name: str = "cascade"
+    """A registered judge: cascade, dream, llmjudge, calibrated, umbrela, qrels, constant."""
+    single: SingleCallConfig = field(default_factory=SingleCallConfig)
+    """One-call judges (llmjudge, calibrated, umbrela) and the cascade's one-pass score."""
+    debate: DebateConfig = field(default_factory=DebateConfig)
+    """The DREAM debate (dream, and the cascade's uncertain band)."""
+    cascade: CascadeConfig = field(default_factory=CascadeConfig)
+    """The cascade's band and calibration."""
+    qrels: str | None = None
+    """qrels judge: a TREC qrels file to answer from (None: the qrels the caller passes, e.g. the dataset's)."""
+    constant_label: int = 1
+    """constant judge: the answer for every pair."""

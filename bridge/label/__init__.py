@@ -1,0 +1,17 @@
+"""The label stage: where a pool pair gets its label.
+
+* ``chain.py``        the judge chain (answer evidence -> topic adapters -> the judge), built from one
+  frozen :class:`ChainSpec`; judges prepare themselves (hold-outs, calibration);
+* ``run.py``          the label run: resume from labels.jsonl, budget, batches, the audit mixed in blind,
+  records, augmented qrels and judge-audit.json;
+* ``distributed.py``  the same run on Ray workers that rebuild the chain from the pickled spec;
+* ``judge_eval.py``   judges measured against human labels (``bridge judge-eval``);
+* ``cli.py``          ``bridge label``, ``judge-eval``, ``evidence``: argparse -> ChainSpec, nothing else.
+
+The judges themselves live in :mod:`bridge.judging`; the records in :mod:`bridge.label_records`.
+"""
+
+from bridge.label.chain import ChainSpec, JudgeChain, build_chain
+from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, label_pool
+
+__all__ = ["ChainSpec", "JudgeChain", "LabelOptions", "LabelPaths", "LabelSummary", "build_chain", "label_pool"]

@@ -1,0 +1,180 @@
+"""The judge chain of a label run, built from one frozen, typed :class:`ChainSpec`.
+
+A pool pair is decided by the first stage that can decide it with measured confidence: answer
+evidence (answer-free pairs are 0 without a call), topic adapters (a classifier per topic learned
+from its own human judgments), then the judge of :class:`~bridge.judging.spec.JudgeSpec` (by default
+the cascade: one calibrated LLM pass, the DREAM debate for the uncertain band, people for debate
+disagreements). The command line, reusability, LARF, judge-eval and Ray workers all describe a chain
+with a :class:`ChainSpec`; judges prepare themselves (calibration, hold-outs) through the
+:class:`~bridge.judging.Preparable` protocol.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any, Literal
+
+from bridge.config import Workspace
+from bridge.datasets import Dataset
+from bridge.judging import Case, Judge, JudgeSpec, Preparable, Preparation, Prepared, build_judge, cases_for
+from bridge.judging.adapter import TopicAdapterJudge
+from bridge.judging.audit import AuditConfig
+from bridge.judging.cascade import ScoreRunner
+from bridge.judging.evidence import EvidenceConfig, EvidenceStage
+from bridge.judging.single import PrefilteredJudge, SupportJudge
+from bridge.judging.topic_models import AdapterConfig
+from bridge.llm import LLMConfig, open_llm
+from bridge.pool import PoolEntry
+from bridge.trec import Qrels
+
+LLM_JUDGES = ("cascade", "dream", "llmjudge", "umbrela")
+"""Judges that call an LLM (the others answer from qrels or a constant)."""
+FALLBACK_JUDGES = (*LLM_JUDGES, "qrels", "constant")
+
+
+@dataclass(frozen=True)
+class ChainSpec:
+    """Everything a label run's judge chain is built from (picklable: a Ray worker rebuilds the same chain)."""
+
+    judge: JudgeSpec = field(default_factory=JudgeSpec)
+    """The judge of the pairs no earlier stage decides (its band and calibration settings included)."""
+    adapters: Literal["auto", "always", "off"] = "auto"
+    """Topic adapters in front of the judge: where a topic has enough human judgments (auto), even where none
+    has (always), or never (off)."""
+    adapter: AdapterConfig = field(default_factory=AdapterConfig)
+    evidence: Literal["auto", "gate", "hint", "off"] = "auto"
+    """Answer evidence: auto = gate where the dataset has answers, else off."""
+    prefilter: tuple[str, ...] = ()
+    """1-3 models (same backend) whose one-shot votes discard a pair only when all say no."""
+    audit: AuditConfig = field(default_factory=AuditConfig)
+    llm: LLMConfig = field(default_factory=LLMConfig)
+    cache_dir: Path = Path("cache")
+    """Topic models, encodings and the LLM response cache."""
+    progress: bool = True
+
+
+def evidence_mode(choice: str, has_answers: bool) -> str:
+    """``auto`` -> gate where the dataset has answers, else off."""
+    if choice == "auto":
+        return "gate" if has_answers else "off"
+    return choice
+
+
+@dataclass(frozen=True)
+class JudgeChain:
+    """The judges of a label run, cheapest first: answer evidence, then topic adapters, then ``judge``.
+    ``pipeline`` decides pool pairs; ``llm`` is ``judge`` as the audit's LLM-only lane and the gate audit
+    run it: where the pipeline has an evidence stage, ``llm`` sits behind the same evidence stage in
+    ``hint`` mode, so every pair reaches the LLM exactly as a pool pair with the same evidence does (same
+    prompt, same hint); only the gate and the adapters are bypassed."""
+
+    pipeline: Judge
+    llm: Judge
+    judge: Judge
+    evidence: EvidenceStage | None = None
+    adapter: TopicAdapterJudge | None = None
+
+    @classmethod
+    def of(
+        cls, judge: Judge, evidence: EvidenceConfig | None = None, adapter: TopicAdapterJudge | None = None
+    ) -> JudgeChain:
+        """``adapter`` (whose fallback is ``judge``) goes in front of the judge, the evidence stage in front of
+        both."""
+        inner: Judge = adapter if adapter is not None else judge
+        if evidence is None or evidence.mode == "off":
+            return cls(inner, judge, judge, None, adapter)
+        stage = EvidenceStage(inner, evidence)
+        if evidence.mode == "hint" and adapter is None:
+            return cls(stage, stage, judge, stage, adapter)
+        return cls(stage, EvidenceStage(judge, EvidenceConfig("hint")), judge, stage, adapter)
+
+    def state(self) -> dict[str, Any]:
+        """What the preparation settled, to rebuild an identical chain elsewhere (a Ray worker)."""
+        return self.pipeline.prepared_state() if isinstance(self.pipeline, Preparable) else {}
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take over another chain's prepared state (no call, no training)."""
+        if isinstance(self.pipeline, Preparable):
+            self.pipeline.restore(state)
+
+    def llm_case(self, case: Case) -> Case | None:
+        """The pair as the LLM judge sees it in this chain (with the evidence hint), or None when the evidence
+        gate decides it without the LLM (adapters aside)."""
+        matched = self.evidence.matches(case) if self.evidence is not None else None
+        if self.evidence is not None and matched is not None and not matched and self.evidence.config.mode == "gate":
+            return None
+        return replace(case, evidence=matched) if matched else case
+
+    def llm_view(self, case: Case) -> Case | None:
+        """The pair as the pipeline hands it to the LLM judge, or None when an earlier stage decides it."""
+        if self.adapter is not None and self.adapter.route(case.qid).judge == "adapter":
+            return None
+        return self.llm_case(case)
+
+    def prepare(
+        self, dataset: Dataset, known: Sequence[tuple[str, str]], pool: Sequence[Case], calibration_path: Path
+    ) -> Prepared:
+        """What a run settles before it knows which pairs it will judge: each stage prepares itself (the
+        adapters hold out the audit's pairs; a cascade that will see any pair calibrates on other known pairs,
+        asked as the LLM sees a pool pair)."""
+        if not isinstance(self.pipeline, Preparable):
+            return Prepared()
+        audit_cases = cases_for(dataset, [PoolEntry(q, d, (), 0) for q, d in known])
+        reaches = any(self.llm_view(c) is not None for c in [*pool, *audit_cases])
+        pool_pairs = [(c.qid, c.docid) for c in pool]
+        preparation = Preparation(dataset, list(known), pool_pairs, self.llm_case, calibration_path, reaches)
+        return self.pipeline.prepare(preparation)
+
+    def score_pass(
+        self,
+        to_judge: Sequence[Case],
+        scores: ScoreRunner | None = None,
+        batch_pairs: int = 64,
+        deadline: float | None = None,
+        progress: bool = False,
+    ) -> Prepared:
+        """The judge's scoring pass (the cascade's one-pass scores and band) over the pairs of ``to_judge`` that
+        reach it; nothing for judges without one."""
+        if not hasattr(self.judge, "score_pass"):
+            return Prepared()
+        to_llm = [v for v in (self.llm_view(c) for c in to_judge) if v is not None]
+        return self.judge.score_pass(to_llm, scores, batch_pairs, deadline, progress)  # type: ignore[attr-defined]
+
+
+def build_chain(
+    spec: ChainSpec, dataset: Dataset, default_qrels: Qrels | None = None, llm: Any = None
+) -> tuple[JudgeChain, str, Any]:
+    """The chain ``spec`` describes for ``dataset``, a line saying what was chosen and why, and the LLM (None
+    where no judge calls one). ``default_qrels``: what the qrels judge answers from without a file (the
+    dataset's own qrels); ``llm``: an LLM already opened by an earlier chain, to reuse."""
+    name = spec.judge.name
+    needs_llm = name in LLM_JUDGES or bool(spec.prefilter)
+    cache = Workspace(cache_dir=spec.cache_dir).llm_cache
+    if needs_llm and llm is None:
+        llm = open_llm(spec.llm, cache, progress=spec.progress)
+    judge = build_judge(spec.judge, llm if needs_llm else None, default_qrels, dataset.relevance_threshold)
+    if spec.prefilter:
+        voters = [SupportJudge(open_llm(replace(spec.llm, model=m), cache)) for m in spec.prefilter]
+        judge = PrefilteredJudge(voters, judge)
+    adapter = None
+    why = f"judge {name}"
+    if spec.adapters != "off":
+        candidate = TopicAdapterJudge(dataset, judge, spec.adapter, spec.cache_dir, progress=spec.progress)
+        qualified = [q for q in dataset.qids if candidate.qualifies(q)[0]]
+        minimum = spec.adapter.min_judgments
+        if qualified or spec.adapters == "always":
+            adapter = candidate
+            why = (
+                f"judge adapter ({spec.adapter.family}): {len(qualified)} of {len(dataset.qids)} topics have "
+                f">= {minimum} human judgments of both classes to learn from; the others go to {name}"
+            )
+        else:
+            why = (
+                f"judge {name}: no topic has >= {minimum} human judgments of both classes, "
+                "so topic adapters cannot be trained"
+            )
+    mode = evidence_mode(spec.evidence, dataset.has_answers)
+    chain = JudgeChain.of(judge, EvidenceConfig(mode), adapter)  # type: ignore[arg-type]
+    return chain, f"{why}; evidence {mode}", llm

@@ -1,0 +1,131 @@
+"""The layering rules of the code base, checked by reading every module's imports with ``ast``.
+
+1. No import cycle among the project's modules (lazy imports inside functions count; imports made only
+   for type checking do not).
+2. Only command-line modules (``cli.py``, ``*_cli.py``, ``bridge/options.py``, ``__main__.py``) import
+   ``argparse`` or another command-line module.
+3. Nothing in ``bridge/`` imports from ``eval/`` or ``retrievers/``: the stages below the command line
+   talk to later ones through files; only the dispatcher (``bridge/cli.py``) names their commands.
+"""
+
+from __future__ import annotations
+
+import ast
+from pathlib import Path
+
+REPO = Path(__file__).resolve().parents[1]
+PACKAGES = ("bridge", "retrievers", "eval")
+
+
+def module_name(path: Path) -> str:
+    parts = list(path.relative_to(REPO).with_suffix("").parts)
+    return ".".join(parts[:-1] if parts[-1] == "__init__" else parts)
+
+
+def project_modules() -> dict[str, Path]:
+    return {module_name(p): p for package in PACKAGES for p in (REPO / package).rglob("*.py")}
+
+
+def is_type_checking(node: ast.If) -> bool:
+    test = node.test
+    return (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING") or (
+        isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING"
+    )
+
+
+def imports(path: Path, modules: dict[str, Path]) -> set[str]:
+    """The project modules a file imports (``from a.b import c`` names ``a.b.c`` when that is a module)."""
+    tree = ast.parse(path.read_text(encoding="utf-8"))
+    skipped = {id(n) for node in ast.walk(tree) if isinstance(node, ast.If) and is_type_checking(node)
+               for child in node.body for n in ast.walk(child)}  # fmt: skip
+    out: set[str] = set()
+    for node in ast.walk(tree):
+        if id(node) in skipped:
+            continue
+        if isinstance(node, ast.Import):
+            out |= {alias.name for alias in node.names}
+        elif isinstance(node, ast.ImportFrom) and node.module and node.level == 0:
+            out.add(node.module)
+            out |= {f"{node.module}.{alias.name}" for alias in node.names}
+    return {name for name in out if name in modules or name.split(".")[0] == "argparse"}
+
+
+def graph() -> dict[str, set[str]]:
+    modules = project_modules()
+    return {name: imports(path, modules) - {name} for name, path in modules.items()}
+
+
+def is_cli(name: str) -> bool:
+    last = name.rsplit(".", 1)[-1]
+    return last in ("cli", "__main__") or last.endswith("_cli") or name == "bridge.options"
+
+
+def cycles(edges: dict[str, set[str]]) -> list[list[str]]:
+    """Strongly connected components with more than one module (Tarjan)."""
+    index: dict[str, int] = {}
+    low: dict[str, int] = {}
+    stack: list[str] = []
+    on_stack: set[str] = set()
+    found: list[list[str]] = []
+
+    def visit(v: str) -> None:
+        index[v] = low[v] = len(index)
+        stack.append(v)
+        on_stack.add(v)
+        for w in edges.get(v, ()):
+            if w not in edges:
+                continue
+            if w not in index:
+                visit(w)
+                low[v] = min(low[v], low[w])
+            elif w in on_stack:
+                low[v] = min(low[v], index[w])
+        if low[v] == index[v]:
+            component = []
+            while True:
+                w = stack.pop()
+                on_stack.discard(w)
+                component.append(w)
+                if w == v:
+                    break
+            if len(component) > 1:
+                found.append(sorted(component))
+
+    for v in sorted(edges):
+        if v not in index:
+            visit(v)
+    return found
+
+
+def test_the_checker_finds_what_it_should():
+    assert cycles({"a": {"b"}, "b": {"c"}, "c": {"a"}, "d": {"a"}}) == [["a", "b", "c"]]
+    assert cycles({"a": {"b"}, "b": set()}) == []
+    assert is_cli("bridge.label.cli") and is_cli("eval.rag_cli") and not is_cli("bridge.label.run")
+
+
+def test_no_import_cycle():
+    assert cycles(graph()) == []
+
+
+def test_only_command_line_modules_import_argparse_or_command_line_modules():
+    edges = graph()
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in edges.items()
+        if not is_cli(name)
+        for target in targets
+        if target == "argparse" or is_cli(target)
+    )
+    assert offenders == []
+
+
+def test_bridge_imports_nothing_from_eval_or_retrievers():
+    edges = graph()
+    offenders = sorted(
+        f"{name} imports {target}"
+        for name, targets in edges.items()
+        if name.startswith("bridge") and name != "bridge.cli"
+        for target in targets
+        if target.split(".")[0] in ("eval", "retrievers")
+    )
+    assert offenders == []
