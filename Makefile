@@ -16,6 +16,12 @@ POOL ?= default
 SYSTEMS ?=
 BACKEND ?= llamacpp-batched
 MODEL ?= smollm2-135m
+# nq's answer-bearing pairs: the answer-context judge with Qwen2.5-Coder-1.5B's one-pass P, fitted on one half of
+# the maintainers' reference and audited on the other (bench/RESULTS.md, "Which judge may decide answer-bearing pairs").
+REFERENCE_nq := bench/data/nq-answer-reference/labels-first.tsv
+LABEL_MODEL_nq := qwen2.5-coder-1.5b
+REFERENCE ?= $(REFERENCE_$(DATASET))
+LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
 LABEL_ARGS ?=
 REVIEW_ARGS ?=
 RETRIEVE_ARGS ?=
@@ -36,8 +42,7 @@ $(STAMP): pyproject.toml scripts/install.sh
 	VENV=$(VENV) PYTHON=$(PYTHON) bash scripts/install.sh
 	touch $@
 
-install-qwen: install
-	$(PY) -m pip install -e '.[qwen]'
+install-qwen: install  # kept for old instructions: make install installs Qwen now
 
 retrieve: install
 	$(BRIDGE) retrieve $(COMMON) --pool-config $(POOL) $(if $(SYSTEMS),--systems $(SYSTEMS)) --backend $(BACKEND) --model $(MODEL) $(RETRIEVE_ARGS)
@@ -46,7 +51,7 @@ pool: retrieve
 	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)
 
 label: install
-	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(MODEL) $(LABEL_ARGS)
+	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(LABEL_ARGS)
 
 # Human review of escalated pairs: serves the review page on 127.0.0.1 (prints the URL).
 # Create annotators first: $(PY) -m bridge review add-annotator NAME --dataset $(DATASET)

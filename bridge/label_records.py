@@ -30,6 +30,10 @@ class Usage:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    compute_s: float = 0.0
+    """Model time of the responses (each one's share of the decode steps; wall time where a backend does not
+    say), whether this run computed them or the cache served them: a judge's cost per pair on the machine
+    that computed it."""
 
     def __add__(self, other: Usage) -> Usage:
         return Usage(
@@ -38,6 +42,7 @@ class Usage:
             self.prompt_tokens + other.prompt_tokens,
             self.completion_tokens + other.completion_tokens,
             self.latency_s + other.latency_s,
+            self.compute_s + other.compute_s,
         )
 
 

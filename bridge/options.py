@@ -13,6 +13,28 @@ from pathlib import Path
 from bridge.config import DEFAULT_DATA_DIR, Workspace
 
 
+def open_unit_share(text: str) -> float:
+    """argparse type: a share strictly between 0 and 1."""
+    try:
+        value = float(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
+    if not 0.0 < value < 1.0:
+        raise argparse.ArgumentTypeError(f"expected a share strictly between 0 and 1, got {text}")
+    return value
+
+
+def at_least_two(text: str) -> int:
+    """argparse type: an integer >= 2 (cross-fitting parts, folds)."""
+    try:
+        value = int(text)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2, got {text!r}") from None
+    if value < 2:
+        raise argparse.ArgumentTypeError(f"expected an integer >= 2 (one part fits, another scores), got {value}")
+    return value
+
+
 def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument(
         "--dataset", "-d", default="nq", help="nq, scifact, dl19, nfcorpus, beir:PATH[#SPLIT], irds:ID (default: nq)"

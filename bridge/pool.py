@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bridge.errors import BridgeError, InputError
 from bridge.fsio import atomic_write
-from bridge.trec import Qrels, Run, read_run, top_k
+from bridge.trec import Qrels, Run, read_runs, top_k
 
 log = logging.getLogger(__name__)
 
@@ -52,10 +52,10 @@ def build_pool(runs: Mapping[str, Run], qrels: Qrels, qids: Sequence[str], depth
 
 def load_runs(run_dir: Path) -> dict[str, Run]:
     """Every ``*.run`` file of a folder, keyed by file stem (the system name)."""
-    files = sorted(run_dir.glob("*.run"))
-    if not files:
+    runs = read_runs(run_dir)
+    if not runs:
         raise BridgeError(f"no run files (*.run) in {run_dir}: run `bridge retrieve` first or copy TREC runs there")
-    return {path.stem: read_run(path) for path in files}
+    return runs
 
 
 def check_run_queries(runs: Mapping[str, Run], qids: Sequence[str]) -> list[str]:

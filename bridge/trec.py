@@ -86,6 +86,11 @@ def read_run(path: str | Path) -> Run:
     return run
 
 
+def read_runs(folder: str | Path) -> dict[str, Run]:
+    """Every ``*.run`` file of a folder, by file stem (the system's name); none when the folder is missing."""
+    return {path.stem: read_run(path) for path in sorted(Path(folder).glob("*.run"))}
+
+
 def write_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str, depth: int | None = None) -> None:
     """Write a run atomically, ranks in trec_eval order, at most ``depth`` documents per query."""
     if not tag or any(c.isspace() for c in tag):

@@ -6,6 +6,12 @@ A regression is any of:
 * (unless disabled) two systems of the baseline whose order changed under a checked qrels set:
   a before b in the baseline (strictly higher value) and b strictly above a now.
 Improvements, new systems and new measures are reported as notes, never as failures.
+
+Where the current leaderboard carries score bounds (``lower``/``upper``: the augmented score over every
+assignment of the labels nobody decided with measured confidence), a regression of the augmented column
+fails only when it is **settled**: the system's upper bound lies below the baseline value (minus the
+tolerance), or the two systems' bounds no longer overlap in the new order. A regression the open labels
+could still undo is a warning.
 """
 
 from __future__ import annotations
@@ -31,11 +37,16 @@ class CheckConfig:
     """Measure labels to check; empty: all of the baseline's."""
     rank_order: bool = True
     """Fail when the order of two baseline systems flips."""
+    settled_only: bool = True
+    """With bounds in the current leaderboard: fail only on settled regressions of the augmented column, warn on
+    open ones."""
 
 
 @dataclass
 class CheckResult:
     regressions: list[str] = field(default_factory=list)
+    warnings: list[str] = field(default_factory=list)
+    """Regressions the open labels could still undo (not failures)."""
     notes: list[str] = field(default_factory=list)
     checked: int = 0
 
@@ -60,6 +71,20 @@ def _table(rows: Sequence[dict[str, str]], columns: Sequence[str], what: str) ->
                 raise InputError(message, line=line, field=column) from None
         table[(row["system"], row["measure"])] = values
     return table
+
+
+BOUNDED = "augmented"
+"""The qrels column the bounds of a leaderboard.csv belong to."""
+
+
+def bounds_of(rows: Sequence[dict[str, str]]) -> dict[tuple[str, str], tuple[float, float]]:
+    """(system, measure) -> (lower, upper) of the augmented score, where the leaderboard has them."""
+    out = {}
+    for row in rows:
+        low, high = row.get("lower") or "", row.get("upper") or ""
+        if low and high:
+            out[(row["system"], row["measure"])] = (float(low), float(high))
+    return out
 
 
 def qrels_columns(rows: Sequence[dict[str, str]]) -> list[str]:
@@ -92,6 +117,7 @@ def check_leaderboards(
         result.notes.append(f"measure {measure} is new (not in the baseline)")
     for system in sorted({s for s, _ in cur} - {s for s, _ in base}):
         result.notes.append(f"system {system} is new (not in the baseline)")
+    bounds = bounds_of(current) if config.settled_only else {}
     for measure in measures:
         systems = [s for s, m in base if m == measure]
         for system in systems:
@@ -102,10 +128,15 @@ def check_leaderboards(
                 before, after = base[(system, measure)][column], cur[(system, measure)][column]
                 result.checked += 1
                 if after < before - config.tolerance:
-                    result.regressions.append(
+                    text = (
                         f"{system} {measure} ({column}): {before:.4f} -> {after:.4f} "
                         f"(dropped {before - after:.4f} > tolerance {config.tolerance:g})"
                     )
+                    bound = bounds.get((system, measure)) if column == BOUNDED else None
+                    if bound is None or bound[1] < before - config.tolerance:
+                        result.regressions.append(text + (f"; settled: upper bound {bound[1]:.4f}" if bound else ""))
+                    else:
+                        result.warnings.append(f"{text}; open: the open labels allow up to {bound[1]:.4f}")
                 elif after > before + config.tolerance:
                     result.notes.append(f"{system} {measure} ({column}): improved {before:.4f} -> {after:.4f}")
         if not config.rank_order:
@@ -117,9 +148,16 @@ def check_leaderboards(
                 now = cur[(a, measure)][column] - cur[(b, measure)][column]
                 if was * now < 0:
                     high, low = (a, b) if was > 0 else (b, a)
-                    result.regressions.append(
+                    text = (
                         f"{measure} ({column}): ranking changed, {low} now above {high} "
                         f"(baseline {base[(high, measure)][column]:.4f} > {base[(low, measure)][column]:.4f}, "
                         f"now {cur[(high, measure)][column]:.4f} < {cur[(low, measure)][column]:.4f})"
                     )
+                    up, down = bounds.get((low, measure)), bounds.get((high, measure))
+                    if column != BOUNDED or up is None or down is None:
+                        result.regressions.append(text)
+                    elif up[0] > down[1]:
+                        result.regressions.append(f"{text}; settled: {low}'s lower bound is above {high}'s upper")
+                    else:
+                        result.warnings.append(f"{text}; open: their bounds overlap, the open labels could undo it")
     return result

@@ -6,6 +6,7 @@ from __future__ import annotations
 import argparse
 import logging
 import re
+from collections.abc import Sequence
 from pathlib import Path
 
 from bridge.errors import BridgeError
@@ -30,6 +31,10 @@ Compare the current leaderboard (default reports/<ds>/leaderboard.csv, written b
 `bridge eval`) with a saved baseline. Exit 0 when nothing regressed; exit 1 and print what
 regressed when a system's measure dropped by more than --tolerance, a baseline system or
 measure is missing, or (unless --ignore-rank-order) two systems swapped places.
+
+Where the current leaderboard has score bounds (written by `bridge eval` from the pool and the
+label run), a regression of the augmented column fails only when it is settled: the open labels
+(those no trusted stage decided) cannot undo it. Otherwise it is printed as a warning.
 """
 
 _NAMED = re.compile(r"^([A-Za-z0-9][\w.+-]*)=(.+)$")
@@ -78,6 +83,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         metavar="N",
         help="draws of the new labels with the audited judge error for the rank-stability table (0: none)",
     )
+    p.add_argument(
+        "--no-settle",
+        action="store_true",
+        help="skip the score bounds and settled comparisons (and the pairs that would settle the leaderboard)",
+    )
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=cmd_eval)
 
@@ -103,10 +113,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument("--ignore-rank-order", action="store_true", help="do not fail when systems swap places")
     c.add_argument(
+        "--fail-on-open",
+        action="store_true",
+        help="fail on every regression; by default, where the current leaderboard has score bounds, a regression of "
+        "the augmented column fails only when it is settled (the open labels cannot undo it) and is a warning "
+        "otherwise",
+    )
+    c.add_argument(
         "--allow-untrusted-labels",
         action="store_true",
         help="check the augmented column even when the label run's judge audit (judge-audit.json beside the "
-        "leaderboard) did not show its judge to beat chance, or is missing",
+        "leaderboard) did not show its judge to beat chance, or is missing (needed only without score bounds: "
+        "with them, untrusted labels are open and their regressions only warn)",
     )
     c.add_argument("--dataset", "-d", default=argparse.SUPPRESS, help="dataset whose report to check (default: nq)")
     c.add_argument("--reports-dir", type=Path, default=argparse.SUPPRESS, help="reports root (default: reports)")
@@ -154,15 +172,16 @@ def _named_paths(values: list[str], what: str) -> list[tuple[str, Path]]:
 
 def load_inputs(args: argparse.Namespace):
     """Runs, qrels sets, labels and pool membership for ``bridge eval`` (and ``bridge rag``)."""
+    from bridge.judging.audit import read_audit_report
     from bridge.label_records import read_labels
     from bridge.pool import read_pool
-    from bridge.trec import read_qrels, read_run, restrict
+    from bridge.trec import read_qrels, read_run, read_runs, restrict
     from eval.harness import AUGMENTED, ORIGINAL, EvalInputs, lift_new_labels
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
     run_dir = ws.runs(ds.slug)
-    runs = {path.stem: read_run(path) for path in sorted(run_dir.glob("*.run"))}
+    runs = read_runs(run_dir)
     for name, path in _named_paths(args.run, "run"):
         if name in runs:
             raise BridgeError(f"--run {path}: a run named {name!r} is already in {run_dir}; use NAME=FILE")
@@ -187,8 +206,7 @@ def load_inputs(args: argparse.Namespace):
         raise BridgeError(f"{augmented_path} not found and no --qrels given: run `bridge label` first")
     # Topics: queries the original qrels judge, or (where the dataset brings its own qrels, e.g. BRIDGE's on
     # LoTTE without source qrels) any of its sets judges; unjudged topics are listed by the query-id check.
-    judged_by = [ds.qrels, *ds.extra_qrels.values()]
-    topics = tuple(q for q in ds.qids if any(q in qrels for qrels in judged_by))
+    topics = ds.judged_topics()
     if not topics:
         raise BridgeError(
             f"none of the {len(ds.qids)} queries of {ds.name} has original judgments: nothing to evaluate"
@@ -205,7 +223,9 @@ def load_inputs(args: argparse.Namespace):
             ", ".join(ds.extra_qrels),
         )
     pool_path = ws.pool_file(ds.slug)
-    pooled = frozenset(s for e in read_pool(pool_path) for s in e.systems) if pool_path.exists() else None
+    topic_set = set(topics)
+    entries = [e for e in read_pool(pool_path) if e.qid in topic_set] if pool_path.exists() else []
+    pooled = frozenset(s for e in entries for s in e.systems) if pool_path.exists() else None
     audit = read_audit_report(ws.audit_report(ds.slug)) if AUGMENTED in qrels_sets else None
     inputs = EvalInputs(
         dataset=ds.name,
@@ -217,26 +237,13 @@ def load_inputs(args: argparse.Namespace):
         pooled_systems=pooled,
         dataset_qids=tuple(ds.qids),
         audit=audit,
+        pool=tuple((e.qid, e.docid) for e in entries),
     )
     return ws, ds, inputs
 
 
-def read_audit_report(path: Path) -> dict | None:
-    """The label run's judge-audit.json, or None when there is none."""
-    import json
-
-    if not path.exists():
-        return None
-    try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except json.JSONDecodeError as exc:
-        raise BridgeError(f"{path}: not valid JSON ({exc.msg}); re-run `bridge label` to rewrite it") from None
-    if not isinstance(data, dict) or "trusted" not in data:
-        raise BridgeError(f"{path}: not a judge audit (no 'trusted' field); re-run `bridge label` to rewrite it")
-    return data
-
-
 def cmd_eval(args: argparse.Namespace) -> int:
+    from bridge.settle import SettleConfig
     from eval.harness import EvalConfig, run_evaluation
     from eval.report import write_report
 
@@ -258,6 +265,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         orders=args.orders,
         seed=args.seed,
         stability_simulations=args.stability,
+        settle=None if args.no_settle else SettleConfig(seed=args.seed),
     )
     result = run_evaluation(inputs, config, progress=not args.quiet)
     out = ws.reports(ds.slug)
@@ -310,11 +318,19 @@ def summary_text(result) -> str:
         pooled = "" if h.pooled else ", not pooled"
         lines.append(f"{h.system:24s} Hole@{h.k:<7d} {h.hole_rate:10.4f}  ({h.qrels}{pooled})")
     lines.append(f"curves: {result.curves_note}")
+    if result.settled is not None:
+        lines += result.settled.lines()
+        if result.settled_note:
+            lines.append(f"settled comparisons: {result.settled_note}")
+    elif result.settled_note and AUGMENTED_NAME in names:
+        lines.append(f"settled comparisons: not computed ({result.settled_note})")
     return "\n".join(lines)
 
 
-def refuse_untrusted(audit_path: Path) -> None:
-    """Stop ``eval check`` on augmented qrels whose label run did not show a judge better than chance."""
+def refuse_untrusted(audit_path: Path, unbounded: Sequence[str] = ()) -> None:
+    """Stop ``eval check`` on augmented qrels whose label run did not show a judge better than chance
+    (``unbounded``: scores without bounds that made the audit necessary, named in the error)."""
+    from bridge.judging.audit import read_audit_report
     from eval.check import UntrustedLabelsError
 
     audit = read_audit_report(audit_path)
@@ -330,12 +346,18 @@ def refuse_untrusted(audit_path: Path) -> None:
             f"refusing to check augmented qrels: {audit.get('warning') or 'the judge audit did not pass'} "
             f"(judge {audit.get('judge')}, audit bAcc {_fmt_ci(b, interval)}, {audit_path}). "
             "Label with a stronger judge, or pass --allow-untrusted-labels."
+            + (
+                f" Scores without bounds need the audit ({', '.join(unbounded)}, ...); "
+                "--check-measures can restrict the check to measures with bounds."
+                if unbounded
+                else ""
+            )
         )
 
 
 def cmd_check(args: argparse.Namespace) -> int:
     from bridge.datasets import dataset_slug
-    from eval.check import CheckConfig, check_leaderboards, qrels_columns
+    from eval.check import CheckConfig, bounds_of, check_leaderboards, qrels_columns
     from eval.leaderboard import read_leaderboard
 
     current = args.current
@@ -344,13 +366,26 @@ def cmd_check(args: argparse.Namespace) -> int:
     qrels = () if args.check_qrels == "all" else tuple(q.strip() for q in args.check_qrels.split(",") if q.strip())
     baseline_rows, current_rows = read_leaderboard(args.baseline), read_leaderboard(current)
     checked = qrels or tuple(qrels_columns(current_rows))
-    if AUGMENTED_NAME in checked and not args.allow_untrusted_labels:
-        refuse_untrusted(Path(current).parent / "judge-audit.json")
     measures = tuple(m.strip() for m in args.check_measures.split(",")) if args.check_measures else ()
-    config = CheckConfig(args.tolerance, qrels, measures, not args.ignore_rank_order)
+    # Bounds stand in for the audit only where every checked score has them (not AP, not an unpooled system's
+    # scores): elsewhere untrusted labels are refused as before. Judged@k does not depend on what the labels say.
+    bounds = bounds_of(current_rows)
+    unbounded = sorted(
+        {
+            f"{r['system']} {r['measure']}"
+            for r in current_rows
+            if (not measures or r["measure"] in measures) and not r["measure"].startswith("Judged")
+        }
+        - {f"{s} {m}" for s, m in bounds}
+    )
+    if AUGMENTED_NAME in checked and not args.allow_untrusted_labels and (args.fail_on_open or unbounded):
+        refuse_untrusted(Path(current).parent / "judge-audit.json", unbounded[:3] if not args.fail_on_open else ())
+    config = CheckConfig(args.tolerance, qrels, measures, not args.ignore_rank_order, not args.fail_on_open)
     result = check_leaderboards(baseline_rows, current_rows, config)
     for note in result.notes:
         print(f"note: {note}")
+    for warning in result.warnings:
+        print(f"warning (open, not a failure): {warning}")
     if result.ok:
         print(f"OK: {result.checked} values checked against {args.baseline} (tolerance {args.tolerance:g})")
         return 0

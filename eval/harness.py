@@ -11,6 +11,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.label_records import LabelRecord, lift_new_labels
+from bridge.settle import SettleConfig
 from bridge.trec import Qrels, Run
 from eval.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
 from eval.leaderboard import (
@@ -27,9 +28,10 @@ from eval.leaderboard import (
     score_systems,
     significance,
 )
-from eval.measures import default_measure_names, resolve_measures
+from eval.measures import MeasureSpec, default_measure_names, resolve_measures
 from eval.provenance import RouteCount, route_counts
 from eval.qids import QidIssue, check_qids
+from eval.settled import SettledLeaderboard, settle_leaderboard, settle_measures
 from eval.significance import DEFAULT_PERMUTATIONS
 from eval.stability import ErrorModel, StabilityResult, label_stages, rank_stability
 
@@ -53,6 +55,8 @@ class EvalConfig:
     seed: int = 0
     stability_simulations: int = 200
     """Draws of the augmented qrels' new labels with the audited judge error (0: no stability table)."""
+    settle: SettleConfig | None = field(default_factory=SettleConfig)
+    """Bounds, point estimates and settled comparisons of the augmented leaderboard (None: not computed)."""
 
 
 @dataclass(frozen=True)
@@ -70,6 +74,8 @@ class EvalInputs:
     dataset_qids: tuple[str, ...] = ()
     audit: Mapping[str, Any] | None = None
     """The label run's judge audit (judge-audit.json), shown at the top of the report."""
+    pool: tuple[tuple[str, str], ...] = ()
+    """The pool's pairs (pool.tsv): what the labels complete, and what stays open where they do not."""
 
     def qid_issues(self) -> list[QidIssue]:
         return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
@@ -90,6 +96,8 @@ class EvalResult:
     qid_issues: list[QidIssue] = field(default_factory=list)
     stability: list[StabilityResult] = field(default_factory=list)
     stability_note: str = ""
+    settled: SettledLeaderboard | None = None
+    settled_note: str = ""
 
     @property
     def reference(self) -> str:
@@ -120,6 +128,7 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
     if compared_names:
         routes = route_counts(original, compared[compared_names[0]], inputs.labels, topics, inputs.threshold)
     stability, stability_note = _stability(inputs, config, original, compared)
+    settled, settled_note = _settled(inputs, config, original, compared, specs)
     return EvalResult(
         inputs,
         config,
@@ -134,7 +143,46 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
         issues,
         stability,
         stability_note,
+        settled,
+        settled_note,
     )
+
+
+def _settled(
+    inputs: EvalInputs,
+    config: EvalConfig,
+    original: Qrels,
+    compared: Mapping[str, Qrels],
+    specs: Sequence[MeasureSpec],
+) -> tuple[SettledLeaderboard | None, str]:
+    if config.settle is None:
+        return None, "not requested (--no-settle)"
+    if AUGMENTED not in compared:
+        return None, "no augmented qrels"
+    if not inputs.pool:
+        return None, "no pool file, so the open pairs are unknown"
+    if not settle_measures(specs, inputs.threshold):
+        return None, "none of the measures has bounds (Hit, nDCG, P, Recall, RR at a cutoff)"
+    # The bounds know the pool's open pairs only: a system outside the pool retrieves unjudged documents that
+    # are neither decided nor open, so it gets no bounds (and eval check treats it as before).
+    pooled = inputs.pooled_systems
+    runs = {s: run for s, run in inputs.runs.items() if pooled is None or s in pooled}
+    unpooled = sorted(set(inputs.runs) - set(runs))
+    note = f"{len(unpooled)} system(s) outside the pool have no bounds: {', '.join(unpooled)}" if unpooled else ""
+    if len(runs) < 2:
+        return None, note or "fewer than two pooled systems"
+    settled = settle_leaderboard(
+        runs,
+        original,
+        inputs.labels,
+        inputs.pool,
+        inputs.audit,
+        inputs.topics,
+        specs,
+        inputs.threshold,
+        config.settle,
+    )
+    return settled, note
 
 
 def _stability(

@@ -22,6 +22,7 @@ from bridge.fsio import atomic_write
 from bridge.trec import Qrels, Run
 from eval.measures import MeasureSpec, holes_in_top_k, per_query_scores
 from eval.rankcorr import kendall_tau, tau_ap
+from eval.settled import SettledLeaderboard
 from eval.significance import DEFAULT_PERMUTATIONS, PairTest, compare_systems
 
 ORIGINAL = "original"
@@ -181,19 +182,52 @@ def leaderboard_columns(qrels_names: Sequence[str]) -> list[str]:
     )
 
 
-def write_leaderboard(rows: Sequence[LeaderboardRow], qrels_names: Sequence[str], path: str | Path) -> None:
-    """leaderboard.csv: values to 6 decimals; ``sig_next_<q>`` is yes/no/empty (see :class:`LeaderboardRow`)."""
+SETTLE_COLUMNS = (
+    "lower",
+    "point",
+    "point_low",
+    "point_high",
+    "upper",
+    "next_system",
+    "next_status",
+    "next_verdict",
+)
+"""With bounds: the augmented score's lowest and highest value over every assignment of the open labels, the point
+estimate under the judge's P with its 95% interval, and the comparison with the system ranked next under it."""
+
+
+def write_leaderboard(
+    rows: Sequence[LeaderboardRow],
+    qrels_names: Sequence[str],
+    path: str | Path,
+    settled: SettledLeaderboard | None = None,
+) -> None:
+    """leaderboard.csv: values to 6 decimals; ``sig_next_<q>`` is yes/no/empty (see :class:`LeaderboardRow`);
+    with ``settled``, the :data:`SETTLE_COLUMNS` (empty for a measure without bounds)."""
     with atomic_write(path) as handle:
         writer = csv.writer(handle)
-        writer.writerow(leaderboard_columns(qrels_names))
+        writer.writerow(leaderboard_columns(qrels_names) + (list(SETTLE_COLUMNS) if settled else []))
         for r in rows:
-            writer.writerow(
+            cells = (
                 [r.system, r.measure]
                 + [f"{r.values[q]:.6f}" for q in qrels_names]
                 + [f"{r.delta(q, qrels_names[0]):+.6f}" for q in qrels_names[1:]]
                 + [r.ranks[q] for q in qrels_names]
                 + [_yes_no(r.significant_vs_next.get(q)) for q in qrels_names]
             )
+            if settled is not None:
+                cells += _settle_cells(settled, r.system, r.measure)
+            writer.writerow(cells)
+
+
+def _settle_cells(settled: SettledLeaderboard, system: str, measure: str) -> list[str]:
+    score = settled.score(system, measure)
+    if score is None:
+        return [""] * len(SETTLE_COLUMNS)
+    low, high = score.point_interval
+    cells = [f"{x:.6f}" for x in (score.low, score.point, low, high, score.high)]
+    nxt = settled.next_comparison(system, measure)
+    return cells + ([nxt.lower, nxt.status, nxt.verdict] if nxt else ["", "", ""])
 
 
 def _yes_no(value: bool | None) -> str:

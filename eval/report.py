@@ -20,12 +20,14 @@ from typing import Any
 import numpy as np
 
 from bridge.fsio import write_text_atomic
+from bridge.settle import SystemScore
 from eval import plots
 from eval.curves import write_curves
 from eval.harness import EvalResult
 from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
 from eval.reusability import read_reusability
+from eval.settled import write_comparisons, write_settling_pairs
 
 
 @dataclass(frozen=True)
@@ -124,6 +126,7 @@ def build_blocks(
             ),
         ]
     blocks += _leaderboard_blocks(result, figures)
+    blocks += _settled_blocks(result)
     blocks += _stability_blocks(result)
     blocks += _hole_blocks(result, figures)
     blocks += _curve_blocks(result, figures)
@@ -346,6 +349,85 @@ def _leaderboard_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Bl
 
 
 STAGE_NAMES = {"gate": "evidence gate", "adapter": "topic adapters", "llm": "LLM judge"}
+STATUS_TEXT = {
+    ("settled", ">"): "settled: better",
+    ("settled", "n.s."): "settled: not separable",
+    ("settled", "<"): "settled: worse",
+    ("judge", ">"): "judge: better under its P",
+    ("open", "?"): "open",
+}
+
+
+def _settled_blocks(result: EvalResult) -> list[Block]:
+    settled = result.settled
+    if settled is None:
+        if result.compared == AUGMENTED:
+            return [Heading("Settled and open comparisons"), Para(f"Not computed: {result.settled_note}.")]
+        return []
+    counts = settled.counts()
+    blocks: list[Block] = [
+        Heading("Settled and open comparisons"),
+        Para(
+            "A new label is decided when the stage that made it is trusted by its own measurement (the evidence gate "
+            "by its recall on known relevant passages, an adapter topic by its cross-validation, the LLM judge by "
+            "its audit, people always); every other pool pair is open. Per system: the lowest and highest score any "
+            "assignment of the open labels allows (lower, upper), and the point estimate with every open pair "
+            "relevant with the judge's P (95% interval over draws of the open labels). Systems adjacent under the "
+            "point estimate are compared with a paired bootstrap over topics: **settled** when the bounds decide "
+            "the comparison whatever the open labels are (better, or not separable by any assignment), **judge** "
+            "when only the judge's P separates them, **open** otherwise."
+        ),
+        Bullets(
+            (
+                f"adjacent comparisons: {counts.get('settled', 0)} settled, {counts.get('judge', 0)} judge, "
+                f"{counts.get('open', 0)} open (of {len(settled.comparisons)})",
+                "decided new labels: " + (", ".join(f"{n} by {k}" for k, n in settled.decided.most_common()) or "none"),
+                f"open pairs: {settled.open_pairs} ("
+                + (", ".join(f"{n} {k}" for k, n in settled.reasons.most_common()) or "none")
+                + f"); {settled.value_zero} of them can change no unsettled comparison (value 0)",
+                *((result.settled_note,) if result.settled_note else ()),
+            )
+        ),
+    ]
+    for measure in dict.fromkeys(s.measure for s in settled.scores):
+        rows = []
+        for c in [c for c in settled.comparisons if c.measure == measure]:
+            score = settled.score(c.upper, measure)
+            if score is None:  # every compared system has a score; a missing one would be a bug upstream
+                raise ValueError(f"settled comparison of {c.upper} on {measure} without its score")
+            rows.append(_settled_row(score, c.lower, STATUS_TEXT.get((c.status, c.verdict), c.status)))
+        last = [s for s in settled.scores if s.measure == measure and not any(r[0] == s.system for r in rows)]
+        rows += [_settled_row(s, "", "") for s in last]
+        header = ("system", "lower", "point [95%]", "upper", "next system", "comparison")
+        blocks += [Heading(measure, 3), Table(header, tuple(rows))]
+    if settled.settling:
+        verb = "settles every adjacent comparison" if settled.settles_all else "settles what judgments can"
+        shown = settled.settling[:20]
+        blocks += [
+            Heading("Judgments that settle the leaderboard", 3),
+            Para(
+                f"Judging these {len(settled.settling)} open pairs {verb}, if their labels come out as the judge's P "
+                "predicts (chosen greedily, most valuable first; value: how many unsettled comparisons a pair's label "
+                f"can change). All of them are in settling-pairs.tsv"
+                + (f"; the first {len(shown)} here." if len(shown) < len(settled.settling) else ".")
+            ),
+            Table(
+                ("qid", "docid", "value", "P(relevant)"), tuple((q, d, str(v), f"{p:.3f}") for (q, d), v, p in shown)
+            ),
+        ]
+    return blocks
+
+
+def _settled_row(score: SystemScore, next_system: str, status: str) -> tuple[str, ...]:
+    low, high = score.point_interval
+    return (
+        score.system,
+        _fmt(score.low),
+        f"{_fmt(score.point)} [{_fmt(low)}, {_fmt(high)}]",
+        _fmt(score.high),
+        next_system,
+        status,
+    )
 
 
 def _stability_blocks(result: EvalResult) -> list[Block]:
@@ -647,7 +729,7 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     """Every output of ``bridge eval`` under ``out``; returns the paths written."""
     names = result.scores.qrels_names
     written = [out / "leaderboard.csv", out / "holes.csv"]
-    write_leaderboard(result.rows, names, written[0])
+    write_leaderboard(result.rows, names, written[0], result.settled)
     write_holes(result.holes, written[1])
     if result.significance is not None:
         written.append(out / "significance.csv")
@@ -661,6 +743,10 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     if result.stability:
         written.append(out / "stability.csv")
         write_stability(result.stability, written[-1])
+    if result.settled is not None:
+        written += [out / "comparisons.csv", out / "settling-pairs.tsv"]
+        write_comparisons(result.settled, written[-2])
+        write_settling_pairs(result.settled, written[-1])
     reusability = read_reusability(out / "reusability.json")
     figure_paths: dict[str, Path] = {}
     if figures:

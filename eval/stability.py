@@ -39,102 +39,20 @@ from typing import Any
 
 import numpy as np
 
+from bridge.judging.stage_error import (
+    ADAPTER,
+    GATE,
+    LLM,
+    STAGES,
+    ErrorModel,
+    draw_rate,
+    relevance_given_label,
+    stage_of,
+)
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
-from bridge.trec import Qrels, Run, top_k
+from bridge.scoring import FlatQrels, RunMatrix, per_topic
+from bridge.trec import Qrels, Run
 from eval.significance import holm, paired_t_pvalues
-
-MEASURES = ("nDCG", "Hit", "P")
-GATE, ADAPTER, LLM = "gate", "adapter", "llm"
-STAGES = (GATE, ADAPTER, LLM)
-
-
-def stage_of(record: LabelRecord) -> str | None:
-    """The stage group whose measured error applies to a record (None: people, never perturbed)."""
-    if record.judge == HUMAN_JUDGE:
-        return None
-    if record.stage == "evidence":
-        return GATE
-    if record.stage == "adapter":
-        return ADAPTER
-    return LLM
-
-
-@dataclass(frozen=True)
-class Confusion:
-    """A stage's decisions on known pairs."""
-
-    tp: int
-    fn: int
-    fp: int
-    tn: int
-    source: str = ""
-
-    @classmethod
-    def of_lane(cls, lane: Mapping[str, Any], source: str) -> Confusion:
-        return cls(int(lane["tp"]), int(lane["fn"]), int(lane["fp"]), int(lane["tn"]), source)
-
-
-@dataclass(frozen=True)
-class ErrorModel:
-    """What a label run measured about each stage (read from its judge-audit.json)."""
-
-    llm: Confusion | None = None
-    adapter: Confusion | None = None
-    gate_missed: int = 0
-    """Known relevant passages that hold none of their answers (the gate would zero them)..."""
-    gate_checked: int = 0
-    """...of this many checked."""
-
-    @classmethod
-    def from_audit(cls, audit: Mapping[str, Any] | None) -> ErrorModel:
-        if not audit:
-            return cls()
-        lanes = audit.get("lanes", {})
-        llm_lane = lanes.get("llm") or lanes.get("pipeline")
-        llm = Confusion.of_lane(llm_lane, "llm" if "llm" in lanes else "pipeline") if llm_lane else None
-        cv = lanes.get("adapter-cv")
-        adapter = Confusion.of_lane(cv, "adapter-cv") if cv else None
-        recall = (audit.get("evidence") or {}).get("recall_on_gold") or {}
-        found, total = int(recall.get("found") or 0), int(recall.get("total") or 0)
-        return cls(llm, adapter, total - found, total)
-
-    def describe(self) -> str:
-        parts = []
-        if self.gate_checked:
-            parts.append(f"gate: {self.gate_missed} of {self.gate_checked} known relevant passages without an answer")
-        for name, c in (("adapters", self.adapter), ("LLM", self.llm)):
-            if c is not None:
-                parts.append(f"{name}: tp {c.tp} fn {c.fn} fp {c.fp} tn {c.tn} ({c.source})")
-        return "; ".join(parts) or "no stage was measured"
-
-
-def draw_rate(rng: np.random.Generator, errors: int, rights: int, n: int) -> np.ndarray:
-    """``n`` draws of an error rate from Beta(errors, rights) (Haldane's prior): exactly 0 with no error seen,
-    exactly 1 with nothing right; uniform when nothing was measured."""
-    if errors == 0 and rights == 0:
-        return rng.random(n)
-    if errors == 0:
-        return np.zeros(n)
-    if rights == 0:
-        return np.ones(n)
-    return rng.beta(errors, rights, n)
-
-
-def relevance_given_label(
-    rng: np.random.Generator, confusion: Confusion | None, share_relevant: float, n: int
-) -> tuple[np.ndarray, np.ndarray]:
-    """``n`` draws of (P(relevant | label 1), P(relevant | label 0)) for a stage that labelled ``share_relevant``
-    of its pairs relevant (see the module docstring)."""
-    c = confusion or Confusion(0, 0, 0, 0)
-    fnr, fpr = draw_rate(rng, c.fn, c.tp, n), draw_rate(rng, c.fp, c.tn, n)
-    informative = 1 - fnr - fpr
-    with np.errstate(divide="ignore", invalid="ignore"):
-        pi = np.where(informative > 0, np.clip((share_relevant - fpr) / informative, 0, 1), rng.random(n))
-        yes = (1 - fnr) * pi + fpr * (1 - pi)
-        no = fnr * pi + (1 - fpr) * (1 - pi)
-        given_1 = np.where(yes > 0, (1 - fnr) * pi / yes, pi)
-        given_0 = np.where(no > 0, fnr * pi / no, pi)
-    return given_1, given_0
 
 
 @dataclass(frozen=True)
@@ -188,48 +106,6 @@ class StabilityResult:
         ]
 
 
-class FlatQrels:
-    """Every judged (topic, document) pair in one array, so perturbed grades are one vector per draw."""
-
-    def __init__(
-        self,
-        original: Qrels,
-        augmented: Qrels,
-        topics: Sequence[str],
-        threshold: int,
-        stages: Mapping[tuple[str, str], str | None] | None = None,
-    ) -> None:
-        self.topics = list(topics)
-        self.index: dict[tuple[str, str], int] = {}
-        grades: list[float] = []
-        new: list[int] = []
-        stage_of_new: list[str | None] = []
-        topic_of: list[int] = []
-        for t, qid in enumerate(self.topics):
-            for docid, grade in sorted(augmented.get(qid, {}).items()):
-                self.index[(qid, docid)] = len(grades)
-                grades.append(float(grade))
-                topic_of.append(t)
-                if docid not in original.get(qid, {}):
-                    new.append(len(grades) - 1)
-                    stage_of_new.append(LLM if stages is None else stages.get((qid, docid), LLM))
-        self.grades = np.array(grades)
-        self.new = np.array(new, dtype=int)
-        self.stage_of_new = stage_of_new
-        self.topic_of = np.array(topic_of, dtype=int)
-        self.threshold = threshold
-        width = max([int(np.sum(self.topic_of == t)) for t in range(len(self.topics))] or [1])
-        self.slots = np.full((len(self.topics), max(width, 1)), -1, dtype=int)
-        fill = np.zeros(len(self.topics), dtype=int)
-        for i, t in enumerate(self.topic_of):
-            self.slots[t, fill[t]] = i
-            fill[t] += 1
-
-    def in_stage(self, stage: str) -> np.ndarray:
-        """Indices (into ``grades``) of the new labels a stage decided."""
-        return self.new[[i for i, s in enumerate(self.stage_of_new) if s == stage]].astype(int)
-
-
 class LabelDraws:
     """Draws of the new labels: each from its own stage's measured error (module docstring)."""
 
@@ -280,33 +156,6 @@ class LabelDraws:
                 )
             )
         return out
-
-
-class RunMatrix:
-    """A run's top-k as indices into the flat qrels (-1: unjudged), per topic."""
-
-    def __init__(self, run: Run, flat: FlatQrels, k: int) -> None:
-        self.rows = np.full((len(flat.topics), k), -1, dtype=int)
-        for t, qid in enumerate(flat.topics):
-            for r, docid in enumerate(top_k(run.get(qid, {}), k)):
-                self.rows[t, r] = flat.index.get((qid, docid), -1)
-
-
-def per_topic(measure: str, matrix: RunMatrix, flat: FlatQrels, grades: np.ndarray, k: int) -> np.ndarray:
-    """Per-topic values of nDCG@k, Hit@k or P@k under ``grades`` (trec_eval semantics)."""
-    gains = np.where(matrix.rows >= 0, grades[np.maximum(matrix.rows, 0)], 0.0)
-    if measure == "Hit":
-        return (gains >= flat.threshold).any(axis=1).astype(float)
-    if measure == "P":
-        return (gains >= flat.threshold).sum(axis=1) / k
-    if measure == "nDCG":
-        discounts = 1.0 / np.log2(np.arange(2, k + 2))
-        dcg = (gains * discounts).sum(axis=1)
-        ideal = np.where(flat.slots >= 0, grades[np.maximum(flat.slots, 0)], 0.0)
-        ideal = -np.sort(-ideal, axis=1)[:, :k]
-        idcg = (ideal * discounts[: ideal.shape[1]]).sum(axis=1)
-        return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
-    raise ValueError(f"stability measures are {', '.join(MEASURES)}, not {measure!r}")
 
 
 def _ranks(means: np.ndarray) -> np.ndarray:

@@ -26,7 +26,8 @@ if ! "$VENV/bin/python" -c "import llama_cpp, sys; sys.exit(llama_cpp.__version_
 fi
 
 # 3. Everything else, pinned in pyproject.toml (pyserini builds from source, ~75 s), with the
-#    extras the tests exercise: Ray (the cluster executor) and llama-cpp-python's server.
+#    extras the tests exercise: Ray (the cluster executor) and llama-cpp-python's server, and
+#    Qwen2.5-Coder-1.5B (1.1 GB in 22 packages, ~30 s): the LLM of nq's default answer-bearing judge.
 echo "== bridge and its dependencies"
-"${PIP[@]}" install -e ".[dev,ray,server]"
+"${PIP[@]}" install -e ".[dev,ray,server,qwen]"
 echo "== environment ready: $VENV"

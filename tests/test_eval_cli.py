@@ -238,3 +238,65 @@ def test_new_binary_labels_count_as_relevant_on_graded_datasets():
     # dl19 counts grade >= 2 as relevant: a new DREAM "relevant" (1) is lifted to 2; originals stay as judged
     assert lift_new_labels(original, augmented, 2) == {"q": {"a": 3, "b": 1, "c": 0, "new1": 2, "new0": 0}}
     assert lift_new_labels(original, augmented, 1) is augmented
+
+
+def test_eval_bounds_every_score_and_check_fails_only_on_settled_regressions(workspace, capsys):
+    """With a pool, the b pairs (escalated) and e pairs (never judged) are open; the audit trusts the judge, so the
+    other new labels are decided. splade's Hit@10 depends on e in q4-q6: between 3/6 and 6/6."""
+    from bridge.pool import PoolEntry, write_pool
+
+    tmp, dataset = workspace
+    pool = [PoolEntry(q, f"{q}-{d}", tuple(RUNS), 1) for q in TOPICS for d in "abcde"]
+    write_pool(pool, tmp / "qrels/beir-small/pool.tsv")
+    assert bridge("eval", "--dataset", dataset, "--permutations", "100", "--orders", "0", "--no-figures") == 0
+    out = capsys.readouterr().out
+    assert "settled:" in out and "12 open pairs (6 undecided, 6 unjudged)" in out
+    rows = {(r["system"], r["measure"]): r for r in read_csv(tmp / "reports/beir-small/leaderboard.csv")}
+    splade = rows[("splade", "Hit@10")]
+    assert (float(splade["lower"]), float(splade["upper"])) == (0.5, 1.0)
+    assert float(splade["lower"]) <= float(splade["point"]) <= float(splade["upper"])
+    bm25 = rows[("bm25", "Hit@10")]  # its gold passage is at rank 1 everywhere: nothing open can move it
+    assert float(bm25["lower"]) == float(bm25["upper"]) == 1.0
+    assert bm25["next_status"] in ("settled", "judge", "open") and bm25["next_system"]
+    comparisons = read_csv(tmp / "reports/beir-small/comparisons.csv")
+    assert {c["status"] for c in comparisons} <= {"settled", "judge", "open"} and comparisons
+    report = (tmp / "reports/beir-small/report.md").read_text()
+    assert "## Settled and open comparisons" in report
+
+    baseline = tmp / "baseline.csv"
+    current = read_csv(tmp / "reports/beir-small/leaderboard.csv")
+    columns = list(current[0])
+
+    def write(change) -> None:
+        doctored = [dict(r) for r in current]
+        change({(r["system"], r["measure"]): r for r in doctored})
+        with open(baseline, "w", newline="") as handle:
+            writer = csv.DictWriter(handle, columns)
+            writer.writeheader()
+            writer.writerows(doctored)
+
+    check = ["eval", "check", "--dataset", dataset, "--baseline", str(baseline), "--ignore-rank-order"]
+    write(lambda rows: rows[("splade", "Hit@10")].update(augmented="0.600000"))  # open: e could still lift it to 1
+    assert bridge(*check) == 0
+    assert "warning (open, not a failure): splade Hit@10 (augmented)" in capsys.readouterr().out
+    assert bridge(*check, "--fail-on-open") == 1
+    capsys.readouterr()
+    write(lambda rows: rows[("bm25", "Hit@10")].update(augmented="1.100000"))  # settled: bm25 cannot exceed 1.0
+    assert bridge(*check) == 1
+    assert "bm25 Hit@10 (augmented): 1.1000 -> 1.0000" in capsys.readouterr().out
+
+
+def test_a_system_outside_the_pool_gets_no_bounds(workspace, capsys):
+    """Its unjudged documents are neither decided nor open, so bounds over the pool would not bound its score."""
+    from bridge.pool import PoolEntry, write_pool
+
+    tmp, dataset = workspace
+    pooled, outside = sorted(RUNS)[:-1], sorted(RUNS)[-1]
+    write_pool(
+        [PoolEntry(q, f"{q}-{d}", tuple(pooled), 1) for q in TOPICS for d in "abcde"], tmp / "qrels/beir-small/pool.tsv"
+    )
+    assert bridge("eval", "--dataset", dataset, "--permutations", "100", "--orders", "0", "--no-figures") == 0
+    assert f"outside the pool have no bounds: {outside}" in capsys.readouterr().out
+    rows = read_csv(tmp / "reports/beir-small/leaderboard.csv")
+    assert all(r["lower"] == "" for r in rows if r["system"] == outside)
+    assert all(r["lower"] != "" for r in rows if r["system"] in pooled and r["measure"] == "Hit@10")

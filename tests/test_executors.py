@@ -128,6 +128,7 @@ def _records(folder: Path) -> list[dict]:
     rows = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines()]
     for row in rows:
         row["usage"].pop("latency_s")
+        row["usage"].pop("compute_s")  # timing, like latency
         row["usage"].pop("cached_calls")
         row["usage"]["calls"] = None  # one run may be served from the response cache
     return sorted(rows, key=lambda r: (r["qid"], r["docid"]))

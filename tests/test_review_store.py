@@ -171,3 +171,29 @@ def test_nq_checks_positives_are_gold_and_negatives_hold_none_of_the_answers():
     for c in negatives:
         assert c.docid not in nq.qrels[c.qid] and c.answers
         assert not any(a.casefold() in c.chunk.casefold() for a in c.answers)
+
+
+def test_cases_go_out_most_valuable_first_and_an_old_database_is_migrated(dataset, tmp_path):
+    import sqlite3
+
+    path = tmp_path / "r.sqlite"
+    db = synced_db(path, dataset, staged_records(), check_share=0.0)
+    cases, reviewed = review_cases(dataset, staged_records())
+    values = {("q1", "d2"): 0.0, ("q1", "d5"): 1.0, ("q2", "d4"): 3.0}
+    db.sync(cases, reviewed, lambda n, taken: [], values)
+    assert [(c.qid, c.docid) for c in db.items("case")] == [("q2", "d4"), ("q1", "d5"), ("q1", "d2")]
+    (ann,) = annotators(db, "ann")
+    assert (db.next_item(ann.id).qid, db.next_item(ann.id).docid) == ("q2", "d4")  # the lease holds it
+    # a version-1 database (no priority column) gains it when opened
+    with sqlite3.connect(tmp_path / "old.sqlite") as conn:
+        conn.executescript(
+            "CREATE TABLE meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);"
+            "INSERT INTO meta VALUES ('schema_version', '1'), ('salt', 's'), ('secret_key', 'k');"
+            + "CREATE TABLE items (id INTEGER PRIMARY KEY, public_id TEXT NOT NULL UNIQUE, kind TEXT NOT NULL,"
+            " qid TEXT NOT NULL, docid TEXT NOT NULL, query TEXT NOT NULL, answers TEXT NOT NULL, chunk TEXT NOT NULL,"
+            " rounds TEXT NOT NULL, source TEXT NOT NULL, gold INTEGER, active INTEGER NOT NULL DEFAULT 1,"
+            " created_at REAL NOT NULL, UNIQUE (kind, qid, docid));"
+        )
+    old = ReviewDB(tmp_path / "old.sqlite")
+    old.sync(cases, reviewed, lambda n, taken: [], values)
+    assert next((c.qid, c.docid) for c in old.items("case")) == ("q2", "d4")

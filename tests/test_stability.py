@@ -11,18 +11,10 @@ import pytest
 from scipy.integrate import quad
 from scipy.stats import beta
 
+from bridge.judging.stage_error import GATE, LLM, Confusion, ErrorModel
+from bridge.scoring import FlatQrels, RunMatrix, per_topic
 from eval.measures import per_query_scores, resolve_measures
-from eval.stability import (
-    GATE,
-    LLM,
-    Confusion,
-    ErrorModel,
-    FlatQrels,
-    LabelDraws,
-    RunMatrix,
-    per_topic,
-    rank_stability,
-)
+from eval.stability import LabelDraws, rank_stability
 
 ORIGINAL = {"q1": {"a": 1}, "q2": {"b": 1}}
 AUGMENTED = {"q1": {"a": 1, "c": 1}, "q2": {"b": 1, "d": 0}}  # c: a new relevant label, d: a new non-relevant one
@@ -98,7 +90,10 @@ def test_vectorized_scores_equal_ir_measures():
     run = {q: {d: rng.random() for d in rng.sample(docs, 15)} for q in topics}
     flat = FlatQrels(qrels, qrels, topics, threshold=2)
     matrix = RunMatrix(run, flat, 10)
-    expected = per_query_scores(run, qrels, topics, resolve_measures(["nDCG@10", "Hit@10", "P@10"], 2), 2)
+    names = ["nDCG@10", "Hit@10", "P@10", "Recall@10", "MRR@10"]
+    expected = per_query_scores(run, qrels, topics, resolve_measures(names, 2), 2)
     assert np.allclose(per_topic("nDCG", matrix, flat, flat.grades, 10), expected["nDCG@10"])
     assert np.allclose(per_topic("Hit", matrix, flat, flat.grades, 10), expected["Hit@10"])
     assert np.allclose(per_topic("P", matrix, flat, flat.grades, 10), expected["P@10"])
+    assert np.allclose(per_topic("Recall", matrix, flat, flat.grades, 10), expected["Recall@10"])
+    assert np.allclose(per_topic("RR", matrix, flat, flat.grades, 10), expected["MRR@10"])

@@ -10,6 +10,7 @@ import hashlib
 import re
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field, replace
+from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
@@ -89,9 +90,10 @@ class Dataset:
     dataset's authors chose), used as audit negatives where the qrels judge no non-relevant pair."""
     extra_qrels: Mapping[str, Qrels] = field(default_factory=dict)
     """Further qrels sets that come with the dataset (bridge:SUBSET: ``bridge``), compared with ``qrels`` by eval."""
-    answered_passages: tuple[AnsweredPassage, ...] | None = None
-    """The relevant passages of every query of the *whole* dataset (set by :meth:`head`, so a ``--limit`` run
-    still draws answer-swap negatives from all of them); None: computed from this dataset."""
+    unlimited: Dataset | None = field(default=None, repr=False, compare=False)
+    """The whole dataset this one is the head of (set by :meth:`head`): a ``--limit`` run still measures the gate
+    on every relevant passage, draws answer-swap negatives from all of them and audits on reference pairs of any
+    question; None: this is the whole dataset."""
 
     @property
     def qids(self) -> list[str]:
@@ -101,17 +103,30 @@ class Dataset:
     def has_answers(self) -> bool:
         return any(q.answers for q in self.queries)
 
-    def answered(self) -> tuple[AnsweredPassage, ...]:
-        """Judged-relevant passages of queries with answers, of the whole dataset."""
-        if self.answered_passages is not None:
-            return self.answered_passages
+    def judged_topics(self) -> tuple[str, ...]:
+        """Queries the original qrels judge, or (where the dataset brings its own qrels, e.g. BRIDGE's on LoTTE
+        without source qrels) any of its qrels sets judges: the topics a leaderboard averages over."""
+        judged_by = [self.qrels, *self.extra_qrels.values()]
+        return tuple(q for q in self.qids if any(q in qrels for qrels in judged_by))
+
+    def whole(self) -> Dataset:
+        """The whole dataset (itself unless it is a ``--limit`` head)."""
+        return self.unlimited if self.unlimited is not None else self
+
+    @cached_property
+    def _answered(self) -> tuple[AnsweredPassage, ...]:
+        whole = self.whole()
         return tuple(
             AnsweredPassage(q.qid, q.text, q.answers, docid)
-            for q in self.queries
+            for q in whole.queries
             if q.answers
-            for docid, grade in sorted(self.qrels.get(q.qid, {}).items())
+            for docid, grade in sorted(whole.qrels.get(q.qid, {}).items())
             if grade >= self.relevance_threshold
         )
+
+    def answered(self) -> tuple[AnsweredPassage, ...]:
+        """Judged-relevant passages of queries with answers, of the whole dataset."""
+        return self._answered
 
     def query(self, qid: str) -> Query:
         for q in self.queries:
@@ -130,7 +145,6 @@ class Dataset:
         negatives = {qid: docs for qid, docs in self.known_negatives.items() if qid in keep}
         qrels = restrict(self.qrels, keep)
         extra = {name: restrict(other, keep) for name, other in self.extra_qrels.items()}
-        answered = self.answered() if self.has_answers else None
         return replace(
             self,
             queries=queries,
@@ -138,7 +152,7 @@ class Dataset:
             limit=limit,
             known_negatives=negatives,
             extra_qrels=extra,
-            answered_passages=answered,
+            unlimited=self.whole(),
         )
 
 

@@ -12,6 +12,8 @@ names the stage that decided it:
 * ``dream``      the DREAM debate between two agents, escalation to people (``dream.py``);
 * ``reference``  judges that call no model: a qrels file, a constant (``reference.py``);
 * ``audit``      known pairs mixed blind into every run measure the judge itself (``audit.py``);
+* ``answer_context`` answer-bearing pairs: a logistic model over where the answer sits, with the LLM's P
+  (``answer_context.py``), fitted on a reference read by people (``reference_labels.py``);
 * ``answer_swap`` known non-relevant pairs that hold an answer string, for the audit (``answer_swap.py``);
 * ``metrics``    balanced accuracy, kappa, AUC and their Jeffreys intervals (``metrics.py``);
 * ``spec``       the frozen settings a judge is built from (``spec.py``).
@@ -25,7 +27,7 @@ and its optional preparation, the registry and tolerant parsing of model replies
 registry (the modules below register their judges).
 """
 
-from bridge.judging import cascade, dream, reference, single  # noqa: F401 - each registers its judges
+from bridge.judging import answer_context, cascade, dream, reference, single  # noqa: F401 - each registers its judges
 from bridge.judging.base import (
     JUDGES,
     Case,

@@ -17,6 +17,7 @@ can never reach the augmented qrels. The verdict goes to ``reports/<ds>/judge-au
 from __future__ import annotations
 
 import hashlib
+import json
 import random
 from collections import Counter
 from collections.abc import Iterable, Sequence
@@ -86,7 +87,10 @@ def stable_sample(pairs: Sequence[tuple[str, str]], size: int, seed: int) -> lis
 SWAP_SHARE = 2 / 3
 """On datasets with answers: the share of the audit's negatives that are answer-swap pairs (the kind of pair
 the LLM decides in the pool); answer-free negatives make up the rest."""
+REFERENCE = "reference"
+"""Audit kind: pairs of a reference file, labelled by people reading them (e.g. nq's answer-bearing pool pairs)."""
 KINDS = {
+    REFERENCE: "reference pairs (read by people)",
     "qrels-relevant": "gold positives",
     "qrels-non-relevant": "judged negatives",
     "answer-swap": "answer-swap negatives",
@@ -245,6 +249,19 @@ def read_audit(path: Path) -> list[AuditRecord]:
         a = AuditRecord.from_json(row, path=path, line=lineno)
         latest[(a.lane, a.record.config_id, a.pair.qid, a.pair.docid)] = a
     return list(latest.values())
+
+
+def read_audit_report(path: Path) -> dict[str, Any] | None:
+    """A label run's judge-audit.json, or None when there is none; a clear error when it is not one."""
+    if not path.exists():
+        return None
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg}); re-run `bridge label` to rewrite it", path=path) from None
+    if not isinstance(data, dict) or "trusted" not in data:
+        raise InputError("not a judge audit (no 'trusted' field); re-run `bridge label` to rewrite it", path=path)
+    return data
 
 
 def one_pass_prompt(record: LabelRecord) -> str | None:
@@ -550,6 +567,13 @@ def audit_report(
             gate = GateResult(
                 len(mine), sum(1 for a in mine if a.record.label == 1), sum(1 for a in mine if a.record.label is None)
             )
+        elif lane == LLM_STAGE and any(a.pair.source == REFERENCE for a in mine):
+            reference = [a for a in mine if a.pair.source == REFERENCE]
+            population = (
+                "reference pairs: pool pairs of the kind the LLM decides, labelled by people reading them (on nq the "
+                "maintainers' reading, not a crowd's); the other kinds are listed below"
+            )
+            lanes[lane] = lane_result(lane, mine, config.resamples, config.seed, population, reference)
         elif lane == LLM_STAGE and any(a.gated for a in mine):
             reaching = [a for a in mine if not a.gated]
             population = "the pairs that reach the LLM in the pool: the evidence gate decides the others"

@@ -68,6 +68,11 @@ class Preparation:
     reaches_llm: bool = True
     """Whether any pool or audit pair reaches the LLM judge (a judge that would call it for nothing need not
     prepare)."""
+    reaches_answer_bearing: bool = True
+    """Whether any of them reaches it holding an answer match (what a judge of answer-bearing pairs decides)."""
+    reaches_fallback: bool = True
+    """Whether any of them reaches it without an answer match (a judge of answer-bearing pairs hands those to
+    its fallback, which need not prepare otherwise)."""
 
 
 @dataclass(frozen=True)
@@ -187,6 +192,7 @@ def usage_of(responses: Sequence[LLMResponse]) -> Usage:
             prompt_tokens=r.prompt_tokens,
             completion_tokens=r.completion_tokens,
             latency_s=0.0 if r.cached else r.latency_s,
+            compute_s=r.compute_s,
         )
     return total
 

@@ -23,7 +23,7 @@ from __future__ import annotations
 
 import re
 import unicodedata
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from dataclasses import dataclass, replace
 from functools import lru_cache
 from typing import Literal
@@ -212,11 +212,15 @@ def answer_forms(answer: str) -> tuple[tuple[str, ...], ...]:
     return tuple(forms)
 
 
+def occurrences(passage: Sequence[str], needle: Sequence[str]) -> Iterator[int]:
+    """Where ``needle`` starts in ``passage`` as a contiguous token sequence (lazily, left to right)."""
+    n, first, whole = len(needle), needle[0], tuple(needle)
+    return (i for i in range(len(passage) - n + 1) if passage[i] == first and tuple(passage[i : i + n]) == whole)
+
+
 def contains(passage: Sequence[str], needle: Sequence[str]) -> bool:
     """Whether ``needle`` occurs in ``passage`` as a contiguous token sequence."""
-    n = len(needle)
-    first = needle[0]
-    return any(passage[i] == first and tuple(passage[i : i + n]) == tuple(needle) for i in range(len(passage) - n + 1))
+    return next(occurrences(passage, needle), None) is not None
 
 
 def matched_answers(answers: Iterable[str], passage: str) -> tuple[str, ...]:
@@ -322,19 +326,17 @@ class EvidenceRecall:
 
 
 def gold_recall(dataset: Dataset) -> EvidenceRecall:
-    """Share of the dataset's relevant judged passages (queries with answers) that contain an answer."""
+    """Share of the relevant judged passages (queries with answers) of the *whole* dataset that contain an answer:
+    the gate's miss rate is a property of the dataset, and a ``--limit`` head measures it on all of them."""
     found = total = 0
     missed = []
-    for query in dataset.queries:
-        if not query.answers:
+    for passage in dataset.answered():
+        doc = dataset.corpus.get(passage.docid)
+        if doc is None:
             continue
-        for docid, grade in sorted(dataset.qrels.get(query.qid, {}).items()):
-            doc = dataset.corpus.get(docid)
-            if grade < dataset.relevance_threshold or doc is None:
-                continue
-            total += 1
-            if matched_answers(query.answers, doc.contents()):
-                found += 1
-            else:
-                missed.append((query.qid, docid))
+        total += 1
+        if matched_answers(passage.answers, doc.contents()):
+            found += 1
+        else:
+            missed.append((passage.qid, passage.docid))
     return EvidenceRecall(found, total, tuple(missed))

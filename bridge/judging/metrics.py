@@ -54,6 +54,24 @@ def roc_auc(scores: Sequence[float], positives: Sequence[bool]) -> float | None:
     return (rank_sum - n_pos * (n_pos + 1) / 2) / (n_pos * n_neg)
 
 
+def auc_interval(
+    scores: Sequence[float], positives: Sequence[bool], resamples: int = BOOTSTRAP_RESAMPLES, seed: int = 0
+) -> tuple[float, float] | None:
+    """95% stratified bootstrap interval of the ROC AUC (relevant and non-relevant pairs resampled apart)."""
+    s, y = np.asarray(scores, dtype=float), np.asarray(positives, dtype=bool)
+    pos, neg = s[y], s[~y]
+    if not len(pos) or not len(neg) or resamples <= 0:
+        return None
+    wins = (pos[:, None] > neg[None, :]) + 0.5 * (pos[:, None] == neg[None, :])
+    rng = np.random.default_rng(seed)
+    draws = [
+        wins[np.ix_(rng.integers(0, len(pos), len(pos)), rng.integers(0, len(neg), len(neg)))].mean()
+        for _ in range(resamples)
+    ]
+    low, high = np.percentile(draws, [2.5, 97.5])
+    return float(low), float(high)
+
+
 def wilson_interval(successes: int, n: int, z: float = 1.96) -> tuple[float, float] | None:
     """95% Wilson score interval of a proportion; None for an empty sample."""
     if n == 0:

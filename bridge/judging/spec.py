@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
+from bridge.judging.answer_context import AnswerContextConfig
 from bridge.judging.cascade import CascadeConfig
 from bridge.judging.dream import DebateConfig
 from bridge.judging.single import SingleCallConfig
@@ -16,7 +17,8 @@ from bridge.judging.single import SingleCallConfig
 @dataclass(frozen=True)
 class JudgeSpec:
     name: str = "cascade"
-    """A registered judge: cascade, dream, llmjudge, calibrated, umbrela, qrels, constant."""
+    """A registered judge: cascade, dream, llmjudge, calibrated, umbrela, answer-context, answer-lexical, qrels,
+    constant."""
     single: SingleCallConfig = field(default_factory=SingleCallConfig)
     """One-call judges (llmjudge, calibrated, umbrela) and the cascade's one-pass score."""
     debate: DebateConfig = field(default_factory=DebateConfig)
@@ -27,3 +29,7 @@ class JudgeSpec:
     """qrels judge: a TREC qrels file to answer from (None: the qrels the caller passes, e.g. the dataset's)."""
     constant_label: int = 1
     """constant judge: the answer for every pair."""
+    answer_context: AnswerContextConfig = field(default_factory=AnswerContextConfig)
+    """answer-context and answer-lexical: the reference to fit on, its split, the answer window."""
+    answer_context_fallback: str | None = "cascade"
+    """answer-context and answer-lexical: the judge of pairs without an answer match (None: undecided)."""

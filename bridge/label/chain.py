@@ -32,6 +32,8 @@ from bridge.trec import Qrels
 LLM_JUDGES = ("cascade", "dream", "llmjudge", "umbrela")
 """Judges that call an LLM (the others answer from qrels or a constant)."""
 FALLBACK_JUDGES = (*LLM_JUDGES, "qrels", "constant")
+ANSWER_JUDGES = ("answer-context", "answer-lexical")
+"""Judges of answer-bearing pairs (with a fallback judge for the others); answer-context calls the LLM."""
 
 
 @dataclass(frozen=True)
@@ -121,10 +123,19 @@ class JudgeChain:
         asked as the LLM sees a pool pair)."""
         if not isinstance(self.pipeline, Preparable):
             return Prepared()
-        audit_cases = cases_for(dataset, [PoolEntry(q, d, (), 0) for q, d in known])
-        reaches = any(self.llm_view(c) is not None for c in [*pool, *audit_cases])
+        audit_cases = cases_for(dataset.whole(), [PoolEntry(q, d, (), 0) for q, d in known])
+        views = [v for v in (self.llm_view(c) for c in [*pool, *audit_cases]) if v is not None]
         pool_pairs = [(c.qid, c.docid) for c in pool]
-        preparation = Preparation(dataset, list(known), pool_pairs, self.llm_case, calibration_path, reaches)
+        preparation = Preparation(
+            dataset,
+            list(known),
+            pool_pairs,
+            self.llm_case,
+            calibration_path,
+            reaches_llm=bool(views),
+            reaches_answer_bearing=any(v.evidence for v in views),
+            reaches_fallback=any(not v.evidence for v in views),
+        )
         return self.pipeline.prepare(preparation)
 
     def score_pass(
@@ -150,7 +161,8 @@ def build_chain(
     where no judge calls one). ``default_qrels``: what the qrels judge answers from without a file (the
     dataset's own qrels); ``llm``: an LLM already opened by an earlier chain, to reuse."""
     name = spec.judge.name
-    needs_llm = name in LLM_JUDGES or bool(spec.prefilter)
+    fallback = spec.judge.answer_context_fallback if name in ANSWER_JUDGES else None
+    needs_llm = name in (*LLM_JUDGES, "answer-context") or fallback in LLM_JUDGES or bool(spec.prefilter)
     cache = Workspace(cache_dir=spec.cache_dir).llm_cache
     if needs_llm and llm is None:
         llm = open_llm(spec.llm, cache, progress=spec.progress)

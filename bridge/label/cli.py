@@ -7,10 +7,13 @@ else leaves this module: every other caller builds the spec itself.
 from __future__ import annotations
 
 import argparse
+import re
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from bridge.errors import BridgeError
+from bridge.judging.answer_context import AnswerContextConfig
 from bridge.judging.audit import AuditConfig
 from bridge.judging.cascade import CascadeConfig
 from bridge.judging.dream import DebateConfig
@@ -18,17 +21,52 @@ from bridge.judging.single import SingleCallConfig
 from bridge.judging.spec import JudgeSpec
 from bridge.judging.topic_models import AdapterConfig
 from bridge.label.chain import FALLBACK_JUDGES, ChainSpec
+from bridge.label.value import ValueConfig
 from bridge.options import (
     add_common_options,
     add_executor_options,
     add_llm_options,
+    at_least_two,
     dataset_from_args,
     llm_config_from_args,
+    open_unit_share,
     workspace_from_args,
 )
+from bridge.settle import DEFAULT_MEASURES
+from bridge.trec import read_runs
 
-EVAL_METHODS = ("llmjudge", "calibrated", "lara", "dream", "cascade", "umbrela", "adapter")
+if TYPE_CHECKING:
+    from bridge.config import Workspace
+    from bridge.datasets import Dataset
+    from bridge.label.judge_eval import JudgeQuality
+
+
+EVAL_METHODS = (
+    "llmjudge",
+    "calibrated",
+    "lara",
+    "dream",
+    "cascade",
+    "umbrela",
+    "adapter",
+    "answer-string",
+    "answer-lexical",
+    "answer-context",
+)
 DEFAULT_EVAL_METHODS = "llmjudge,calibrated,lara,dream,cascade"
+REFERENCE_METHODS = (
+    "answer-string",
+    "answer-lexical",
+    "answer-context",
+    "calibrated",
+    "cascade",
+    "dream",
+    "llmjudge",
+    "umbrela",
+)
+DEFAULT_REFERENCE_METHODS = "answer-string,answer-lexical,calibrated,cascade,dream,answer-context"
+"""With --reference: the answer string alone, the learned answer-context judge without and with the LLM, and
+the LLM judges."""
 JUDGE_NAMES = ("auto", "adapter", *FALLBACK_JUDGES)
 
 
@@ -82,11 +120,38 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
         "to P = 0.5 (default: 0.1; 1 = no cap)",
     )
     g.add_argument("--calibration", choices=["isotonic", "platt"], default="isotonic", help="cascade calibration")
+    add_reference_options(g)
     g.add_argument(
         "--calibration-pairs",
         type=int,
         default=60,
         help="cascade: known pairs (half relevant, not audited) the calibration is fitted on (default: 60)",
+    )
+
+
+def add_reference_options(g: argparse._ArgumentGroup) -> None:
+    g.add_argument(
+        "--reference",
+        default=None,
+        metavar="FILE",
+        help="labelled answer-bearing pairs (qid<TAB>docid<TAB>label, read under a written criterion), e.g. "
+        "bench/data/nq-answer-reference/labels-first.tsv: the answer-context judge is fitted on part of their "
+        "questions and the audit measures it on the rest",
+    )
+    g.add_argument(
+        "--answer-judge",
+        choices=["answer-context", "answer-lexical", "off"],
+        default="answer-context",
+        help="label: with --reference, the judge of the pairs that hold an answer string (default: answer-context, "
+        "a logistic model over where the answer sits and the LLM's one-pass P; answer-lexical: the same without "
+        "the LLM; off: the fallback judge decides them too)",
+    )
+    g.add_argument(
+        "--reference-fit-share",
+        type=open_unit_share,
+        default=0.5,
+        metavar="S",
+        help="the share of the reference's questions the answer-context judge is fitted on (default: 0.5)",
     )
 
 
@@ -119,7 +184,10 @@ def judge_spec_from_args(args: argparse.Namespace, name: str) -> JudgeSpec:
         low, high, args.debate_share, args.max_debate_share, args.calibration, args.calibration_pairs
     )
     single = SingleCallConfig(temperature=args.temperature, grade_threshold=args.grade_threshold)
-    return JudgeSpec(name, single, debate, cascade, args.judge_qrels, args.constant_label)
+    answer_context = AnswerContextConfig(args.reference, args.reference_fit_share)
+    if name == "answer-string":
+        return JudgeSpec("constant", single, debate, cascade, constant_label=1, answer_context=answer_context)
+    return JudgeSpec(name, single, debate, cascade, args.judge_qrels, args.constant_label, answer_context)
 
 
 def adapter_config_from_args(args: argparse.Namespace) -> AdapterConfig:
@@ -137,9 +205,14 @@ def spec_from_args(args: argparse.Namespace) -> ChainSpec:
     adapters in front of ``--fallback-judge`` where topics have enough human judgments; ``adapter`` does so
     even where none has; any other judge decides every pair the evidence stage leaves."""
     adapters = {"auto": "auto", "adapter": "always"}.get(args.judge, "off")
-    name = args.fallback_judge if adapters != "off" else args.judge
+    answer_judge = args.answer_judge if args.reference and args.answer_judge != "off" else None
+    default_fallback = "llmjudge" if answer_judge else "cascade"
+    name = (args.fallback_judge or default_fallback) if adapters != "off" else args.judge
+    judge = judge_spec_from_args(args, name)
+    if answer_judge:
+        judge = replace(judge, name=answer_judge, answer_context_fallback=name)
     return ChainSpec(
-        judge=judge_spec_from_args(args, name),
+        judge=judge,
         adapters=adapters,  # type: ignore[arg-type]
         adapter=adapter_config_from_args(args),
         evidence=args.evidence,
@@ -177,9 +250,11 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--fallback-judge",
         choices=FALLBACK_JUDGES,
-        default="cascade",
+        default=None,
         help="the judge for the pairs no earlier stage decides (default: cascade: calibrated one-pass score, "
-        "DREAM debate for the uncertain band, people for debate disagreements)",
+        "DREAM debate for the uncertain band, people for debate disagreements; with --reference, where the "
+        "answer-context judge decides the answer-bearing pairs: llmjudge, one call for the few pairs without an "
+        "answer match that reach it, the gate audit's)",
     )
     g = p.add_argument_group("topic adapters")
     g.add_argument("--adapter-family", choices=["frozen-lr", "finetune-ce"], default="frozen-lr")
@@ -231,7 +306,8 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=None,
         metavar="N",
-        help="judge at most N pool pairs with the LLM, those more systems retrieved (then at a better rank) first; "
+        help="judge at most N pool pairs with the LLM, most valuable first (then those more systems retrieved, at a "
+        "better rank); "
         "pairs the evidence stage or an adapter decide are free and always judged; re-run with a larger N to go on",
     )
     g.add_argument(
@@ -240,6 +316,30 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
         default=None,
         metavar="M",
         help="start no new batch of pool pairs after M minutes (finished pairs are kept; audit pairs still run)",
+    )
+
+
+def add_value_options(p: argparse.ArgumentParser) -> None:
+    """``bridge label``: which pairs the costly judge gets."""
+    g = p.add_argument_group("value of a judgment")
+    g.add_argument(
+        "--no-value-order",
+        dest="value_order",
+        action="store_false",
+        help="judge every pool pair, in priority order; by default the free stages decide first and the costly "
+        "judge (LLM, people) gets only the pairs whose label can change an unsettled comparison of adjacent systems "
+        "in runs/<ds>/, most valuable first",
+    )
+    g.add_argument(
+        "--ask-all",
+        action="store_true",
+        help="value order, but ask the costly judge about value-0 pairs too (after the others)",
+    )
+    g.add_argument(
+        "--settle-measures",
+        default=DEFAULT_MEASURES,
+        metavar="M@K,...",
+        help=f"the measures whose comparisons a judgment may settle (default: {DEFAULT_MEASURES})",
     )
 
 
@@ -256,6 +356,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     add_common_options(p)
     add_label_options(p)
+    add_value_options(p)
     p.add_argument(
         "--restart", action="store_true", help="start labels.jsonl and audit.jsonl afresh (old files kept as .bak)"
     )
@@ -273,14 +374,29 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_llm_options(p)
     add_judge_options(p)
     p.set_defaults(dataset="dl19")
-    p.add_argument("--sample", type=int, default=200, help="balanced sample size (default: 200)")
+    p.add_argument(
+        "--sample",
+        type=int,
+        default=None,
+        help="balanced sample size (default: 200); with --reference, a seeded subsample of the reference "
+        "(default: all of it)",
+    )
+    p.add_argument(
+        "--folds",
+        type=at_least_two,
+        default=2,
+        help="with --reference: judges that fit on known pairs are cross-fitted over this many parts of the "
+        "reference's questions (default: 2)",
+    )
     p.add_argument("--threshold", type=int, default=None, help="human grade counted as relevant (default: dataset's)")
     p.add_argument("--seed", type=int, default=0, help="sampling seed")
     p.add_argument(
         "--methods",
-        default=DEFAULT_EVAL_METHODS,
-        help=f"comma-separated judges to compare (default: {DEFAULT_EVAL_METHODS}); also umbrela, and adapter "
-        "(topic adapters: within-topic cross-validation, its row on the same sample, and learning curves)",
+        default=None,
+        help=f"comma-separated judges to compare (default: {DEFAULT_EVAL_METHODS}; with --reference: "
+        f"{DEFAULT_REFERENCE_METHODS}); also umbrela, and adapter (topic adapters: within-topic cross-validation, "
+        "its row on the same sample, and learning curves); answer-string says relevant to every pair that holds "
+        "an answer",
     )
     p.add_argument(
         "--calibration-sample",
@@ -344,6 +460,13 @@ def cmd_label(args: argparse.Namespace) -> int:
         max_pairs=args.max_pairs,
         max_minutes=args.max_minutes,
     )
+    if args.value_order:
+        runs = read_runs(ws.runs(ds.slug))
+        if runs:
+            value = ValueConfig(args.settle_measures, ask_all=args.ask_all)
+            options = replace(options, runs=runs, value=value)
+        else:
+            print(f"no runs in {ws.runs(ds.slug)}: every pool pair is judged (no value order)")
     if args.executor == "ray":
         from bridge.executors import RayConfig
         from bridge.label.distributed import DatasetRef, ray_runners
@@ -352,6 +475,12 @@ def cmd_label(args: argparse.Namespace) -> int:
         runner, scorer = ray_runners(spec, dataset, RayConfig(args.workers, args.ray_address, args.worker_cpus))
         options = replace(options, runner=runner, scorer=scorer)
     print(f"{ds.name}: {choice}")
+    if ds.has_answers and not args.reference and spec.evidence != "off":
+        print(
+            f"note: {ds.name}'s answer-bearing pairs go to {spec.judge.name}; with --reference FILE (labelled "
+            "answer-bearing pairs, e.g. bench/data/nq-answer-reference/labels-first.tsv) the answer-context judge "
+            "decides them, fitted on one half and audited on the other"
+        )
     summary = label_pool(ds, chain, paths, options)
     print(f"{ds.name} ({chain.pipeline.config_id})")
     print("\n".join([*summary.lines(), *endpoint_lines(llm)]))
@@ -369,9 +498,10 @@ def cmd_evidence(args: argparse.Namespace) -> int:
     if not ds.has_answers:
         raise BridgeError(f"{ds.name} has no answers: the evidence stage does not apply (it is off for this dataset)")
     recall = gold_recall(ds)
-    queries = {q.qid: q for q in ds.queries}
+    queries = {q.qid: q for q in ds.whole().queries}
     rate = "n/a" if recall.rate is None else f"{recall.rate:.4f}"
-    print(f"{ds.name}: evidence recall on the original relevant passages {recall.found}/{recall.total} = {rate}")
+    scope = " (all questions, not only the --limit ones)" if ds.limit else ""
+    print(f"{ds.name}: evidence recall on the original relevant passages{scope} {recall.found}/{recall.total} = {rate}")
     for qid, docid in recall.missed[: args.show]:
         doc = ds.corpus.get(docid)
         text = doc.contents().replace("\n", " ")[:240] if doc else ""
@@ -395,17 +525,21 @@ def cmd_evidence(args: argparse.Namespace) -> int:
 
 def cmd_judge_eval(args: argparse.Namespace) -> int:
     from bridge.judging import build_judge
-    from bridge.label.judge_eval import reliability_figure, report_rows, run_judge_eval, write_report
+    from bridge.label.judge_eval import reliability_figure, run_judge_eval, write_report
     from bridge.llm import open_llm
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
     threshold = args.threshold if args.threshold is not None else ds.relevance_threshold
     ds = replace(ds, relevance_threshold=threshold)
-    methods = [m.strip() for m in args.methods.split(",") if m.strip()]
+    chosen = args.methods or (DEFAULT_REFERENCE_METHODS if args.reference else DEFAULT_EVAL_METHODS)
+    methods = [m.strip() for m in chosen.split(",") if m.strip()]
     unknown = sorted(set(methods) - set(EVAL_METHODS))
     if unknown:
         raise BridgeError(f"unknown judge(s) {', '.join(unknown)}; choose from {', '.join(EVAL_METHODS)}")
+    if args.reference:
+        return judge_eval_on_reference(args, ws, ds, methods)
+    sample_size = 200 if args.sample is None else args.sample
     llm_methods = [m for m in methods if m not in ("adapter", "lara")]
     if "lara" in methods and "calibrated" not in llm_methods:
         llm_methods.insert(0, "calibrated")  # LARA reads the calibrated judge's scores
@@ -416,7 +550,7 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
         ds,
         judges,
         out_dir,
-        args.sample,
+        sample_size,
         threshold,
         args.seed,
         args.injection,
@@ -433,25 +567,87 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
         families = [f.strip() for f in args.curve_families.split(",") if f.strip()]
         sizes = [int(n) for n in args.curve_sizes.split(",") if n.strip()]
         adapter_eval = evaluate_adapter(ds, adapter, families, sizes, progress=not args.quiet)
-        qualities.append(adapter_quality(balanced_sample(ds, args.sample, threshold, args.seed), adapter, args.seed))
+        sample = balanced_sample(ds, sample_size, threshold, args.seed)
+        qualities.append(adapter_quality(sample, adapter, args.seed))
     model = llm.model_id if llm is not None else "-"
     figure = reliability_figure(qualities, out_dir.parent / "figures" / "reliability.png")
-    md, csv_path = write_report(out_dir, ds, model, qualities, injections, args.sample, threshold, adapter_eval, figure)
-    print(f"judge quality on {ds.name} ({args.sample} pairs, relevant = grade >= {threshold}) with {model}")
-    print(
-        f"{'method':10s} {'bAcc [95% CI]':>20s} {'rec0':>6s} {'rec1':>6s} {'escal':>6s} {'kappa [95% CI]':>21s} "
-        f"{'AUC':>6s} {'calls':>6s}"
-    )
-    for r in report_rows(qualities):
-        bacc = f"{r['balanced_accuracy']} [{r['balanced_accuracy_ci']}]"
-        kappa = f"{r['cohen_kappa']} [{r['cohen_kappa_ci']}]"
-        print(
-            f"{r['method']:10s} {bacc:>20s} {r['recall_irrelevant']:>6s} {r['recall_relevant']:>6s} "
-            f"{r['escalation_ratio']:>6s} {kappa:>21s} {r['auc_p_yes']:>6s} {r['calls_per_pair']:>6s}"
-        )
+    md, csv_path = write_report(out_dir, ds, model, qualities, injections, sample_size, threshold, adapter_eval, figure)
+    print(f"judge quality on {ds.name} ({sample_size} pairs, relevant = grade >= {threshold}) with {model}")
+    print_quality_table(qualities)
     for i in injections:
         print(f"injection {i.method}: {i.flipped}/{i.compared} labels flipped ({i.to_relevant} to relevant)")
     if adapter_eval is not None:
         print("\n".join(line for line in adapter_lines(adapter_eval) if line and not line.startswith("## ")))
+    print(f"-> {md}\n-> {csv_path}")
+    return 0
+
+
+def print_quality_table(qualities: Sequence[JudgeQuality]) -> None:
+    from bridge.label.judge_eval import report_rows
+
+    print(
+        f"{'method':14s} {'bAcc [95% CI]':>20s} {'rec0':>6s} {'rec1':>6s} {'escal':>6s} {'kappa [95% CI]':>21s} "
+        f"{'AUC [95% CI]':>20s} {'calls':>6s} {'s/pair':>7s}"
+    )
+    for r in report_rows(qualities):
+        bacc = f"{r['balanced_accuracy']} [{r['balanced_accuracy_ci']}]"
+        kappa = f"{r['cohen_kappa']} [{r['cohen_kappa_ci']}]"
+        auc = f"{r['auc_p_yes']} [{r['auc_p_yes_ci']}]"
+        print(
+            f"{r['method']:14s} {bacc:>20s} {r['recall_irrelevant']:>6s} {r['recall_relevant']:>6s} "
+            f"{r['escalation_ratio']:>6s} {kappa:>21s} {auc:>20s} {r['calls_per_pair']:>6s} "
+            f"{r['seconds_per_pair']:>7s}"
+        )
+
+
+def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset, methods: Sequence[str]) -> int:
+    """``judge-eval --reference``: every judge on the reference's pairs, asked as the pipeline asks pool pairs."""
+    from pathlib import Path
+
+    from bridge.judging import build_judge
+    from bridge.judging.reference_labels import read_reference, subsample
+    from bridge.label.judge_eval import reliability_figure, run_reference_eval, write_report
+    from bridge.llm import open_llm
+
+    unknown = sorted(set(methods) - set(REFERENCE_METHODS))
+    if unknown:
+        raise BridgeError(
+            f"judge(s) {', '.join(unknown)} cannot be measured on a reference; "
+            f"choose from {', '.join(REFERENCE_METHODS)}"
+        )
+    path = Path(args.reference)
+    everything = read_reference(path)
+    pairs = subsample(everything, args.sample, args.seed)
+    qids = set(ds.qids)
+    missing = [p for p in pairs if ds.corpus.get(p.docid) is None or p.qid not in qids]
+    if missing:
+        raise BridgeError(
+            f"{path}: {len(missing)} pair(s) are not in {ds.name} (first: {missing[0].qid} {missing[0].docid}); "
+            "is --dataset right, and is --limit off?"
+        )
+    needs_llm = [m for m in methods if m not in ("answer-string", "answer-lexical")]
+    llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=not args.quiet) if needs_llm else None
+    specs = {m: replace(judge_spec_from_args(args, m), answer_context_fallback=None) for m in methods}
+    judges = {m: (lambda m=m: build_judge(specs[m], llm)) for m in methods}
+    model_slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(args.model).name if llm is not None else "no-llm")
+    name = f"judge-eval-{path.stem}" + (f"-{len(pairs)}" if len(pairs) < len(everything) else "") + f"-{model_slug}"
+    out_dir = ws.reports(ds.slug) / name
+    relevant = sum(p.relevant for p in pairs)
+    source = f"{path}"
+    qualities = run_reference_eval(ds, judges, pairs, out_dir, source, args.folds, args.seed, not args.quiet)
+    model = llm.model_id if llm is not None else "-"
+    population = (
+        f"{len(pairs)} pairs of the reference `{path}` ({relevant} relevant; labels by reading under its written "
+        f"criterion: the maintainers' reading, not a crowd's), each asked as the label pipeline asks a pool pair "
+        f"(behind the evidence gate, matched answers as a hint). Judges that fit on known pairs are cross-fitted "
+        f"over {args.folds} parts of the reference's questions: every pair is scored by a judge fitted on the "
+        "other parts. answer-string says relevant to every pair that holds an answer."
+    )
+    figure = reliability_figure(qualities, out_dir.parent / "figures" / f"reliability-{name}.png")
+    md, csv_path = write_report(
+        out_dir, ds, model, qualities, [], len(pairs), ds.relevance_threshold, None, figure, population, name
+    )
+    print(f"judge quality on {len(pairs)} reference pairs of {ds.name} ({relevant} relevant) with {model}")
+    print_quality_table(qualities)
     print(f"-> {md}\n-> {csv_path}")
     return 0

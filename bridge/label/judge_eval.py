@@ -28,11 +28,14 @@ from bridge.errors import BridgeError
 from bridge.figures import save_png
 from bridge.fsio import atomic_write
 from bridge.judging.adapter import TopicAdapterJudge
+from bridge.judging.answer_context import AnswerContextJudge
 from bridge.judging.base import Case, Judge, cases_for
 from bridge.judging.calibration import Reliability, brier_score, expected_calibration_error, reliability
-from bridge.judging.cascade import CalibratedJudge
+from bridge.judging.cascade import CalibratedJudge, CascadeJudge
+from bridge.judging.evidence import EvidenceConfig, EvidenceStage, matched_answers
 from bridge.judging.learning_curve import CurvePoint, learning_curve
-from bridge.judging.metrics import Agreement, agreement_of, roc_auc
+from bridge.judging.metrics import Agreement, agreement_of, auc_interval, roc_auc
+from bridge.judging.reference_labels import HumanPair, question_folds
 from bridge.label.run import judge_pairs
 from bridge.label_records import LabelRecord
 from bridge.pool import PoolEntry
@@ -44,13 +47,6 @@ PAPER_REFERENCE = (
     "DREAM 95.2% bAcc on non-escalated pairs at 3.5% escalation; single LLM judge (LLMJudge prompt) "
     "73.9% bAcc; LARA (confidence escalation) 82.1% at 3.5%."
 )
-
-
-@dataclass(frozen=True)
-class HumanPair:
-    qid: str
-    docid: str
-    relevant: bool
 
 
 def balanced_sample(
@@ -90,6 +86,8 @@ class JudgeQuality:
     prompt_tokens: int = 0
     completion_tokens: int = 0
     latency_s: float = 0.0
+    compute_s: float = 0.0
+    """Model time the judge's answers took, including those served from the response cache."""
     seed: int = 0
 
     @cached_property
@@ -144,6 +142,12 @@ class JudgeQuality:
             return None
         return roc_auc([float(p) for p in self.p_yes], [bool(t) for t in self.truth])  # type: ignore[arg-type]
 
+    @cached_property
+    def auc_interval(self) -> tuple[float, float] | None:
+        if not self.scored:
+            return None
+        return auc_interval([float(p) for p in self.p_yes], [bool(t) for t in self.truth], seed=self.seed)  # type: ignore[arg-type]
+
     @property
     def ece(self) -> float | None:
         """Expected calibration error of P(yes) (10 equal-width bins)."""
@@ -165,6 +169,7 @@ def score(method: str, sample: Sequence[HumanPair], records: Sequence[LabelRecor
         quality.prompt_tokens += r.usage.prompt_tokens
         quality.completion_tokens += r.usage.completion_tokens
         quality.latency_s += r.usage.latency_s
+        quality.compute_s += r.usage.compute_s
     return quality
 
 
@@ -259,6 +264,60 @@ def run_judge_eval(
     if lara:
         qualities.append(lara_quality(qualities))
     return qualities, injections
+
+
+def fit_on(judge: Judge, cases: Sequence[Case], truth: Sequence[int], source: str) -> bool:
+    """Fit what a judge fits on known pairs (an answer-context model, a calibration and the cascade's band);
+    False for a judge that fits nothing."""
+    pairs = [(c.qid, c.docid) for c in cases]
+    if isinstance(judge, AnswerContextJudge):
+        judge.fit(cases, truth, source, pairs)
+    elif isinstance(judge, CascadeJudge):
+        judge.calibrate_scores(judge.scores(cases), truth, source, pairs)
+    elif isinstance(judge, CalibratedJudge):
+        judge.calibrate_scores(judge.scores(cases), truth, source, pairs=pairs)
+    else:
+        return False
+    return True
+
+
+def run_reference_eval(
+    dataset: Dataset,
+    judges: Mapping[str, Callable[[], Judge]],
+    reference: Sequence[HumanPair],
+    out_dir: Path,
+    source: str,
+    folds: int = 2,
+    seed: int = 0,
+    progress: bool = True,
+) -> list[JudgeQuality]:
+    """Every judge on reference pairs, asked as the label pipeline asks pool pairs (behind the evidence gate,
+    with the matched answers as a hint). A judge that fits on known pairs (``calibrated``, ``cascade``,
+    ``answer-context``) is cross-fitted: fitted on ``folds - 1`` parts of the reference's questions, scored on
+    the remaining one, so no pair is scored by a judge that saw its question (resumable per part)."""
+    entries = [PoolEntry(p.qid, p.docid, (SAMPLE_TAG,), 0) for p in reference]
+    fold_of = question_folds(reference, folds, seed)
+    cases = cases_for(dataset, [PoolEntry(p.qid, p.docid, (), 0) for p in reference])
+    views = [replace(c, evidence=matched_answers(c.answers, c.chunk)) for c in cases]  # as the gate hands them on
+    qualities = []
+    for method, make in judges.items():
+        records: list[LabelRecord] = []
+        for k in range(folds):
+            judge = make()
+            fitting = [i for i, f in enumerate(fold_of) if f != k]
+            label = f"{len(fitting)} pairs of {source} outside part {k + 1} of {folds} (by question)"
+            fitted = fit_on(judge, [views[i] for i in fitting], [int(reference[i].relevant) for i in fitting], label)
+            if isinstance(judge, CascadeJudge):
+                judge.set_band([views[i] for i, f in enumerate(fold_of) if f == k])
+            scored = [entries[i] for i, f in enumerate(fold_of) if f == k or not fitted]
+            name = f"{method}.part{k + 1}of{folds}" if fitted else method
+            path = out_dir / f"{name}.labels.jsonl"
+            _, got = judge_pairs(dataset, EvidenceStage(judge, EvidenceConfig("gate")), scored, path, progress=progress)
+            records += got
+            if not fitted:
+                break
+        qualities.append(score(method, reference, records, seed))
+    return qualities
 
 
 PAPER_ESCALATION = 0.035
@@ -426,6 +485,7 @@ def report_rows(qualities: Sequence[JudgeQuality]) -> list[dict[str, str]]:
                 "cohen_kappa": _num(q.kappa),
                 "cohen_kappa_ci": _interval(q.agreement.interval("kappa")),
                 "auc_p_yes": _num(q.auc),
+                "auc_p_yes_ci": _interval(q.auc_interval),
                 "ece": _num(q.ece),
                 "brier": _num(q.brier),
                 "tp": str(q.count(True, 1)),
@@ -436,7 +496,7 @@ def report_rows(qualities: Sequence[JudgeQuality]) -> list[dict[str, str]]:
                 "calls_per_pair": f"{q.calls / per_pair:.2f}",
                 "prompt_tokens_per_pair": f"{q.prompt_tokens / per_pair:.0f}",
                 "completion_tokens_per_pair": f"{q.completion_tokens / per_pair:.0f}",
-                "seconds_per_pair": f"{q.latency_s / per_pair:.2f}",
+                "seconds_per_pair": f"{q.compute_s / per_pair:.2f}",
             }
         )
     return rows
@@ -452,10 +512,14 @@ def write_report(
     threshold: int,
     adapter: AdapterEvaluation | None = None,
     reliability_png: Path | None = None,
+    population: str | None = None,
+    name: str = "judge-eval",
 ) -> tuple[Path, Path]:
+    """``population``: the line that says what the pairs are (default: a balanced sample of human-judged
+    pairs); ``name``: the report's file stem."""
     rows = report_rows(qualities)
-    csv_path = out_dir.parent / "judge-eval.csv"
-    md_path = out_dir.parent / "judge-eval.md"
+    csv_path = out_dir.parent / f"{name}.csv"
+    md_path = out_dir.parent / f"{name}.md"
     with atomic_write(csv_path) as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["method"])
         writer.writeheader()
@@ -463,14 +527,16 @@ def write_report(
     lines = [
         f"# Judge quality on {dataset.name}",
         "",
-        f"Balanced sample of {sample_size} human-judged pairs (relevant = grade >= {threshold}); model `{model}`.",
+        population or f"Balanced sample of {sample_size} human-judged pairs (relevant = grade >= {threshold}).",
+        f"Model `{model}`.",
         "Balanced accuracy, recalls and kappa are computed on the pairs a method decided; escalated pairs",
-        "(DREAM's disagreements, parse failures) count in the escalation ratio. Seconds are LLM time per pair",
-        "(0 for answers served from the response cache).",
+        "(DREAM's disagreements, parse failures) count in the escalation ratio. Seconds are model time per pair",
+        "(prompt evaluation and generation) on the machine that computed the answers, also for answers now served",
+        "from the response cache.",
         "",
-        "Intervals are 95% stratified bootstrap intervals over the sample's pairs.",
+        "Intervals: bAcc and kappa 95% Jeffreys-posterior intervals, AUC a 95% stratified bootstrap interval.",
         "",
-        "| method | bAcc [95% CI] | recall irrel. | recall rel. | escalation | kappa [95% CI] | AUC P(yes) "
+        "| method | bAcc [95% CI] | recall irrel. | recall rel. | escalation | kappa [95% CI] | AUC P(yes) [95% CI] "
         "| ECE | Brier | calls/pair | tokens/pair (prompt+gen) | s/pair |",
         "|---|---|---|---|---|---|---|---|---|---|---|---|",
     ]
@@ -478,14 +544,14 @@ def write_report(
         lines.append(
             f"| {r['method']} | {r['balanced_accuracy']} [{r['balanced_accuracy_ci']}] | {r['recall_irrelevant']} | "
             f"{r['recall_relevant']} | {r['escalation_ratio']} | {r['cohen_kappa']} [{r['cohen_kappa_ci']}] | "
-            f"{r['auc_p_yes']} | {r['ece']} | {r['brier']} | {r['calls_per_pair']} | "
+            f"{r['auc_p_yes']} [{r['auc_p_yes_ci']}] | {r['ece']} | {r['brier']} | {r['calls_per_pair']} | "
             f"{r['prompt_tokens_per_pair']}+{r['completion_tokens_per_pair']} | {r['seconds_per_pair']} |"
         )
     lines += [
         "",
         "ECE (10 equal-width bins) and Brier score measure how well P(relevant) matches the observed share of "
         "relevant pairs: `calibrated` and `cascade` use the calibrated one-pass probability (fitted on other "
-        "human-judged pairs), `llmjudge` its raw P(true), `dream` Agent A's first-round P(yes).",
+        "known pairs), `llmjudge` its raw P(true), `dream` Agent A's first-round P(yes).",
     ]
     if reliability_png is not None:
         lines += ["", f"![Reliability diagram]({reliability_png.relative_to(md_path.parent).as_posix()})"]

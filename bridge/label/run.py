@@ -17,7 +17,7 @@ import random
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -29,12 +29,14 @@ from bridge.errors import BridgeError
 from bridge.fsio import JsonlAppender, write_json_atomic
 from bridge.judging.adapter import TopicAdapterJudge, TopicRoute, routing_summary
 from bridge.judging.adapter import summary_lines as adapter_lines
+from bridge.judging.answer_context import AnswerContextJudge
 from bridge.judging.audit import (
     ADAPTER_CV,
     GATE,
     LLM_STAGE,
     NO_LLM_STAGES,
     PIPELINE,
+    REFERENCE,
     AuditConfig,
     AuditPair,
     AuditRecord,
@@ -47,11 +49,12 @@ from bridge.judging.audit import (
 )
 from bridge.judging.base import Case, Judge, cases_for
 from bridge.judging.cascade import ScoreRunner
-from bridge.judging.evidence import gold_recall
+from bridge.judging.evidence import EvidenceRecall, gold_recall
 from bridge.label.chain import JudgeChain
+from bridge.label.value import ValueConfig, free_stage_trust, judgment_values
 from bridge.label_records import HUMAN_JUDGE, LabelRecord, Usage, read_labels, write_augmented_qrels
 from bridge.pool import PoolEntry, read_pool
-from bridge.trec import Qrels
+from bridge.trec import Qrels, Run
 
 POOL = "pool"
 """The lane of pool pairs (everything else is an audit lane)."""
@@ -107,6 +110,10 @@ class LabelOptions:
     ``bridge.executors.DistributedRunner`` runs them on Ray workers."""
     scorer: Callable[[JudgeChain], ScoreRunner] | None = None
     """Given the chain before its preparation, what runs the cascade's scoring pass; None: this process."""
+    runs: Mapping[str, Run] | None = None
+    """The systems to settle (runs/<ds>/*.run): the free stages decide first, then the pairs for the costly judge
+    go in value order (:mod:`bridge.label.value`), value-0 pairs not at all; None: every pair, priority order."""
+    value: ValueConfig = field(default_factory=ValueConfig)
 
 
 @dataclass
@@ -124,6 +131,8 @@ class LabelSummary:
     audit: AuditReport | None = None
     left_by_budget: int = 0
     """Pool pairs not judged because the budget (--max-pairs / --max-minutes) ran out."""
+    left_at_value_0: int = 0
+    """Pool pairs not asked because their label can change no unsettled comparison (they stay open, bounded)."""
     calibration_usage: Usage = field(default_factory=Usage)
     """LLM work of the cascade's calibration on known pairs."""
     scoring_usage: Usage = field(default_factory=Usage)
@@ -155,7 +164,8 @@ class LabelSummary:
             f"pairs in pool:        {self.pool_pairs}",
             f"already labeled:      {self.resumed} (resumed)",
             f"judged now:           {self.judged}"
-            + (f" ({self.left_by_budget} left unjudged by the budget; re-run to go on)" if self.left_by_budget else ""),
+            + (f" ({self.left_by_budget} left unjudged by the budget; re-run to go on)" if self.left_by_budget else "")
+            + (f" ({self.left_at_value_0} of value 0 not asked)" if self.left_at_value_0 else ""),
             f"  relevant (1):       {self.labels['1']}",
             f"  not relevant (0):   {self.labels['0']}",
             f"  escalated / failed: {self.labels['undecided']}",
@@ -246,7 +256,7 @@ def run_items(
         by_judge: dict[int, list[WorkItem]] = {}
         for item in batch:
             by_judge.setdefault(id(judges[item.lane]), []).append(item)
-        for group in by_judge.values():
+        for group in (part for same in by_judge.values() for part in _distinct_pairs(same)):
             owner = {(it.case.qid, it.case.docid): it for it in group}
 
             def keep(record: LabelRecord, owner: dict[tuple[str, str], WorkItem] = owner) -> None:
@@ -261,6 +271,20 @@ def run_items(
             judges[group[0].lane].judge([it.case for it in group], keep)
     bar.close()
     return skipped
+
+
+def _distinct_pairs(items: Sequence[WorkItem]) -> list[list[WorkItem]]:
+    """``items`` in parts in which no pair occurs twice (a reference pair can be a pool pair and an audit pair of
+    the same judge): a judge's records name the pair, so each part's records find their item."""
+    parts: list[list[WorkItem]] = []
+    seen: Counter[tuple[str, str]] = Counter()
+    for item in items:
+        key = (item.case.qid, item.case.docid)
+        if seen[key] == len(parts):
+            parts.append([])
+        parts[seen[key]].append(item)
+        seen[key] += 1
+    return parts
 
 
 def priority(entry: PoolEntry) -> tuple[int, int]:
@@ -303,7 +327,24 @@ def judge_pairs(
 
 
 def _audit_cases(dataset: Dataset, pairs: Sequence[AuditPair]) -> list[Case]:
-    return cases_for(dataset, [PoolEntry(p.qid, p.docid, (), 0) for p in pairs])
+    """Reference pairs may belong to any question of the dataset, not only to a ``--limit`` head's."""
+    return cases_for(dataset.whole(), [PoolEntry(p.qid, p.docid, (), 0) for p in pairs])
+
+
+def reference_audit_pairs(chain: JudgeChain, dataset: Dataset, drawn: Collection[tuple[str, str]]) -> list[AuditPair]:
+    """The part of the judge's reference it is not fitted on (labelled answer-bearing pairs, read by people), as
+    known pairs of kind ``reference``: on nq the pool's own kind of pair that the LLM decides."""
+    judge = chain.judge
+    if not isinstance(judge, AnswerContextJudge) or not judge.config.reference:
+        return []
+    _, audited = judge.reference_parts()
+    whole = dataset.whole()
+    qids = set(whole.qids)
+    return [
+        AuditPair(p.qid, p.docid, int(p.relevant), REFERENCE)
+        for p in audited
+        if p.qid in qids and whole.corpus.get(p.docid) is not None and (p.qid, p.docid) not in drawn
+    ]
 
 
 def _budgeted(
@@ -337,12 +378,12 @@ def _mix(pool: list[WorkItem], audit: list[WorkItem], seed: int) -> list[WorkIte
 
 
 def _evidence_facts(
-    chain: JudgeChain, dataset: Dataset, cases: Sequence[Case], lines: list[str], extra: dict[str, Any]
+    chain: JudgeChain, cases: Sequence[Case], recall: EvidenceRecall | None, lines: list[str], extra: dict[str, Any]
 ) -> list[tuple[str, str]]:
     """What the evidence stage does with the pool (appended to ``lines`` and ``extra``), and the pairs it
-    finds no answer in."""
+    finds no answer in; ``recall``: its recall on the dataset's relevant passages (None: no evidence stage)."""
     absent: list[tuple[str, str]] = []
-    if chain.evidence is None or not dataset.has_answers:
+    if chain.evidence is None or recall is None:
         return absent
     present = 0
     for case in cases:
@@ -351,7 +392,6 @@ def _evidence_facts(
             absent.append((case.qid, case.docid))
         elif matched:
             present += 1
-    recall = gold_recall(dataset)
     rate = "n/a" if recall.rate is None else f"{recall.rate:.4f}"
     mode = chain.evidence.config.mode
     to_llm = "LLM judge with the matched answers as a hint" if present else "LLM judge"
@@ -367,6 +407,60 @@ def _evidence_facts(
         "recall_on_gold": {"found": recall.found, "total": recall.total, "rate": recall.rate},
     }
     return absent
+
+
+def _value_order(
+    dataset: Dataset,
+    chain: JudgeChain,
+    paths: LabelPaths,
+    options: LabelOptions,
+    entries: Sequence[PoolEntry],
+    pool_items: list[WorkItem],
+    recall: EvidenceRecall | None,
+    summary: LabelSummary,
+    extra: dict[str, Any],
+) -> list[WorkItem]:
+    """Judge the pairs the free stages decide now; return the pairs for the costly judge in value order, value-0
+    pairs left out (unless ``ask_all``), at most ``max_pairs`` of them."""
+    assert options.runs is not None
+    free = [it for it in pool_items if chain.llm_view(it.case) is None]
+    paid = [it for it in pool_items if chain.llm_view(it.case) is not None]
+    pipeline = chain.pipeline
+    if free:
+        with JsonlAppender(paths.labels) as log:
+
+            def keep(_: WorkItem, record: LabelRecord) -> None:
+                log.append(record.to_json())
+                summary.add(record)
+
+            desc = f"label ({pipeline.name}, free stages)"
+            run_items(free, {POOL: pipeline}, {POOL: keep}, options.batch_pairs, desc, options.progress)
+    records = counted_records(read_labels(paths.labels), {pipeline.config_id})
+    gate = None if recall is None else {"found": recall.found, "total": recall.total}
+    trust = free_stage_trust(chain, dataset, gate)
+    pairs = [(it.case.qid, it.case.docid) for it in paid]
+    pool = [(e.qid, e.docid) for e in entries]
+    found = judgment_values(dataset, options.runs, chain, records, pool, pairs, trust, options.value)
+    summary.evidence_lines.append(found.line())
+    value = {pair: found.values.get(pair, 0) for pair in pairs}
+    order = sorted(
+        range(len(paid)), key=lambda i: (-value[pairs[i]], -len(paid[i].case.systems), paid[i].case.min_rank or 0)
+    )
+    ordered = [paid[i] for i in order if options.value.ask_all or value[pairs[i]] > 0]
+    summary.left_at_value_0 = len(paid) - len(ordered)
+    if options.max_pairs is not None and len(ordered) > options.max_pairs:
+        summary.left_by_budget += len(ordered) - options.max_pairs
+        ordered = ordered[: options.max_pairs]
+    extra["value"] = {
+        "measures": options.value.measures,
+        "for_costly_judge": len(paid),
+        "value_above_0": sum(1 for v in value.values() if v > 0),
+        "asked": len(ordered),
+        "unsettled_comparisons": found.unsettled,
+        "comparisons": found.comparisons,
+        "prior": found.prior,
+    }
+    return ordered
 
 
 def audit_positives(chain: JudgeChain, dataset: Dataset, avoid: Collection[tuple[str, str]], size: int) -> int | None:
@@ -419,6 +513,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     audit = options.audit
     share = audit_positives(chain, dataset, wanted, audit.pairs)
     known = draw_audit_pairs(dataset, wanted, audit.pairs, audit.seed, max_positives=share)
+    known += reference_audit_pairs(chain, dataset, {(p.qid, p.docid) for p in known})
     all_cases = cases_for(dataset, entries)
     prepared = chain.prepare(dataset, [(p.qid, p.docid) for p in known], all_cases, paths.calibration)
     pipeline, llm = chain.pipeline, chain.llm
@@ -427,11 +522,15 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     todo = [e for e in entries if (e.qid, e.docid) not in done]
     summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo))
     pool_items = [WorkItem(POOL, c) for c in all_cases if (c.qid, c.docid) not in done]  # todo's cases
-    if options.max_pairs is not None or options.max_minutes is not None:
+    recall = gold_recall(dataset) if chain.evidence is not None and dataset.has_answers else None
+    extra: dict[str, Any] = {}
+    if options.runs:
+        pool_items = _value_order(dataset, chain, paths, options, entries, pool_items, recall, summary, extra)
+    elif options.max_pairs is not None or options.max_minutes is not None:
         pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
     scorer = options.scorer(chain) if options.scorer is not None else None
     scoring = chain.score_pass([it.case for it in pool_items], scorer, options.batch_pairs, deadline, options.progress)
-    summary.evidence_lines = prepared.lines + scoring.lines
+    summary.evidence_lines = prepared.lines + summary.evidence_lines + scoring.lines
     summary.calibration_usage, summary.scoring_usage = prepared.usage, scoring.usage
     if scoring.scored is not None and deadline is not None:  # the time budget bounded the scoring pass
         scored = scoring.scored
@@ -439,12 +538,11 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         summary.left_by_budget += len(pool_items) - len(kept)
         pool_items, deadline = kept, None
 
-    extra: dict[str, Any] = {}
     if chain.adapter is not None:
         routes = chain.adapter.routes(dataset.qids)
         summary.evidence_lines += adapter_lines(routes)
         extra["adapter"] = routing_summary(routes)
-    absent = _evidence_facts(chain, dataset, all_cases, summary.evidence_lines, extra)
+    absent = _evidence_facts(chain, all_cases, recall, summary.evidence_lines, extra)
     evidence_on = chain.evidence is not None and dataset.has_answers
 
     lanes: dict[str, list[AuditPair]] = {}

@@ -68,6 +68,14 @@ class LLMResponse:
         data.pop("cached")
         return data
 
+    @property
+    def compute_s(self) -> float:
+        """Model time of this response: prompt evaluation and generation (a batched engine's share of the decode
+        steps it was in), else the wall time."""
+        if self.prompt_eval_s is None and self.generation_s is None:
+            return self.latency_s
+        return (self.prompt_eval_s or 0.0) + (self.generation_s or 0.0)
+
     @classmethod
     def from_json(cls, data: dict[str, Any], cached: bool = False) -> LLMResponse:
         return cls(**data, cached=cached)

@@ -5,14 +5,24 @@ from __future__ import annotations
 import argparse
 from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bridge.errors import BridgeError
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
+
+if TYPE_CHECKING:
+    from bridge.config import Workspace
+    from bridge.datasets import Dataset
+    from bridge.label_records import LabelRecord
+
+Pair = tuple[str, str]
 
 DESCRIPTION = """\
 Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided by people.
 Each case collects N judgments from distinct annotators (majority vote); known-answer attention
 checks from the dataset's gold pairs are mixed in, and annotators who fail them are flagged.
+Cases are handed out (and exported) most valuable first: by how many unsettled comparisons of
+adjacent systems in runs/<ds>/ their label can change.
 
   bridge review add-annotator NAME      create an annotator, print their secret token
   bridge review serve                   the web page on 127.0.0.1 (prints the URL)
@@ -118,9 +128,11 @@ def synced_db(args: argparse.Namespace):
         raise BridgeError(f"{labels} not found: run `bridge label` first (escalated pairs are reviewed from it)")
     db = open_db(args)
     db.bind_dataset(ds.slug)
-    cases, reviewed = review_cases(ds, read_labels(labels))
+    records = read_labels(labels)
+    cases, reviewed = review_cases(ds, records)
     seed = db.config.seed
-    summary = db.sync(cases, reviewed, lambda count, taken: attention_checks(ds, count, seed, taken))
+    values = case_values(ws, ds, records, [(c.qid, c.docid) for c in cases])
+    summary = db.sync(cases, reviewed, lambda count, taken: attention_checks(ds, count, seed, taken), values)
     print(
         f"review of {ds.name}: {summary.active_cases} cases ({summary.new_cases} new, {summary.closed_cases} closed), "
         f"{summary.checks} attention checks ({summary.new_checks} new)"
@@ -128,6 +140,25 @@ def synced_db(args: argparse.Namespace):
     if summary.new_checks == 0 and summary.checks < db.config.check_count(summary.active_cases):
         print("warning: the dataset has too few gold pairs for the configured share of attention checks")
     return db
+
+
+def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], pairs: Sequence[Pair]) -> dict[Pair, float]:
+    """How many unsettled comparisons of adjacent systems each case's label can change (runs/<ds>/, the pool and
+    the label run's audit); people get the most valuable cases first. Empty without runs or a pool."""
+
+    from bridge.judging.audit import read_audit_report
+    from bridge.label.value import ValueConfig, open_pair_values
+    from bridge.pool import read_pool
+    from bridge.trec import read_runs
+
+    runs = read_runs(ws.runs(ds.slug))
+    pool_path, audit_path = ws.pool_file(ds.slug), ws.audit_report(ds.slug)
+    if not runs or not pool_path.exists() or not pairs:
+        return {}
+    audit = read_audit_report(audit_path)
+    pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
+    found = open_pair_values(ds, runs, records, pool, audit, ValueConfig(), pairs=pairs)
+    return {pair: float(v) for pair, v in found.values.items()}
 
 
 def cmd_serve(args: argparse.Namespace) -> int:

@@ -19,7 +19,7 @@ import queue
 import secrets
 import sqlite3
 import time
-from collections.abc import Callable, Iterator, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -29,7 +29,8 @@ from bridge.review.aggregate import Judgment, Progress, is_flagged, progress, st
 from bridge.review.config import ReviewConfig
 from bridge.review.items import ItemSpec, Pair
 
-SCHEMA_VERSION = "1"
+SCHEMA_VERSION = "2"
+"""2 added ``items.priority`` (a case's value); a version-1 database is migrated when opened."""
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS items (
@@ -45,6 +46,7 @@ CREATE TABLE IF NOT EXISTS items (
     source TEXT NOT NULL,
     gold INTEGER CHECK (gold IN (0, 1)),
     active INTEGER NOT NULL DEFAULT 1,
+    priority REAL NOT NULL DEFAULT 0,
     created_at REAL NOT NULL,
     UNIQUE (kind, qid, docid),
     CHECK ((kind = 'check') = (gold IS NOT NULL))
@@ -100,11 +102,11 @@ held AS (
 SELECT i.id FROM items i LEFT JOIN valid v ON v.item_id = i.id LEFT JOIN held h ON h.item_id = i.id
 WHERE i.kind = 'case' AND i.active AND i.id NOT IN seen
   AND still_needed(COALESCE(v.n, 0), COALESCE(v.ones, 0), :n) > COALESCE(h.n, 0)
-ORDER BY COALESCE(v.n, 0) + COALESCE(h.n, 0) DESC, i.id
+ORDER BY COALESCE(v.n, 0) + COALESCE(h.n, 0) DESC, i.priority DESC, i.id
 LIMIT 1
 """
-"""The unseen case closest to completion with a free slot: valid judgments (excluded annotators
-left out) plus other annotators' live, unanswered leases must stay below what the case still needs."""
+"""The unseen case closest to completion with a free slot (valid judgments, excluded annotators left out, plus
+other annotators' live, unanswered leases must stay below what the case still needs), the most valuable first."""
 
 
 class AnnotatorFlagged(BridgeError):
@@ -212,6 +214,9 @@ class ReviewDB:
                     "config": json.dumps(ReviewConfig().to_json()),
                 }.items():
                     conn.execute("INSERT INTO meta VALUES (?, ?)", (key, value))
+            elif version == "1":
+                conn.execute("ALTER TABLE items ADD COLUMN priority REAL NOT NULL DEFAULT 0")
+                conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
             elif version != SCHEMA_VERSION:
                 raise BridgeError(f"{self.path}: review database schema {version}, this bridge reads {SCHEMA_VERSION}")
             self._salt = self._meta(conn, "salt") or ""
@@ -347,12 +352,19 @@ class ReviewDB:
         cases: Sequence[ItemSpec],
         reviewed: set[Pair],
         make_checks: Callable[[int, set[Pair]], Sequence[ItemSpec]],
+        priorities: Mapping[Pair, float] | None = None,
     ) -> SyncSummary:
         """Bring the items up to date with labels.jsonl: add new cases, close cases decided
-        elsewhere since, and top up attention checks to the configured share."""
+        elsewhere since, and top up attention checks to the configured share. ``priorities``: each case's
+        value (how many unsettled comparisons its label can change); cases are handed out most valuable first."""
         config = self.config
         with self._write() as conn:
             new_cases = sum(self._insert_item(conn, spec) for spec in cases)
+            if priorities is not None:
+                conn.executemany(
+                    "UPDATE items SET priority = ? WHERE kind = 'case' AND qid = ? AND docid = ?",
+                    [(priorities.get((s.qid, s.docid), 0.0), s.qid, s.docid) for s in cases],
+                )
             closed = 0
             for row in conn.execute("SELECT id, qid, docid, active FROM items WHERE kind = 'case'").fetchall():
                 active = (row["qid"], row["docid"]) in reviewed
@@ -393,7 +405,7 @@ class ReviewDB:
         return None if row is None else Item.from_row(row)
 
     def items(self, kind: str | None = None, active_only: bool = True) -> list[Item]:
-        sql = "SELECT * FROM items WHERE (? IS NULL OR kind = ?) AND (active OR NOT ?) ORDER BY id"
+        sql = "SELECT * FROM items WHERE (? IS NULL OR kind = ?) AND (active OR NOT ?) ORDER BY priority DESC, id"
         with self._read() as conn:
             return [Item.from_row(r) for r in conn.execute(sql, (kind, kind, int(active_only)))]
 

@@ -1,0 +1,83 @@
+"""Reference labels read from a file: pairs somebody labelled by reading, kept beside the benchmark.
+
+On nq nobody judged the answer-bearing pool pairs, the only ones a judge must decide there;
+``bench/data/nq-answer-reference/`` holds the maintainers' reading of 300 of them. A reference file
+has one pair per line, ``qid<TAB>docid<TAB>label[<TAB>note]`` with label 0 or 1; lines starting with
+``#`` and a ``qid docid label`` header are skipped. Judges are measured on it (``bridge judge-eval
+--reference``), fitted on one part of it and audited on the other (``bridge label --reference``).
+"""
+
+from __future__ import annotations
+
+import random
+from collections.abc import Sequence
+from dataclasses import dataclass
+from pathlib import Path
+
+from bridge.errors import BridgeError
+
+
+@dataclass(frozen=True)
+class HumanPair:
+    """A pair with a label somebody gave by reading (a dataset's assessors or a reference file)."""
+
+    qid: str
+    docid: str
+    relevant: bool
+
+
+def read_reference(path: Path) -> list[HumanPair]:
+    """The labelled pairs of a reference file, in file order (a pair listed twice is an error)."""
+    if not path.exists():
+        raise BridgeError(f"reference file {path} not found")
+    pairs: list[HumanPair] = []
+    seen: dict[tuple[str, str], int] = {}
+    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+        if not line.strip() or line.startswith("#"):
+            continue
+        fields = line.split("\t")
+        if number == 1 and fields[:3] == ["qid", "docid", "label"]:
+            continue
+        if len(fields) < 3:
+            raise BridgeError(f"{path}:{number}: expected qid<TAB>docid<TAB>label, got {len(fields)} field(s)")
+        qid, docid, label = (f.strip() for f in fields[:3])
+        if label not in ("0", "1"):
+            raise BridgeError(f"{path}:{number}: field 'label' must be 0 or 1, got {label!r}")
+        if not qid or not docid:
+            raise BridgeError(f"{path}:{number}: empty field '{'qid' if not qid else 'docid'}'")
+        if (qid, docid) in seen:
+            raise BridgeError(f"{path}:{number}: pair ({qid}, {docid}) already labelled on line {seen[(qid, docid)]}")
+        seen[(qid, docid)] = number
+        pairs.append(HumanPair(qid, docid, label == "1"))
+    if not pairs:
+        raise BridgeError(f"reference file {path} holds no labelled pair")
+    return pairs
+
+
+def split_by_question(
+    pairs: Sequence[HumanPair], share: float, seed: int = 0
+) -> tuple[list[HumanPair], list[HumanPair]]:
+    """Two disjoint parts with no question in both: about ``share`` of the questions (shuffled with ``seed``)
+    in the first. A judge fitted on one part and scored on the other never sees a scored question."""
+    if not 0.0 < share < 1.0:
+        raise ValueError(f"share must lie strictly between 0 and 1, got {share}")
+    questions = sorted({p.qid for p in pairs})
+    random.Random(seed).shuffle(questions)
+    first = set(questions[: round(share * len(questions))])
+    return [p for p in pairs if p.qid in first], [p for p in pairs if p.qid not in first]
+
+
+def question_folds(pairs: Sequence[HumanPair], folds: int, seed: int = 0) -> list[int]:
+    """Each pair's fold (0..folds-1), whole questions per fold, questions shuffled with ``seed``."""
+    questions = sorted({p.qid for p in pairs})
+    random.Random(seed).shuffle(questions)
+    fold = {qid: i % folds for i, qid in enumerate(questions)}
+    return [fold[p.qid] for p in pairs]
+
+
+def subsample(pairs: Sequence[HumanPair], size: int | None, seed: int = 0) -> list[HumanPair]:
+    """``size`` pairs drawn with ``seed`` (all of them when ``size`` is None or not smaller), in file order."""
+    if size is None or size >= len(pairs):
+        return list(pairs)
+    keep = set(random.Random(seed).sample(range(len(pairs)), size))
+    return [p for i, p in enumerate(pairs) if i in keep]

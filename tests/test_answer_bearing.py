@@ -1,0 +1,181 @@
+"""Answer-bearing pairs: the reference file, the answer-context judge (real scikit-learn), judge-eval on a
+reference with cross-fitting, the audit on reference pairs, and value order in a label run."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from conftest import ScriptedLLM, run_label
+
+from bridge.datasets import Dataset, DictCorpus, Document, Query
+from bridge.errors import BridgeError
+from bridge.judging.answer_context import AnswerContextConfig, AnswerContextJudge, lexical_features
+from bridge.judging.audit import read_audit
+from bridge.judging.base import Case
+from bridge.judging.evidence import EvidenceConfig, gold_recall
+from bridge.judging.reference import ConstantJudge
+from bridge.judging.reference_labels import HumanPair, question_folds, read_reference, split_by_question, subsample
+from bridge.judging.single import SupportJudge
+from bridge.label.judge_eval import run_reference_eval
+from bridge.label.value import ValueConfig
+from bridge.label_records import read_labels
+from bridge.pool import PoolEntry, write_pool
+
+
+def company_dataset(n: int = 30) -> Dataset:
+    """Question i asks who founded company zeta<i> (answer founder<i>). Per question: a gold passage, r<i> that
+    answers it (the company's name beside the answer, in its title too), x<i> that holds the answer string in
+    another role (a ship), and n<i> without the answer."""
+    docs, queries, qrels = {}, [], {}
+    for i in range(n):
+        docs[f"g{i}"] = Document(f"g{i}", f"zeta{i}", f"zeta{i} was founded by founder{i} as a company.")
+        docs[f"r{i}"] = Document(f"r{i}", f"zeta{i}", f"The company zeta{i} was founded by founder{i} in 1900.")
+        docs[f"x{i}"] = Document(f"x{i}", "Ships", f"A ship named founder{i} sailed across the sea in 1920.")
+        docs[f"n{i}"] = Document(f"n{i}", "Weather", f"Rain fell on day {i} of the season.")
+        queries.append(Query(f"q{i}", f"who founded the company zeta{i}", (f"founder{i}",)))
+        qrels[f"q{i}"] = {f"g{i}": 1}
+    return Dataset("co", "co", DictCorpus(docs), tuple(queries), qrels, "fp")
+
+
+def write_reference(path, n: int = 30) -> list[HumanPair]:
+    pairs = [HumanPair(f"q{i}", d, d.startswith("r")) for i in range(n) for d in (f"r{i}", f"x{i}")]
+    path.write_text(
+        "# a reading\n" + "".join(f"{p.qid}\t{p.docid}\t{int(p.relevant)}\tnote\n" for p in pairs), encoding="utf-8"
+    )
+    return pairs
+
+
+def test_reference_files_are_read_with_clear_errors(tmp_path):
+    path = tmp_path / "ref.tsv"
+    pairs = write_reference(path, 4)
+    assert read_reference(path) == pairs
+    for text, message in (
+        ("q1\td1\n", r"ref\.tsv:1: expected qid<TAB>docid<TAB>label"),
+        ("q1\td1\t2\n", r"ref\.tsv:1: field 'label' must be 0 or 1, got '2'"),
+        ("qid\tdocid\tlabel\nq1\td1\t1\nq1\td1\t0\n", r"ref\.tsv:3: pair \(q1, d1\) already labelled on line 2"),
+        ("# only a comment\n", "holds no labelled pair"),
+    ):
+        path.write_text(text, encoding="utf-8")
+        with pytest.raises(BridgeError, match=message):
+            read_reference(path)
+    with pytest.raises(BridgeError, match="not found"):
+        read_reference(tmp_path / "missing.tsv")
+
+
+def test_reference_splits_keep_questions_whole():
+    pairs = [HumanPair(f"q{i // 3}", f"d{i}", i % 2 == 0) for i in range(60)]  # 20 questions, 3 pairs each
+    first, second = split_by_question(pairs, 0.5, seed=3)
+    assert {p.qid for p in first}.isdisjoint({p.qid for p in second}) and len(first) + len(second) == 60
+    assert len({p.qid for p in first}) == 10
+    folds = question_folds(pairs, 3, seed=1)
+    assert all(len({f for p, f in zip(pairs, folds, strict=True) if p.qid == q}) == 1 for q in {p.qid for p in pairs})
+    assert sorted(set(folds)) == [0, 1, 2]
+    assert subsample(pairs, 10, seed=0) == subsample(pairs, 10, seed=0) and len(subsample(pairs, 10)) == 10
+    assert subsample(pairs, None) == pairs
+
+
+def test_lexical_features_by_hand():
+    case = Case(
+        "q", "d", "who founded the company zeta7", "zeta7\nThe company zeta7 was founded by founder7 in 1900.",
+        ("founder7",), evidence=("founder7",),
+    )  # fmt: skip
+    # content words {founded, company, zeta7}: all in the passage, all within 20 tokens of the answer, 1 in the title
+    assert lexical_features(case) == pytest.approx([1.0, 1.0, 1 / 3])
+    far = Case("q", "d", case.query, "zeta7\n" + "word " * 40 + "founder7", ("founder7",), evidence=("founder7",))
+    assert lexical_features(far) == pytest.approx([1 / 3, 0.0, 1 / 3])  # zeta7 only in the title, 41 tokens away
+
+
+def test_judge_eval_on_a_reference_cross_fits_by_question(tmp_path):
+    ds = company_dataset()
+    reference = write_reference(tmp_path / "ref.tsv")
+    judges = {
+        "answer-string": lambda: ConstantJudge(1),
+        "answer-lexical": lambda: AnswerContextJudge(None),
+    }
+    qualities = run_reference_eval(ds, judges, reference, tmp_path / "out", "ref.tsv", folds=2, progress=False)
+    by = {q.method: q for q in qualities}
+    assert by["answer-string"].balanced_accuracy == 0.5 and by["answer-string"].recall_relevant == 1.0
+    lexical = by["answer-lexical"]
+    assert lexical.balanced_accuracy == 1.0 and lexical.auc == 1.0 and lexical.pairs == 60
+    parts = sorted(p.name for p in (tmp_path / "out").glob("answer-lexical.part*"))
+    assert parts == ["answer-lexical.part1of2.labels.jsonl", "answer-lexical.part2of2.labels.jsonl"]
+    folds = dict(zip([(p.qid, p.docid) for p in reference], question_folds(reference, 2, 0), strict=True))
+    for k, part in enumerate(parts):
+        records = read_labels(tmp_path / "out" / part)
+        assert {folds[(r.qid, r.docid)] for r in records} == {k}  # each part scored by the model of the other
+        assert len({r.details["model"] for r in records}) == 1
+
+
+def test_a_label_run_fits_on_one_part_of_the_reference_and_audits_on_the_other(tmp_path):
+    from bridge.judging.answer_context import AnswerContextModel
+
+    ds = company_dataset()
+    reference = tmp_path / "ref.tsv"
+    write_reference(reference)
+    write_pool(
+        [PoolEntry(q.qid, d, ("s",), 1) for i, q in enumerate(ds.queries) for d in (f"x{i}", f"n{i}")],
+        tmp_path / "pool.tsv",
+    )
+    judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))
+    summary = run_label(ds, judge, tmp_path, audit_pairs=10, evidence=EvidenceConfig())
+    model = AnswerContextModel.from_json(json.loads((tmp_path / "calibration.json").read_text()))
+    fitted = set(model.pairs)
+    audited = {(a.pair.qid, a.pair.docid) for a in read_audit(tmp_path / "audit.jsonl")}
+    fit_part, audit_part = split_by_question(read_reference(reference), 0.5, 0)
+    assert fitted == {(p.qid, p.docid) for p in fit_part} and not fitted & audited
+    assert {(p.qid, p.docid) for p in audit_part} <= audited
+    llm = summary.audit.lanes["llm"]
+    assert llm.agreement.pairs == len(audit_part) and llm.agreement.balanced_accuracy == 1.0  # the headline
+    assert summary.audit.trusted and "reference" in llm.kinds
+    labels = {(r.qid, r.docid): r.label for r in read_labels(tmp_path / "labels.jsonl")}
+    assert all(labels[(f"q{i}", f"x{i}")] == 0 and labels[(f"q{i}", f"n{i}")] == 0 for i in range(30))
+
+
+def test_an_unfitted_answer_context_judge_asks_for_a_reference(tmp_path):
+    ds = company_dataset(4)
+    write_pool([PoolEntry("q0", "x0", ("s",), 1)], tmp_path / "pool.tsv")
+    with pytest.raises(BridgeError, match="--reference FILE"):
+        run_label(ds, AnswerContextJudge(None), tmp_path, evidence=EvidenceConfig())
+
+
+def test_value_order_asks_the_costly_judge_only_where_a_label_can_change_a_comparison(tmp_path):
+    """30 topics, Hit@10. A ranks the gold passage first, then x<i> (answer-bearing, open): x<i> cannot change A's
+    Hit. B's only chance is r<i>, C's is nothing: r<i> decides B's comparisons, so it is asked; x<i> never is."""
+    ds = company_dataset()
+    runs = {
+        "A": {q.qid: {f"g{i}": 3.0, f"x{i}": 2.0, f"n{i}": 1.0} for i, q in enumerate(ds.queries)},
+        "B": {q.qid: {f"r{i}": 3.0, f"n{i}": 2.0} for i, q in enumerate(ds.queries)},
+        "C": {q.qid: {f"n{i}": 3.0} for i, q in enumerate(ds.queries)},
+    }
+    entries = [PoolEntry(q.qid, d, ("A",), 1) for i, q in enumerate(ds.queries) for d in (f"x{i}", f"r{i}", f"n{i}")]
+    write_pool(entries, tmp_path / "pool.tsv")
+    llm = ScriptedLLM(lambda r: json.dumps({"is_supported": "company" in r.messages[-1].content.split("<chunk>")[1]}))
+    summary = run_label(
+        ds, SupportJudge(llm), tmp_path, evidence=EvidenceConfig(), runs=runs, value=ValueConfig("Hit@10")
+    )
+    asked = {r.messages[-1].content.split("<chunk>\n")[1].split("\n")[0] for r in llm.requests}
+    assert len(llm.requests) == 30 and asked == {"zeta" + str(i) for i in range(30)}  # r<i> only (their titles)
+    assert summary.left_at_value_0 == 30
+    labels = {(r.qid, r.docid) for r in read_labels(tmp_path / "labels.jsonl")}
+    assert all((f"q{i}", f"n{i}") in labels for i in range(30))  # the gate decided the answer-free pairs for free
+    assert not any((f"q{i}", f"x{i}") in labels for i in range(30))  # value 0: open, bounded, not asked
+    again = run_label(
+        ds, SupportJudge(llm), tmp_path, evidence=EvidenceConfig(), runs=runs, value=ValueConfig("Hit@10")
+    )
+    assert again.judged == 0 and len(llm.requests) == 30  # resumed: nothing new to ask
+    run_label(
+        ds, SupportJudge(llm), tmp_path, evidence=EvidenceConfig(), runs=runs, value=ValueConfig("Hit@10", ask_all=True)
+    )
+    assert len(llm.requests) == 60  # --ask-all: the value-0 pairs too
+
+
+def test_the_gate_is_measured_on_the_whole_dataset_under_a_limit():
+    ds = company_dataset(6)
+    docs = {d.docid: d for d in ds.corpus}
+    docs["g5"] = Document("g5", "", "no answer string here")
+    ds = Dataset("co", "co", DictCorpus(docs), ds.queries, ds.qrels, "fp")
+    head = ds.head(2)
+    assert len(head.queries) == 2 and head.whole() is ds
+    recall = gold_recall(head)
+    assert (recall.found, recall.total, recall.missed) == (5, 6, (("q5", "g5"),))  # q5 lies outside the head
