@@ -256,6 +256,19 @@ def test_every_system_of_the_full_pool_builds(tmp_path):
         assert json.dumps(retriever.fingerprint(), default=str)
 
 
+def test_grid_pool_has_40_llm_free_systems_that_build_and_share_the_default_artifacts(tmp_path):
+    grid, default = load_pool_config("grid"), load_pool_config("default")
+    assert len(grid) >= 40 and len({s.name for s in grid}) == len(grid)
+    assert grid[: len(default)] == default and not {s.family for s in grid} & LLM_FAMILIES
+    context = RetrievalContext(tmp_path)
+    ordered = [s.name for s in select_systems(grid, None)]
+    fingerprints = set()
+    for spec in grid:
+        assert all(ordered.index(dep) < ordered.index(spec.name) for dep in spec.inputs)
+        fingerprints.add(json.dumps(make_retriever(spec, context).fingerprint(), sort_keys=True, default=str))
+    assert len(fingerprints) == len(grid)  # no two systems are the same retriever under two names
+
+
 def test_paper_pool_is_25_systems_of_hub_checkpoints(tmp_path):
     specs = load_pool_config("paper")
     assert len(specs) == 25
