@@ -174,3 +174,39 @@ def test_a_dataset_without_human_qrels_gets_one_clear_error(tmp_path, monkeypatc
     (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n")
     assert main(["reusability", "--dataset", f"beir:{data}", "--quiet"]) == 2
     assert "has no human qrels" in capsys.readouterr().err
+
+
+def test_the_random_judge_says_relevant_at_each_topics_prevalence_reproducibly():
+    from bridge.judging.base import Case
+    from bridge.judging.reference import RandomJudge
+
+    # q1: 1 of 4 judged pairs relevant (grade >= 2), q2: 3 of 4; q3 has no judgments: 4 of 8 overall
+    qrels = {"q1": {"a": 2, "b": 1, "c": 0, "d": 0}, "q2": {"a": 2, "b": 3, "c": 2, "d": 1}, "q3": {}}
+    cases = [Case(q, f"doc{i}", "", "") for q in ("q1", "q2", "q3") for i in range(2000)]
+
+    def labels(judge, batch):
+        out = {}
+        judge.judge(batch, lambda r: out.__setitem__((r.qid, r.docid), (r.label, r.p_yes)))
+        return out
+
+    first = labels(RandomJudge(qrels, threshold=2, seed=7), cases)
+    assert labels(RandomJudge(qrels, threshold=2, seed=7), cases[::-1]) == first  # order does not matter
+    assert {p for (q, _), (_, p) in first.items() if q == "q1"} == {0.25}
+    assert {p for (q, _), (_, p) in first.items() if q == "q2"} == {0.75}
+    assert {p for (q, _), (_, p) in first.items() if q == "q3"} == {0.5}
+    for qid, share in (("q1", 0.25), ("q2", 0.75), ("q3", 0.5)):
+        said = [label for (q, _), (label, _) in first.items() if q == qid]
+        assert abs(sum(said) / len(said) - share) < 0.05  # 2000 seeded coins (fixed outcome, not a flaky draw)
+    other = labels(RandomJudge(qrels, threshold=2, seed=8), cases)
+    assert other != first and RandomJudge(qrels, 2, 8).config_id != RandomJudge(qrels, 2, 7).config_id
+
+
+def test_random_judge_runs_the_reusability_test_reproducibly(workspace):
+    _, dataset = workspace
+    data = reusability(dataset, "--judge", "random", "--random-seed", "3", "--audit-pairs", "0")
+    judge = data["judge_on_removed_pairs"]
+    assert judge["tp"] + judge["fn"] + judge["fp"] + judge["tn"] == 24  # every removed pair decided
+    assert (
+        reusability(dataset, "--judge", "random", "--random-seed", "3", "--audit-pairs", "0")["systems"]
+        == (data["systems"])
+    )

@@ -18,7 +18,7 @@ from bridge.judging.single import SingleCallConfig
 class JudgeSpec:
     name: str = "cascade"
     """A registered judge: cascade, dream, llmjudge, calibrated, umbrela, answer-context, answer-lexical, qrels,
-    constant."""
+    constant, random."""
     single: SingleCallConfig = field(default_factory=SingleCallConfig)
     """One-call judges (llmjudge, calibrated, umbrela) and the cascade's one-pass score."""
     debate: DebateConfig = field(default_factory=DebateConfig)
@@ -29,6 +29,8 @@ class JudgeSpec:
     """qrels judge: a TREC qrels file to answer from (None: the qrels the caller passes, e.g. the dataset's)."""
     constant_label: int = 1
     """constant judge: the answer for every pair."""
+    random_seed: int = 0
+    """random judge: the seed of every pair's coin."""
     answer_context: AnswerContextConfig = field(default_factory=AnswerContextConfig)
     """answer-context and answer-lexical: the reference to fit on, its split, the answer window."""
     answer_context_fallback: str | None = "cascade"

@@ -31,7 +31,7 @@ from bridge.trec import Qrels
 
 LLM_JUDGES = ("cascade", "dream", "llmjudge", "umbrela")
 """Judges that call an LLM (the others answer from qrels or a constant)."""
-FALLBACK_JUDGES = (*LLM_JUDGES, "qrels", "constant")
+FALLBACK_JUDGES = (*LLM_JUDGES, "qrels", "constant", "random")
 ANSWER_JUDGES = ("answer-context", "answer-lexical")
 """Judges of answer-bearing pairs (with a fallback judge for the others); answer-context calls the LLM."""
 
@@ -166,7 +166,9 @@ def build_chain(
     cache = Workspace(cache_dir=spec.cache_dir).llm_cache
     if needs_llm and llm is None:
         llm = open_llm(spec.llm, cache, progress=spec.progress)
-    judge = build_judge(spec.judge, llm if needs_llm else None, default_qrels, dataset.relevance_threshold)
+    # the qrels judge answers from default_qrels; the random judge takes prevalences from what this run holds
+    known = dataset.qrels if spec.judge.name == "random" else default_qrels
+    judge = build_judge(spec.judge, llm if needs_llm else None, known, dataset.relevance_threshold)
     if spec.prefilter:
         voters = [SupportJudge(open_llm(replace(spec.llm, model=m), cache)) for m in spec.prefilter]
         judge = PrefilteredJudge(voters, judge)

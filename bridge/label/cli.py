@@ -99,6 +99,12 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
         "--constant-label", type=int, choices=[0, 1], default=1, help="constant judge: the answer for every pair"
     )
     g.add_argument(
+        "--random-seed",
+        type=int,
+        default=0,
+        help="random judge (relevant with the topic's share of relevant judgments): the seed of every pair's coin",
+    )
+    g.add_argument(
         "--band",
         default="0.2,0.8",
         metavar="LOW,HIGH",
@@ -187,7 +193,16 @@ def judge_spec_from_args(args: argparse.Namespace, name: str) -> JudgeSpec:
     answer_context = AnswerContextConfig(args.reference, args.reference_fit_share)
     if name == "answer-string":
         return JudgeSpec("constant", single, debate, cascade, constant_label=1, answer_context=answer_context)
-    return JudgeSpec(name, single, debate, cascade, args.judge_qrels, args.constant_label, answer_context)
+    return JudgeSpec(
+        name,
+        single,
+        debate,
+        cascade,
+        args.judge_qrels,
+        args.constant_label,
+        answer_context=answer_context,
+        random_seed=args.random_seed,
+    )
 
 
 def adapter_config_from_args(args: argparse.Namespace) -> AdapterConfig:
@@ -245,7 +260,8 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
         help="auto (default): topic adapters where topics have enough human judgments, --fallback-judge for "
         "the rest; adapter: the same even if no topic qualifies; or one judge for every pair: cascade, dream, "
         "a single-call baseline (llmjudge, umbrela), or a reference judge that calls no model: qrels (answers "
-        "from --judge-qrels) or constant (--constant-label for every pair)",
+        "from --judge-qrels), constant (--constant-label for every pair) or random (relevant with the topic's "
+        "share of relevant judgments, --random-seed)",
     )
     p.add_argument(
         "--fallback-judge",
