@@ -522,7 +522,7 @@ class Leaderboard:
                     grades[open_rows] = np.where(rng.random(len(open_rows)) < p, float(state.threshold), 0.0)
                 values = np.array([per_topic(measure.name, mat, flat, grades, measure.k) for mat in matrices])
             means[i] = values.mean(axis=1) if n else 0.0
-            w = rng.multinomial(n, np.full(n, 1 / n)) / max(n, 1) if n else np.zeros(0)
+            w = rng.multinomial(n, np.full(n, 1 / n)) / n if n else np.zeros(0)
             resampled[i] = values @ w
         return {"means": means, "resampled": resampled}
 
@@ -551,8 +551,8 @@ class Leaderboard:
         if key not in self._boot:
             m = self.by_label[measure]
             pairs = [self.bounds.difference(m, a, b, qid) for qid in self.bounds.topics]
-            low = np.array([x for x, _ in pairs], dtype=float).reshape(len(pairs))
-            high = np.array([x for _, x in pairs], dtype=float).reshape(len(pairs))
+            low = np.array([x for x, _ in pairs], dtype=float)
+            high = np.array([x for _, x in pairs], dtype=float)
             self._diff[key] = (low, high)
             self._boot[key] = (self.weights @ low, self.weights @ high)
         worst_draws, best_draws = self._boot[key]

@@ -27,7 +27,7 @@ from eval.harness import EvalResult
 from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
 from eval.reusability import read_reusability
-from eval.settled import write_comparisons, write_settling_pairs
+from eval.settled import counted, write_comparisons, write_settling_pairs
 
 
 @dataclass(frozen=True)
@@ -381,9 +381,9 @@ def _settled_blocks(result: EvalResult) -> list[Block]:
             (
                 f"adjacent comparisons: {counts.get('settled', 0)} settled, {counts.get('judge', 0)} judge, "
                 f"{counts.get('open', 0)} open (of {len(settled.comparisons)})",
-                "decided new labels: " + (", ".join(f"{n} by {k}" for k, n in settled.decided.most_common()) or "none"),
+                f"decided new labels: {counted(settled.decided, 'by')}",
                 f"open pairs: {settled.open_pairs} ("
-                + (", ".join(f"{n} {k}" for k, n in settled.reasons.most_common()) or "none")
+                + counted(settled.reasons)
                 + f"); {settled.value_zero} of them can change no unsettled comparison (value 0)",
                 *((result.settled_note,) if result.settled_note else ()),
             )

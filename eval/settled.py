@@ -69,7 +69,7 @@ class SettledLeaderboard:
         out = [
             f"settled: {by_status.get(SETTLED, 0)} of {total} adjacent comparisons whatever the open labels are, "
             f"{by_status.get('judge', 0)} only under the judge's P, {by_status.get('open', 0)} open; "
-            f"{self.open_pairs} open pairs ({_reasons(self.reasons)}), {self.value_zero} of them of value 0"
+            f"{self.open_pairs} open pairs ({counted(self.reasons)}), {self.value_zero} of them of value 0"
         ]
         if self.comparisons and by_status.get(SETTLED, 0) == total:
             out.append("the leaderboard is settled: no open label can change an adjacent comparison")
@@ -86,8 +86,11 @@ class SettledLeaderboard:
         return out
 
 
-def _reasons(reasons: Counter[str]) -> str:
-    return ", ".join(f"{n} {why}" for why, n in reasons.most_common()) or "none"
+def counted(counts: Counter[str], joiner: str = "") -> str:
+    """``Counter({"unjudged": 6, "undecided": 2})`` -> ``6 unjudged, 2 undecided`` (``joiner`` between count and
+    name, e.g. ``by``), or ``none``."""
+    space = f" {joiner} " if joiner else " "
+    return ", ".join(f"{n}{space}{what}" for what, n in counts.most_common()) or "none"
 
 
 def settle_measures(specs: Sequence[MeasureSpec], threshold: int = 1) -> list[Measure]:

@@ -140,18 +140,15 @@ class AnswerContextModel:
         fields["pairs"] = tuple(tuple(p) for p in fields.get("pairs", ()))
         known = {f.name for f in dataclass_fields(cls)}
         unknown, missing = sorted(set(fields) - known), sorted(known - set(fields))
-        if unknown or missing:
+        problems = []
+        if unknown:
+            problems.append(f"unknown field(s) {unknown}")
+        if missing:
+            problems.append(f"missing field(s) {missing}")
+        if problems:
             raise BridgeError(
-                "calibration: the answer-context model has "
-                + "; ".join(
-                    x
-                    for x in (
-                        f"unknown field(s) {unknown}" if unknown else "",
-                        f"missing field(s) {missing}" if missing else "",
-                    )
-                    if x
-                )
-                + " (written by another bridge version? re-run `bridge label --restart`)"
+                f"calibration: the answer-context model has {'; '.join(problems)} "
+                "(written by another bridge version? re-run `bridge label --restart`)"
             )
         return cls(**fields)
 

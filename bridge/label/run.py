@@ -414,17 +414,19 @@ def _value_order(
     chain: JudgeChain,
     paths: LabelPaths,
     options: LabelOptions,
+    runs: Mapping[str, Run],
     entries: Sequence[PoolEntry],
     pool_items: list[WorkItem],
     recall: EvidenceRecall | None,
     summary: LabelSummary,
     extra: dict[str, Any],
 ) -> list[WorkItem]:
-    """Judge the pairs the free stages decide now; return the pairs for the costly judge in value order, value-0
-    pairs left out (unless ``ask_all``), at most ``max_pairs`` of them."""
-    assert options.runs is not None
-    free = [it for it in pool_items if chain.llm_view(it.case) is None]
-    paid = [it for it in pool_items if chain.llm_view(it.case) is not None]
+    """Judge the pairs the free stages decide now; return the pairs for the costly judge in value order (against
+    ``runs``), value-0 pairs left out (unless ``ask_all``), at most ``max_pairs`` of them."""
+    free: list[WorkItem] = []
+    paid: list[WorkItem] = []
+    for item in pool_items:
+        (free if chain.llm_view(item.case) is None else paid).append(item)
     pipeline = chain.pipeline
     if free:
         with JsonlAppender(paths.labels) as log:
@@ -440,7 +442,7 @@ def _value_order(
     trust = free_stage_trust(chain, dataset, gate)
     pairs = [(it.case.qid, it.case.docid) for it in paid]
     pool = [(e.qid, e.docid) for e in entries]
-    found = judgment_values(dataset, options.runs, chain, records, pool, pairs, trust, options.value)
+    found = judgment_values(dataset, runs, chain, records, pool, pairs, trust, options.value)
     summary.evidence_lines.append(found.line())
     value = {pair: found.values.get(pair, 0) for pair in pairs}
     order = sorted(
@@ -525,7 +527,9 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     recall = gold_recall(dataset) if chain.evidence is not None and dataset.has_answers else None
     extra: dict[str, Any] = {}
     if options.runs:
-        pool_items = _value_order(dataset, chain, paths, options, entries, pool_items, recall, summary, extra)
+        pool_items = _value_order(
+            dataset, chain, paths, options, options.runs, entries, pool_items, recall, summary, extra
+        )
     elif options.max_pairs is not None or options.max_minutes is not None:
         pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
     scorer = options.scorer(chain) if options.scorer is not None else None
@@ -543,7 +547,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         summary.evidence_lines += adapter_lines(routes)
         extra["adapter"] = routing_summary(routes)
     absent = _evidence_facts(chain, all_cases, recall, summary.evidence_lines, extra)
-    evidence_on = chain.evidence is not None and dataset.has_answers
+    evidence_on = recall is not None  # an evidence stage on a dataset with answers
 
     lanes: dict[str, list[AuditPair]] = {}
     if known:

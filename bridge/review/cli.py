@@ -9,13 +9,12 @@ from typing import TYPE_CHECKING
 
 from bridge.errors import BridgeError
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
+from bridge.review.items import Pair
 
 if TYPE_CHECKING:
     from bridge.config import Workspace
     from bridge.datasets import Dataset
     from bridge.label_records import LabelRecord
-
-Pair = tuple[str, str]
 
 DESCRIPTION = """\
 Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided by people.
