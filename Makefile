@@ -63,7 +63,7 @@ eval: install
 
 # Leave-one-system-out test against human qrels (e.g. DATASET=dl19); judge options via LABEL_ARGS.
 reusability: install
-	$(BRIDGE) reusability $(COMMON) --backend $(BACKEND) --model $(MODEL) $(LABEL_ARGS) $(REUSABILITY_ARGS)
+	$(BRIDGE) reusability $(COMMON) --pool-config $(POOL) --backend $(BACKEND) --model $(MODEL) $(LABEL_ARGS) $(REUSABILITY_ARGS)
 
 eval-check: install
 	$(BRIDGE) eval check --dataset $(DATASET) --baseline $(BASELINE) --tolerance $(TOLERANCE) $(CHECK_ARGS)

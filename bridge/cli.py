@@ -8,11 +8,11 @@ from __future__ import annotations
 import argparse
 import importlib
 import logging
-import os
 import sys
 from collections.abc import Sequence
 
 from bridge.errors import BridgeError
+from bridge.options import show_progress
 
 EPILOG = """\
 Pipeline (each stage reads the files of the one before):
@@ -46,13 +46,23 @@ def build_parser() -> argparse.ArgumentParser:
     return parser
 
 
+def _no_library_bars() -> None:
+    """The model libraries draw their own bars (weights, downloads); bridge's bars follow ``show_progress``."""
+    try:
+        from huggingface_hub.utils import disable_progress_bars
+
+        disable_progress_bars()
+    except ImportError:
+        pass
+
+
 def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     quiet = getattr(args, "quiet", False)
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")
-    if quiet:
-        os.environ["TQDM_DISABLE"] = "1"
+    if not show_progress(args):
+        _no_library_bars()
     try:
         return int(args.func(args))
     except BridgeError as exc:

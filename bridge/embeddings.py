@@ -111,7 +111,7 @@ def encode_in_chunks(texts: Sequence[str], mapper: Any, factory: Callable[[], An
 
 
 def corpus_embeddings(
-    encoder: SentenceEncoder, corpus: Corpus, folder: Path, mapper: Any = None
+    encoder: SentenceEncoder, corpus: Corpus, folder: Path, mapper: Any = None, progress: bool | None = None
 ) -> tuple[np.ndarray, list[str]]:
     """Every passage's embedding and the docids in row order, from ``folder``, encoding the corpus once
     (on ``mapper``'s workers when given) if they are not there."""
@@ -125,7 +125,7 @@ def corpus_embeddings(
         worker = partial(SentenceEncoder, **encoder.params)
         vectors = np.vstack(encode_in_chunks(texts, mapper, worker, "encode_passages"))
     else:
-        vectors = encoder.encode(texts, encoder.passage_prefix, progress=None)
+        vectors = encoder.encode(texts, encoder.passage_prefix, progress=progress)
     with atomic_write(vectors_file, "wb", encoding=None) as handle:
         np.save(handle, vectors)
     write_json_atomic(ids_file, docids)
@@ -139,8 +139,9 @@ class PassageEmbeddings:
     are read; otherwise only the passages asked for are encoded, into a folder of their own.
     """
 
-    def __init__(self, dataset: Dataset, cache_dir: Path, model: str = MINILM) -> None:
+    def __init__(self, dataset: Dataset, cache_dir: Path, model: str = MINILM, progress: bool = False) -> None:
         self._encoder = SentenceEncoder(model)
+        self.progress = progress
         self.identity = self._encoder.model_ref.identity()
         self.model_path = self._encoder.model_ref.source
         self.dataset = dataset
@@ -180,7 +181,7 @@ class PassageEmbeddings:
     def passages(self, docids: Sequence[str]) -> np.ndarray:
         missing = list(dict.fromkeys(d for d in docids if d not in self._rows))
         if missing:
-            fresh = self._encoder.encode(self.texts(missing), self._encoder.passage_prefix, progress=None)
+            fresh = self._encoder.encode(self.texts(missing), self._encoder.passage_prefix, progress=self.progress)
             start = len(self._rows)
             self._vectors = fresh if not len(self._vectors) else np.vstack([self._vectors, fresh])
             self._rows.update({d: start + i for i, d in enumerate(missing)})

@@ -42,15 +42,31 @@ def _configure_jvm() -> None:
 
 
 def import_pyserini(module: str = "pyserini.search.lucene") -> ModuleType:
-    """Import a pyserini module with the JVM configured; 6-7 s on first call."""
+    """Import a pyserini module with the JVM configured (Java logs at WARNING and above); 6-7 s on first call."""
     _configure_jvm()
     placeholder = "OPENAI_API_KEY" not in os.environ
     if placeholder:
         os.environ["OPENAI_API_KEY"] = "placeholder-for-pyserini-import"
     try:
-        return importlib.import_module(module)
+        imported = importlib.import_module(module)
     except ImportError as exc:
         raise BridgeError(f"pyserini is not usable ({exc}); run `make install` or `bridge doctor`") from exc
     finally:
         if placeholder:
             os.environ.pop("OPENAI_API_KEY", None)
+    _java_warnings_only()
+    return imported
+
+
+@cache
+def _java_warnings_only() -> None:
+    """Anserini (log4j2: "INFO [main] index.SimpleIndexer ...") and Lucene (java.util.logging: "INFO: Using
+    MemorySegmentIndexInput ...") log straight to the process's stderr, past Python's logging and --quiet: keep
+    their warnings and errors only."""
+    from jnius import autoclass
+
+    jul = autoclass("java.util.logging.Level")
+    autoclass("java.util.logging.Logger").getLogger("").setLevel(jul.WARNING)
+    log4j = autoclass("org.apache.logging.log4j.Level")
+    root = autoclass("org.apache.logging.log4j.LogManager").getRootLogger().getName()
+    autoclass("org.apache.logging.log4j.core.config.Configurator").setAllLevels(root, log4j.WARN)

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import argparse
 import os
+import sys
 from pathlib import Path
 
 from bridge.config import DEFAULT_DATA_DIR, Workspace
@@ -33,6 +34,11 @@ def at_least_two(text: str) -> int:
     if value < 2:
         raise argparse.ArgumentTypeError(f"expected an integer >= 2 (one part fits, another scores), got {value}")
     return value
+
+
+def show_progress(args: argparse.Namespace) -> bool:
+    """Progress bars on a terminal only, never under --quiet: a log file or a pipe gets no bar frames."""
+    return not getattr(args, "quiet", False) and sys.stderr.isatty()
 
 
 def add_common_options(parser: argparse.ArgumentParser) -> None:

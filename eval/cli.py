@@ -10,7 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 
 from bridge.errors import BridgeError
-from bridge.options import add_common_options, dataset_from_args, workspace_from_args
+from bridge.options import add_common_options, dataset_from_args, show_progress, workspace_from_args
 from eval.leaderboard import AUGMENTED as AUGMENTED_NAME
 from eval.significance import DEFAULT_PERMUTATIONS
 
@@ -267,7 +267,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         stability_simulations=args.stability,
         settle=None if args.no_settle else SettleConfig(seed=args.seed),
     )
-    result = run_evaluation(inputs, config, progress=not args.quiet)
+    result = run_evaluation(inputs, config, progress=show_progress(args))
     out = ws.reports(ds.slug)
     written = write_report(result, out, figures=not args.no_figures)
     print(summary_text(result))

@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bridge.errors import BridgeError
-from bridge.options import add_common_options, add_llm_options, llm_config_from_args
+from bridge.options import add_common_options, add_llm_options, llm_config_from_args, show_progress
 
 DESCRIPTION = """\
 For every topic with gold answers and every run (runs/<ds>/ plus --run files), generate an
@@ -64,7 +64,7 @@ def cmd_rag(args: argparse.Namespace) -> int:
         max_chunk_chars=args.max_chunk_chars or None,
     )
     llm = open_llm(llm_config_from_args(args), ws.llm_cache)
-    answers = generate_answers(ds, runs, topics, llm, config, progress=not args.quiet)
+    answers = generate_answers(ds, runs, topics, llm, config, progress=show_progress(args))
     rows = rag_alignment(answers, runs, inputs.qrels_sets, topics, config, inputs.threshold)
     out = ws.reports(ds.slug)
     write_answers(answers, out / "rag_answers.jsonl")

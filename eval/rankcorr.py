@@ -8,6 +8,8 @@ from __future__ import annotations
 import math
 from collections.abc import Sequence
 
+import numpy as np
+
 
 def kendall_tau(x: Sequence[float], y: Sequence[float]) -> float:
     """Kendall's tau-b (ties in either list reduce the denominator, as scipy.stats.kendalltau).
@@ -62,3 +64,29 @@ def tau_ap(reference: Sequence[float], estimate: Sequence[float]) -> float:
 
 def _sign(value: float) -> int:
     return int(value > 0) - int(value < 0)
+
+
+def kendall_tau_rows(x: np.ndarray, y: np.ndarray) -> np.ndarray:
+    """:func:`kendall_tau` of each row pair of two (draws x systems) arrays at once (bootstrap draws)."""
+    x, y = np.atleast_2d(np.asarray(x, dtype=float)), np.atleast_2d(np.asarray(y, dtype=float))
+    if x.shape != y.shape:
+        raise ValueError("kendall_tau_rows needs two arrays of the same shape")
+    i, j = np.triu_indices(x.shape[1], 1)
+    dx, dy = np.sign(x[:, i] - x[:, j]), np.sign(y[:, i] - y[:, j])
+    pairs = len(i)
+    # concordant + discordant + tied in x only = pairs untied in y (and the same the other way round)
+    denominator = np.sqrt((pairs - (dy == 0).sum(axis=1)) * (pairs - (dx == 0).sum(axis=1)))
+    return np.divide((dx * dy).sum(axis=1), denominator, out=np.full(len(x), np.nan), where=denominator > 0)
+
+
+def tau_ap_rows(reference: np.ndarray, estimate: np.ndarray) -> np.ndarray:
+    """:func:`tau_ap` of each row pair of two (draws x systems) arrays at once."""
+    ref, est = np.atleast_2d(np.asarray(reference, dtype=float)), np.atleast_2d(np.asarray(estimate, dtype=float))
+    if ref.shape != est.shape:
+        raise ValueError("tau_ap_rows needs two arrays of the same shape")
+    above = est[:, None, :] > est[:, :, None]  # [r, i, j]: the estimate puts j above i
+    credit = (ref[:, None, :] > ref[:, :, None]) + 0.5 * (ref[:, None, :] == ref[:, :, None])
+    count = above.sum(axis=2)
+    shares = np.divide((above * credit).sum(axis=2), count, out=np.zeros(count.shape), where=count > 0)
+    ranked = (count > 0).sum(axis=1)
+    return np.divide(2 * shares.sum(axis=1), ranked, out=np.full(len(ref), np.nan), where=ranked > 0) - 1

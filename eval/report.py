@@ -551,47 +551,100 @@ def _curve_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
 
 def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> list[Block]:
     """The leave-one-system-out test (reports/<ds>/reusability.json, written by `bridge reusability`)."""
-    measures = [a["measure"] for a in data["rank_agreement"] if a["variant"] == "holey"]
-    blocks: list[Block] = [
-        Heading("Reusability: leave one system out"),
+    blocks: list[Block] = [Heading("Reusability: leave one system out")]
+    if "judges" not in data:
+        return [*blocks, Para("reusability.json was written by an older bridge: re-run `bridge reusability`.")]
+    unit = "system" if data["leave_out"] == "system" else "retriever family"
+    blocks.append(
         Para(
-            f"For each system, the judged pairs in its top-{data['depth']} that no other "
-            f"{'system' if data['leave_out'] == 'system' else 'retriever family'} retrieved were removed from the "
-            "original qrels (holey), the system was scored on them, and again after the judge "
-            f"`{data['judge']}` labeled the removed pairs (filled). Ranks place the system's score among the other "
-            "systems' full-qrels scores. A reusable collection has small drops; a useful judge makes the filled "
-            "leaderboard agree with the full one better than the holey one does "
-            f"({data['topics']} topics; 95% bootstrap intervals over queries)."
-        ),
-    ]
-    columns = ["system", "removed", "unjudged"]
-    for m in measures:
-        columns += [f"{m} full", "holey", "filled", "drop", "residual", "rank full/holey/filled"]
-    rows = []
-    for s in data["systems"]:
-        cells = [s["system"], str(s["removed_pairs"]), str(s["unjudged_unique_pairs"])]
-        for m in measures:
-            sc, rk = s["scores"][m], s["ranks"][m]
-            cells += [_fmt(sc["full"]), _fmt(sc["holey"]), _fmt(sc["filled"])]
-            cells += [_signed(s["drop"][m]), _signed(s["residual"][m]), f"{rk['full']}/{rk['holey']}/{rk['filled']}"]
-        rows.append(tuple(cells))
-    blocks.append(Table(tuple(columns), tuple(rows)))
+            f"For each of the {len(data['systems'])} systems, the judged pairs in its top-{data['depth']} that no "
+            f"other {unit} retrieved were removed from the original qrels (holey) and filled again by the judge "
+            f"`{data['judge']}` (one label run and one audit over all {data['removed_pairs']} removed pairs, trained "
+            "without any of them) and, in the same run, by the floors: everything relevant and relevant at random "
+            "with the topic's share of relevant judgments; the qrels fill checks the protocol. Error: mean over "
+            "systems of |score - full-qrels score|; rank displacement: mean |rank change| among the other systems' "
+            f"full scores; {data['grading']} grades for nDCG ({data['topics']} topics; 95% bootstrap intervals over "
+            "topics)."
+        )
+    )
+    rows = [r for r in data["judges"] if r["kind"] != "people"]
     blocks.append(
         Table(
-            ("measure", "leaderboard", "Kendall tau", "tau_AP", "mean |score - full|", "largest rank drop"),
+            ("judge", "measure", "mean |score - full|", "rank displacement", "Kendall tau", "tau_AP"),
             tuple(
                 (
-                    a["measure"],
-                    a["variant"],
-                    _ci(a["kendall_tau"], a["kendall_tau_interval"]),
-                    _ci(a["tau_ap"], a["tau_ap_interval"]),
-                    _fmt(a.get("mean_abs_error", float("nan"))),
-                    f"{a['max_rank_drop']}" + (f" ({a['max_rank_drop_system']})" if a["max_rank_drop"] > 0 else ""),
+                    r["judge"],
+                    r["measure"],
+                    _ci_digits(r["mean_abs_error"], r["mean_abs_error_interval"], 4),
+                    f"{r['rank_displacement']:.2f}",
+                    _ci(r["kendall_tau"], r["kendall_tau_interval"]),
+                    _ci(r["tau_ap"], r["tau_ap_interval"]),
                 )
-                for a in data["rank_agreement"]
+                for r in rows
             ),
         )
     )
+    for measure in dict.fromkeys(r["measure"] for r in rows):
+        said = [v for v in data["verdicts"] if v["measure"] == measure and v["figure"] == "mean_abs_error"]
+        if said:
+            words = {"better": "beats", "worse": "loses to", "n.s.": "does not significantly beat"}
+            parts = [
+                f"{words[v['verdict']]} {v['baseline']} (error {v['baseline_value']:.4f} -> {v['judge_value']:.4f}, "
+                f"gain {_ci_digits(v['gain'], v['interval'], 4)})"
+                for v in said
+            ]
+            blocks.append(Para(f"**{measure}**: the judge " + "; ".join(parts) + " (paired bootstrap over topics)."))
+    people = [r for r in data["judges"] if r["kind"] == "people"]
+    if people:
+        shares = sorted({r["people"]["share"] for r in people})
+        table_rows = []
+        for measure in dict.fromkeys(r["measure"] for r in people):
+            for order in dict.fromkeys(r["people"]["order"] for r in people):
+                by_share = {
+                    r["people"]["share"]: r for r in people if r["measure"] == measure and r["people"]["order"] == order
+                }
+                table_rows.append(
+                    (
+                        measure,
+                        order,
+                        *tuple(
+                            f"{by_share[x]['mean_abs_error']:.4f} / {by_share[x]['kendall_tau']:.3f}"
+                            if x in by_share
+                            else ""
+                            for x in shares
+                        ),
+                    )
+                )
+        blocks += [
+            Para(
+                "People, simulated: K% of the removed pairs answered from their hidden human labels (chosen in the "
+                "leaderboard-settling value order, by P nearest 0.5, at random), the judge for the rest. Cells: mean "
+                "|score - full| / Kendall tau."
+            ),
+            Table(("measure", "order", *tuple(f"K = {x:.0%}" for x in shares)), tuple(table_rows)),
+        ]
+    for measure, errors in data.get("grading_effect", {}).items():
+        blocks.append(
+            Para(
+                f"Graded filling, {measure}: the judge's error with "
+                + " and ".join(f"{g} grades {e:.4f}" for g, e in errors.items())
+                + " (threshold: a filled relevant pair at the relevance grade; expected: the topic's grades weighted "
+                "by the judge's P)."
+            )
+        )
+    for c in data.get("circularity", []):
+        blocks.append(
+            Para(
+                f"Circularity, {c['measure']}: the judge's signed error on the {len(c['sharing_systems'])} systems "
+                f"that share {', '.join(c['judge_models'])} with it is {c['sharing_signed_error']:+.4f}, on the others "
+                f"{c['other_signed_error']:+.4f} (difference {_ci_digits(c['difference'], c['interval'], 4)})"
+                + (
+                    ": **flagged**, the judge treats its own kind differently."
+                    if c["flagged"]
+                    else ": not significant."
+                )
+            )
+        )
     c = data["judge_on_removed_pairs"]
     intervals = c.get("intervals", {})
     bacc = _ci(c["balanced_accuracy"], intervals.get("balanced_accuracy"))
@@ -607,8 +660,12 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
         ),
     ]
     if "reusability" in figures:
-        blocks.append(Image(figures["reusability"], "Each system under the full, holey and filled qrels."))
+        blocks.append(Image(figures["reusability"], "Each system under the full, holey and filled (judge) qrels."))
     return blocks
+
+
+def _ci_digits(value: float, interval: Sequence[float] | None, digits: int) -> str:
+    return f"{value:.{digits}f}" + (f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else "")
 
 
 def _rag_blocks(rag: Sequence[dict[str, str]]) -> list[Block]:
@@ -751,8 +808,8 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     figure_paths: dict[str, Path] = {}
     if figures:
         figure_paths = _figures(result, out / "figures")
-        if reusability and reusability.get("systems"):
-            measures = [a["measure"] for a in reusability["rank_agreement"] if a["variant"] == "holey"]
+        if reusability and reusability.get("systems") and reusability.get("judges"):
+            measures = list(dict.fromkeys(r["measure"] for r in reusability.get("judges", [])))
             path = out / "figures" / "reusability.png"
             figure_paths["reusability"] = plots.plot_reusability(reusability["systems"], measures, path)
         written += list(figure_paths.values())

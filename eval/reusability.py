@@ -3,19 +3,25 @@
 For each system S (Zobel, SIGIR 1998; Buttcher et al., SIGIR 2007): the *removed* pairs are the
 judged pairs in S's top-k that no remaining system retrieved at depth k (with ``family``
 grouping, S's near-twins are removed with it so they cannot cover its holes). S is scored on
-the *holey* qrels (original minus its removed pairs: the usual leave-one-out figure) and on the
-*filled* qrels (holey plus the removed pairs as the configured judge labels them). A collection
-is reusable when holey scores rank systems as the full qrels do; bridge repairs it when filled
-scores come closer than holey ones.
+the *holey* qrels (original minus its removed pairs: the usual leave-one-out figure) and on
+*filled* qrels (holey plus the removed pairs as a judge labels them). A collection is reusable
+when holey scores rank systems as the full qrels do; a judge repairs it when its filled scores
+come closer than every floor's: holey, everything relevant, relevant at random with the topic's
+prevalence. The judge labels the union of all removed pairs once, trained and audited without
+any of them (one label run, one audit).
 
-This module holds the computation (pairs, qrels, scores, ranks, rank correlations, bootstrap
-intervals over queries); ``eval/reusability_cli.py`` runs the judge and writes the files.
+Figures per fill and measure: mean |filled - full| over systems (primary), mean rank displacement,
+Kendall's tau and tau_AP against the full leaderboard, 95% bootstrap intervals over topics, and
+paired bootstrap verdicts of the judge against each floor. Graded qrels are filled with expected
+grades (the topic's grades weighted by the judge's P) or at the threshold grade. This module holds
+the computation; ``eval/reusability_cli.py`` runs the judge and writes the files, and
+``eval/reusability_people.py`` orders the pairs simulated people answer.
 """
 
 from __future__ import annotations
 
 import json
-from collections.abc import Mapping, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -25,13 +31,15 @@ import numpy as np
 from bridge.errors import BridgeError
 from bridge.judging.metrics import Agreement, agreement_of
 from bridge.label_records import LabelRecord
+from bridge.scoring import FlatQrels, RunMatrix, per_topic
+from bridge.settle import Measure
 from bridge.trec import Qrels, Run, top_k
-from eval.measures import MeasureSpec, per_query_scores
-from eval.rankcorr import kendall_tau, tau_ap
+from eval.rankcorr import kendall_tau_rows, tau_ap_rows
 
 Pair = tuple[str, str]
 DEFAULT_MEASURES = ("nDCG@10", "P@10")
-VARIANTS = ("full", "holey", "filled")
+HOLEY, CONDENSED, EVERYTHING, RANDOM, QRELS = "holey", "holey-condensed", "everything-relevant", "random", "qrels"
+GRADINGS = ("expected", "threshold")
 
 
 @dataclass(frozen=True)
@@ -83,26 +91,170 @@ def holey_qrels(qrels: Qrels, removed: frozenset[Pair] | set[Pair]) -> Qrels:
     return {q: {d: g for d, g in docs.items() if (q, d) not in removed} for q, docs in qrels.items()}
 
 
+def removed_union(experiments: Sequence[LeaveOut]) -> frozenset[Pair]:
+    """Every pair some experiment removes: the judge labels each once, trained without any of them."""
+    return frozenset().union(*(e.removed for e in experiments)) if experiments else frozenset()
+
+
+# -- fills: how a judge puts the removed pairs back ------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Fill:
+    """How one judge (or baseline, or simulated people) fills the removed pairs."""
+
+    name: str
+    kind: str
+    """judge, baseline, check (the hidden labels themselves) or people."""
+    labels: Mapping[Pair, int]
+    """Decided pairs: 1 relevant, 0 not. A removed pair without a label stays out, as in the holey qrels."""
+    p: Mapping[Pair, float] = field(default_factory=dict)
+    """P(relevant) where the judge gives one: expected-grade filling weighs the topic's grades by it."""
+    grades: Mapping[Pair, int] = field(default_factory=dict)
+    """Exact grades (the hidden human labels, a graded judge): used as they are."""
+    people: tuple[str, float] | None = None
+    """(selection order, share of the removed pairs) for simulated people."""
+    condensed: bool = False
+    """Score the system's condensed list instead (Sakai 2007: every document the holey qrels do not judge is
+    dropped from its ranking, the rest move up)."""
+
+
 def record_grade(record: LabelRecord, threshold: int) -> int | None:
-    """The grade a judge's record fills in: its own grade where it gives one that agrees with its label
-    (the qrels judge, a graded judge), else ``threshold`` for relevant and 0 for not; None if undecided."""
-    if record.label is None:
-        return None
+    """A grade the record states itself that agrees with its label (the qrels judge, a graded judge), else None."""
     grade = record.details.get("grade")
-    if isinstance(grade, int) and not isinstance(grade, bool) and (grade >= threshold) == bool(record.label):
-        return grade
-    return threshold if record.label else 0
+    if record.label is None or not isinstance(grade, int) or isinstance(grade, bool):
+        return None
+    return grade if (grade >= threshold) == bool(record.label) else None
 
 
-def filled_qrels(holey: Qrels, removed: frozenset[Pair], records: Sequence[LabelRecord], threshold: int) -> Qrels:
-    """Holey qrels plus the judge's decisions on removed pairs (never any other pair, never an original)."""
-    out = {q: dict(docs) for q, docs in holey.items()}
-    for record in records:
-        pair = (record.qid, record.docid)
-        grade = record_grade(record, threshold)
-        if pair in removed and grade is not None and record.docid not in out.get(record.qid, {}):
-            out.setdefault(record.qid, {})[record.docid] = grade
-    return out
+def judge_fill(name: str, records: Iterable[LabelRecord], threshold: int) -> Fill:
+    """The judge's records as a fill (undecided records stay out, unless they carry a P)."""
+    labels: dict[Pair, int] = {}
+    p: dict[Pair, float] = {}
+    grades: dict[Pair, int] = {}
+    for r in records:
+        pair = (r.qid, r.docid)
+        if r.label is not None:
+            labels[pair] = int(r.label)
+        if r.p_yes is not None:
+            p[pair] = float(r.p_yes)
+        if (grade := record_grade(r, threshold)) is not None:
+            grades[pair] = grade
+    return Fill(name, "judge", labels, p, grades)
+
+
+def baseline_fills(pairs: Iterable[Pair], holey: Qrels, qrels: Qrels, threshold: int, seed: int = 0) -> list[Fill]:
+    """The floors every judge must beat, and the check: holey (the pairs stay out: not relevant, as trec_eval counts
+    an unjudged document), holey on condensed lists, everything relevant, relevant at random with the topic's share of
+    relevant judgments in ``holey`` (seeded per pair), and the hidden labels."""
+    from bridge.judging.reference import RandomJudge
+
+    pairs = sorted(pairs)
+    coin = RandomJudge(holey, threshold, seed)
+    return [
+        Fill(HOLEY, "baseline", {}),
+        Fill(CONDENSED, "baseline", {}, condensed=True),
+        Fill(EVERYTHING, "baseline", dict.fromkeys(pairs, 1)),
+        Fill(
+            RANDOM, "baseline", {(q, d): int(coin.coin(q, d) < coin.prevalence.get(q, coin.overall)) for q, d in pairs}
+        ),
+        Fill(
+            QRELS,
+            "check",
+            {(q, d): int(qrels[q][d] >= threshold) for q, d in pairs},
+            {},
+            {p: qrels[p[0]][p[1]] for p in pairs},
+        ),
+    ]
+
+
+def people_fill(judge: Fill, order: Sequence[Pair], share: float, qrels: Qrels, threshold: int, name: str) -> Fill:
+    """The judge's fill with the first ``share`` of ``order`` answered by people (their hidden human grades)."""
+    asked = set(order[: round(share * len(order))])
+    labels = {**judge.labels, **{(q, d): int(qrels[q][d] >= threshold) for q, d in asked}}
+    grades = {**judge.grades, **{(q, d): qrels[q][d] for q, d in asked}}
+    p = {pair: v for pair, v in judge.p.items() if pair not in asked}
+    return Fill(f"people {name} {share:.0%}", "people", labels, p, grades, (name, share))
+
+
+class TopicGrades:
+    """Mean grade of the relevant and of the not-relevant judgments per topic (from the qrels the judge may see):
+    a pair relevant with probability p has expected gain p * relevant mean + (1 - p) * not-relevant mean."""
+
+    def __init__(self, qrels: Qrels, threshold: int) -> None:
+        def mean(values: list[int], default: float) -> float:
+            return sum(values) / len(values) if values else default
+
+        every = [g for docs in qrels.values() for g in docs.values()]
+        self.relevant_all = mean([g for g in every if g >= threshold], float(threshold))
+        self.other_all = mean([g for g in every if g < threshold], 0.0)
+        self.relevant = {
+            q: mean([g for g in d.values() if g >= threshold], self.relevant_all) for q, d in qrels.items()
+        }
+        self.other = {q: mean([g for g in d.values() if g < threshold], self.other_all) for q, d in qrels.items()}
+
+    def gain(self, qid: str, p: float) -> float:
+        return p * self.relevant.get(qid, self.relevant_all) + (1 - p) * self.other.get(qid, self.other_all)
+
+
+def fill_grades(fill: Fill, pair: Pair, threshold: int, grading: str, topic_grades: TopicGrades) -> tuple[float, float]:
+    """(grade for binary measures, gain for nDCG) of a removed pair under ``fill``; (0, 0) leaves it out.
+    ``threshold`` grading: relevant at the threshold grade, else 0; ``expected``: the topic's grades weighted by
+    the judge's P (or by its label when it gives no P). Exact grades are kept in both."""
+    if pair in fill.grades:
+        grade = float(fill.grades[pair])
+        return grade, grade
+    label = fill.labels.get(pair)
+    binary = float(threshold) if label else 0.0
+    if grading == "threshold":
+        return binary, binary
+    p = fill.p.get(pair, label)
+    return binary, (topic_grades.gain(pair[0], p) if p is not None else 0.0)
+
+
+# -- scores ---------------------------------------------------------------------------------------------------------
+
+
+class LeaveOutScorer:
+    """Per-topic scores of each left-out system under the full qrels and under any fill of its removed pairs
+    (vectorized trec_eval measures, :mod:`bridge.scoring`)."""
+
+    def __init__(self, runs: Mapping[str, Run], qrels: Qrels, topics: Sequence[str], threshold: int) -> None:
+        self.runs = runs
+        self.threshold = threshold
+        self.flat = FlatQrels(qrels, qrels, topics, threshold)
+        self._matrices: dict[tuple[str, int, frozenset[Pair] | None], RunMatrix] = {}
+
+    def matrix(self, system: str, k: int, removed: frozenset[Pair] | None = None) -> RunMatrix:
+        """The system's top-k (``removed`` given: its condensed list on the qrels without those pairs)."""
+        key = (system, k, removed)
+        if key not in self._matrices:
+            run = self.runs[system]
+            if removed is not None:
+                index = self.flat.index
+                run = {
+                    q: {d: score for d, score in docs.items() if (q, d) in index and (q, d) not in removed}
+                    for q, docs in run.items()
+                }
+            self._matrices[key] = RunMatrix(run, self.flat, k)
+        return self._matrices[key]
+
+    def full(self, system: str, measure: Measure) -> np.ndarray:
+        return per_topic(measure.name, self.matrix(system, measure.k), self.flat, self.flat.grades, measure.k)
+
+    def filled(self, e: LeaveOut, fill: Fill, measure: Measure, grading: str, topic_grades: TopicGrades) -> np.ndarray:
+        grades = self.flat.grades.copy()
+        for pair in e.removed:
+            binary, gain = fill_grades(fill, pair, self.threshold, grading, topic_grades)
+            grades[self.flat.index[pair]] = gain if measure.name == "nDCG" else binary
+        matrix = self.matrix(e.system, measure.k, e.removed if fill.condensed else None)
+        return per_topic(measure.name, matrix, self.flat, grades, measure.k)
+
+
+# -- results --------------------------------------------------------------------------------------------------------
+
+
+Interval = tuple[float, float] | None
 
 
 @dataclass(frozen=True)
@@ -113,21 +265,13 @@ class SystemResult:
     removed_relevant: int
     unjudged: int
     undecided: int
-    """Removed pairs the judge left undecided (escalated): they stay out of the filled qrels."""
+    """Removed pairs the judge left undecided (escalated): they stay out of its filled qrels."""
     scores: dict[str, dict[str, float]]
-    """measure -> variant (full, holey, filled) -> mean over topics."""
+    """measure -> full / holey / filled (the judge) / every other fill's name -> mean over topics."""
     ranks: dict[str, dict[str, int]]
-    """measure -> variant -> rank of this system's score among the other systems' full scores."""
-    intervals: dict[str, dict[str, tuple[float, float]]]
-    """measure -> drop / residual -> 95% bootstrap interval over queries."""
-    confusion: Agreement
-    """The judge's labels on the removed pairs against their hidden human labels."""
-
-    def drop(self, measure: str) -> float:
-        return self.scores[measure]["full"] - self.scores[measure]["holey"]
-
-    def residual(self, measure: str) -> float:
-        return self.scores[measure]["full"] - self.scores[measure]["filled"]
+    """measure -> the same keys -> rank of this system's score among the other systems' full scores."""
+    shares_judge_model: tuple[str, ...] = ()
+    """Models this system and the judge both use (its encoder, its LLM backbone): the circularity check."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -137,43 +281,97 @@ class SystemResult:
             "removed_relevant": self.removed_relevant,
             "unjudged_unique_pairs": self.unjudged,
             "undecided": self.undecided,
+            "shares_judge_model": list(self.shares_judge_model),
             "scores": self.scores,
             "ranks": self.ranks,
-            "drop": {m: self.drop(m) for m in self.scores},
-            "residual": {m: self.residual(m) for m in self.scores},
-            "intervals": {m: {k: list(v) for k, v in iv.items()} for m, iv in self.intervals.items()},
-            "judge_on_removed_pairs": self.confusion.to_json(),
         }
 
 
 @dataclass(frozen=True)
-class RankAgreement:
-    """How the leave-one-out leaderboard (each system scored on its own holey or filled qrels) ranks
-    systems against the full-qrels leaderboard."""
+class JudgeRow:
+    """One fill's leave-one-out leaderboard (each system scored on its own filled qrels) against the full one."""
 
+    judge: str
+    kind: str
     measure: str
-    variant: str
-    kendall_tau: float
-    tau_ap: float
-    kendall_interval: tuple[float, float] | None
-    tau_ap_interval: tuple[float, float] | None
+    error: float
+    """Mean over systems of |score on the filled qrels - score on the full qrels| (the primary figure)."""
+    error_interval: Interval
+    rank_displacement: float
+    """Mean over systems of |rank among the others' full scores, filled - full|."""
     max_rank_drop: int
     max_rank_drop_system: str
-    mean_abs_error: float = 0.0
-    """Mean over systems of |score under this leaderboard's qrels - score under the full qrels|: rank
-    correlations on a short leaderboard with near-ties can hide a judge that inflates every score."""
+    kendall_tau: float
+    kendall_interval: Interval
+    tau_ap: float
+    tau_ap_interval: Interval
+    people: tuple[str, float] | None = None
+
+    def to_json(self) -> dict[str, Any]:
+        out = {
+            "judge": self.judge,
+            "kind": self.kind,
+            "measure": self.measure,
+            "mean_abs_error": self.error,
+            "mean_abs_error_interval": _listed(self.error_interval),
+            "rank_displacement": self.rank_displacement,
+            "max_rank_drop": self.max_rank_drop,
+            "max_rank_drop_system": self.max_rank_drop_system,
+            "kendall_tau": self.kendall_tau,
+            "kendall_tau_interval": _listed(self.kendall_interval),
+            "tau_ap": self.tau_ap,
+            "tau_ap_interval": _listed(self.tau_ap_interval),
+        }
+        if self.people:
+            out["people"] = {"order": self.people[0], "share": self.people[1]}
+        return out
+
+
+@dataclass(frozen=True)
+class Verdict:
+    """Does the judge beat a baseline? Paired bootstrap over topics of the difference of a leaderboard figure."""
+
+    measure: str
+    baseline: str
+    figure: str
+    """mean_abs_error (lower is better) or kendall_tau (higher is better)."""
+    judge_value: float
+    baseline_value: float
+    gain: float
+    """How much better the judge is (baseline error - judge error; judge tau - baseline tau)."""
+    interval: Interval
+    verdict: str
+    """better, worse or n.s. (the 95% interval of the gain above 0, below 0, or holding 0)."""
+
+    def to_json(self) -> dict[str, Any]:
+        return {**{k: getattr(self, k) for k in ("measure", "baseline", "figure", "judge_value", "baseline_value",
+                                                  "gain", "verdict")}, "interval": _listed(self.interval)}  # fmt: skip
+
+
+@dataclass(frozen=True)
+class Circularity:
+    """The judge's signed error (filled - full) on systems that share a model with it against the others."""
+
+    measure: str
+    models: tuple[str, ...]
+    sharing: tuple[str, ...]
+    sharing_error: float
+    other_error: float
+    difference: float
+    interval: Interval
+    flagged: bool
+    """The 95% interval of the difference excludes 0: the judge favours (or disfavours) its own kind."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             "measure": self.measure,
-            "variant": self.variant,
-            "kendall_tau": self.kendall_tau,
-            "kendall_tau_interval": list(self.kendall_interval) if self.kendall_interval else None,
-            "tau_ap": self.tau_ap,
-            "tau_ap_interval": list(self.tau_ap_interval) if self.tau_ap_interval else None,
-            "max_rank_drop": self.max_rank_drop,
-            "max_rank_drop_system": self.max_rank_drop_system,
-            "mean_abs_error": self.mean_abs_error,
+            "judge_models": list(self.models),
+            "sharing_systems": list(self.sharing),
+            "sharing_signed_error": self.sharing_error,
+            "other_signed_error": self.other_error,
+            "difference": self.difference,
+            "interval": _listed(self.interval),
+            "flagged": self.flagged,
         }
 
 
@@ -183,13 +381,21 @@ class ReusabilityResult:
     depth: int
     mode: str
     judge: str
+    grading: str
     topics: int
+    removed_pairs: int
+    """Distinct removed pairs over every experiment (the pairs the judge labelled)."""
     systems: list[SystemResult]
-    agreement: list[RankAgreement]
+    rows: list[JudgeRow]
+    verdicts: list[Verdict]
     confusion: Agreement
-    """The judge on every removed pair of every experiment."""
-    audits: dict[str, Any] = field(default_factory=dict)
-    """system -> the label run's judge-audit.json (its verdict on known pairs)."""
+    """The judge on every distinct removed pair against its hidden human label."""
+    grading_effect: dict[str, dict[str, float]] = field(default_factory=dict)
+    """nDCG measure -> grading -> the judge's mean |score - full| under it."""
+    circularity: list[Circularity] = field(default_factory=list)
+    audit: dict[str, Any] | None = None
+    """The label run's judge-audit.json (one audit for the whole test)."""
+    timing: dict[str, float] = field(default_factory=dict)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -197,19 +403,25 @@ class ReusabilityResult:
             "depth": self.depth,
             "leave_out": self.mode,
             "judge": self.judge,
+            "grading": self.grading,
             "topics": self.topics,
+            "removed_pairs": self.removed_pairs,
             "systems": [s.to_json() for s in self.systems],
-            "rank_agreement": [a.to_json() for a in self.agreement],
+            "judges": [r.to_json() for r in self.rows],
+            "verdicts": [v.to_json() for v in self.verdicts],
+            "grading_effect": self.grading_effect,
+            "circularity": [c.to_json() for c in self.circularity],
             "judge_on_removed_pairs": self.confusion.to_json(),
-            "audits": self.audits,
+            "audit": self.audit,
+            "timing_seconds": self.timing,
         }
 
 
-def _rank_among(value: float, others: Sequence[float]) -> int:
-    return 1 + sum(1 for o in others if o > value)
+def _listed(interval: Interval) -> list[float] | None:
+    return list(interval) if interval is not None else None
 
 
-def _percentile(draws: Sequence[float]) -> tuple[float, float] | None:
+def _percentile(draws: np.ndarray) -> Interval:
     draws = np.asarray(draws, dtype=float)
     draws = draws[~np.isnan(draws)]
     if not len(draws):
@@ -218,122 +430,226 @@ def _percentile(draws: Sequence[float]) -> tuple[float, float] | None:
     return float(low), float(high)
 
 
+def _rank_among(value: float, others: Sequence[float]) -> int:
+    return 1 + sum(1 for o in others if o > value)
+
+
+def _verdict(interval: Interval) -> str:
+    if interval is None:
+        return "n.s."
+    return "better" if interval[0] > TIE else "worse" if interval[1] < -TIE else "n.s."
+
+
+TIE = 1e-12
+
+
 def evaluate_reusability(
     runs: Mapping[str, Run],
     qrels: Qrels,
     topics: Sequence[str],
     experiments: Sequence[LeaveOut],
-    records: Mapping[str, Sequence[LabelRecord]],
-    specs: Sequence[MeasureSpec],
+    fills: Sequence[Fill],
+    measures: Sequence[Measure],
     threshold: int,
+    topic_grades: TopicGrades,
+    grading: str = "expected",
     resamples: int = 1000,
     seed: int = 0,
-    dataset: str = "",
-    depth: int = 10,
-    mode: str = "system",
-    judge: str = "",
+    shared: Mapping[str, Sequence[str]] | None = None,
+    judge_models: Sequence[str] = (),
+    **names: Any,
 ) -> ReusabilityResult:
-    """Score every system under full, holey and filled qrels; rank agreement with bootstrap intervals.
-
-    ``records``: system -> the judge's records for that experiment's removed pairs.
-    """
+    """Score every left-out system under the full qrels and under each fill of its removed pairs; per fill and
+    measure the leaderboard figures with bootstrap intervals over topics; paired verdicts of the judge (the fill of
+    kind ``judge``) against each baseline; the judge under the other grading; the circularity check (``shared``:
+    system -> the judge's models it uses). ``names``: dataset, depth, mode, judge for the record."""
+    if grading not in GRADINGS:
+        raise ValueError(f"grading must be one of {', '.join(GRADINGS)}, got {grading!r}")
+    scorer = LeaveOutScorer(runs, qrels, topics, threshold)
     systems = [e.system for e in experiments]
-    per_topic: dict[tuple[str, str, str], np.ndarray] = {}
-    fills: dict[str, Qrels] = {}
-    for e in experiments:
-        holey = holey_qrels(qrels, e.removed)
-        fills[e.system] = filled_qrels(holey, e.removed, records.get(e.system, ()), threshold)
-        for variant, q in (("full", qrels), ("holey", holey), ("filled", fills[e.system])):
-            scores = per_query_scores(runs[e.system], q, topics, specs, threshold)
-            for spec in specs:
-                per_topic[(e.system, spec.label, variant)] = scores[spec.label]
+    judge = next((f for f in fills if f.kind == "judge"), None)
+    other_grading = "threshold" if grading == "expected" else "expected"
     rng = np.random.default_rng(seed)
-    samples = rng.integers(0, len(topics), size=(resamples, len(topics))) if resamples and topics else None
+    n = len(topics)
+    weights = rng.multinomial(n, np.full(n, 1 / n), size=resamples) / n if resamples and n else np.zeros((0, n))
 
-    def means(system: str, measure: str, variant: str) -> float:
-        return float(np.nanmean(per_topic[(system, measure, variant)])) if topics else 0.0
+    full = {m.label: np.array([scorer.full(s, m) for s in systems]) for m in measures}  # systems x topics
+    filled: dict[tuple[str, str], np.ndarray] = {}
+    for m in measures:
+        for f in fills:
+            filled[(f.name, m.label)] = np.array([scorer.filled(e, f, m, grading, topic_grades) for e in experiments])
+    rows, verdicts, draws = [], [], {}
+    for m in measures:
+        f_means, f_boot = full[m.label].mean(axis=1), full[m.label] @ weights.T  # (S,), (S, R)
+        for f in fills:
+            values = filled[(f.name, m.label)]
+            means, boot = values.mean(axis=1), values @ weights.T
+            error_draws = np.abs(boot - f_boot).mean(axis=0)
+            tau_draws = kendall_tau_rows(f_boot.T, boot.T) if resamples else np.zeros(0)
+            draws[(f.name, m.label)] = (error_draws, tau_draws)
+            rows.append(_row(f, m.label, f_means, means, systems, error_draws, tau_draws, f_boot, boot))
+        if judge is not None:
+            verdicts += _verdicts(judge, fills, m.label, rows, draws)
+    grading_effect = {}
+    if judge is not None:
+        for m in measures:
+            if m.name != "nDCG":
+                continue
+            other = np.array([scorer.filled(e, judge, m, other_grading, topic_grades) for e in experiments])
+            grading_effect[m.label] = {
+                grading: next(r.error for r in rows if r.judge == judge.name and r.measure == m.label),
+                other_grading: float(np.abs(other.mean(axis=1) - full[m.label].mean(axis=1)).mean()),
+            }
+    circularity = []
+    if judge is not None and shared is not None:
+        for m in measures:
+            signed = filled[(judge.name, m.label)] - full[m.label]
+            check = _circularity(m.label, signed, weights, systems, shared, judge_models)
+            circularity += [check] if check is not None else []
+    results = _system_results(experiments, fills, judge, measures, full, filled, qrels, threshold, shared or {})
+    union = removed_union(experiments)
+    truth = [int(qrels[q][d] >= threshold) for q, d in sorted(union)]
+    said = [judge.labels.get(p) if judge else None for p in sorted(union)]
+    return ReusabilityResult(
+        names.get("dataset", ""),
+        names.get("depth", 10),
+        names.get("mode", "system"),
+        names.get("judge", judge.name if judge else ""),
+        grading,
+        n,
+        len(union),
+        results,
+        rows,
+        verdicts,
+        agreement_of(truth, said, seed=seed),
+        grading_effect,
+        circularity,
+    )
 
-    def boot(system: str, measure: str, variant: str) -> np.ndarray:
-        values = per_topic[(system, measure, variant)]
-        return np.nanmean(values[samples], axis=1)
 
-    results = []
-    all_truth: list[int] = []
-    all_labels: list[int | None] = []
-    for e in experiments:
-        truth, labels = [], []
-        by_pair = {(r.qid, r.docid): r for r in records.get(e.system, ())}
-        for pair in sorted(e.removed):
-            truth.append(int(qrels[pair[0]][pair[1]] >= threshold))
-            record = by_pair.get(pair)
-            labels.append(record.label if record is not None else None)
-        all_truth += truth
-        all_labels += labels
-        scores, ranks, intervals = {}, {}, {}
-        for spec in specs:
-            m = spec.label
-            scores[m] = {v: means(e.system, m, v) for v in VARIANTS}
-            others = [means(s, m, "full") for s in systems if s != e.system]
-            ranks[m] = {v: _rank_among(scores[m][v], others) for v in VARIANTS}
-            if samples is not None:
-                full = boot(e.system, m, "full")
-                intervals[m] = {
-                    "drop": _percentile(full - boot(e.system, m, "holey")),
-                    "residual": _percentile(full - boot(e.system, m, "filled")),
-                }
-        results.append(
+def _verdicts(
+    judge: Fill,
+    fills: Sequence[Fill],
+    measure: str,
+    rows: Sequence[JudgeRow],
+    draws: Mapping[tuple[str, str], tuple[np.ndarray, np.ndarray]],
+) -> list[Verdict]:
+    """The judge against each baseline on one measure: paired bootstrap differences of the error and of tau (the
+    draws share their topic resamples)."""
+    row = {r.judge: r for r in rows if r.measure == measure}
+    judge_error, judge_tau = draws[(judge.name, measure)]
+    out = []
+    for f in fills:
+        if f.kind != "baseline":
+            continue
+        base_error, base_tau = draws[(f.name, measure)]
+        j, b = row[judge.name], row[f.name]
+        for figure, gain_draws, gain, values in (
+            ("mean_abs_error", base_error - judge_error, b.error - j.error, (j.error, b.error)),
+            ("kendall_tau", judge_tau - base_tau, j.kendall_tau - b.kendall_tau, (j.kendall_tau, b.kendall_tau)),
+        ):
+            interval = _percentile(gain_draws) if len(gain_draws) else None
+            out.append(Verdict(measure, f.name, figure, *values, gain, interval, _verdict(interval)))
+    return out
+
+
+def _circularity(
+    measure: str,
+    signed: np.ndarray,
+    weights: np.ndarray,
+    systems: Sequence[str],
+    shared: Mapping[str, Sequence[str]],
+    models: Sequence[str],
+) -> Circularity | None:
+    """Mean signed error (systems x topics ``signed``) of the systems sharing a model with the judge minus the
+    others', with its topic-bootstrap interval; None when either group is empty."""
+    sharing = [i for i, s in enumerate(systems) if shared.get(s)]
+    rest = [i for i, s in enumerate(systems) if not shared.get(s)]
+    if not sharing or not rest:
+        return None
+    point = signed.mean(axis=1)
+    boot = signed @ weights.T
+    interval = _percentile(boot[sharing].mean(axis=0) - boot[rest].mean(axis=0)) if len(weights) else None
+    own, other = float(point[sharing].mean()), float(point[rest].mean())
+    names = tuple(systems[i] for i in sharing)
+    return Circularity(measure, tuple(models), names, own, other, own - other, interval, _verdict(interval) != "n.s.")
+
+
+def _row(
+    fill: Fill,
+    measure: str,
+    full_means: np.ndarray,
+    means: np.ndarray,
+    systems: Sequence[str],
+    error_draws: np.ndarray,
+    tau_draws: np.ndarray,
+    full_boot: np.ndarray,
+    boot: np.ndarray,
+) -> JudgeRow:
+    ranks_full = [_rank_among(full_means[i], np.delete(full_means, i)) for i in range(len(systems))]
+    ranks = [_rank_among(means[i], np.delete(full_means, i)) for i in range(len(systems))]
+    drops = {s: r - f for s, r, f in zip(systems, ranks, ranks_full, strict=True)}
+    worst = max(drops, key=lambda s: (drops[s], s)) if drops else ""
+    ap_draws = tau_ap_rows(full_boot.T, boot.T) if len(error_draws) else np.zeros(0)
+    return JudgeRow(
+        fill.name,
+        fill.kind,
+        measure,
+        float(np.abs(means - full_means).mean()) if len(systems) else 0.0,
+        _percentile(error_draws) if len(error_draws) else None,
+        float(np.mean([abs(d) for d in drops.values()])) if drops else 0.0,
+        drops.get(worst, 0),
+        worst,
+        float(kendall_tau_rows(full_means, means)[0]),
+        _percentile(tau_draws) if len(tau_draws) else None,
+        float(tau_ap_rows(full_means, means)[0]),
+        _percentile(ap_draws) if len(ap_draws) else None,
+        fill.people,
+    )
+
+
+def _system_results(
+    experiments: Sequence[LeaveOut],
+    fills: Sequence[Fill],
+    judge: Fill | None,
+    measures: Sequence[Measure],
+    full: Mapping[str, np.ndarray],
+    filled: Mapping[tuple[str, str], np.ndarray],
+    qrels: Qrels,
+    threshold: int,
+    shared: Mapping[str, Sequence[str]],
+) -> list[SystemResult]:
+    out = []
+    shown = [f for f in fills if f.kind != "people"]
+    for i, e in enumerate(experiments):
+        scores: dict[str, dict[str, float]] = {}
+        ranks: dict[str, dict[str, int]] = {}
+        for m in measures:
+            full_means = full[m.label].mean(axis=1)
+            others = np.delete(full_means, i)
+            values = {"full": float(full_means[i])}
+            for f in shown:
+                values[f.name] = float(filled[(f.name, m.label)][i].mean())
+            if judge is not None:
+                values["filled"] = values[judge.name]
+            scores[m.label] = values
+            ranks[m.label] = {k: _rank_among(v, others) for k, v in values.items()}
+        undecided = sum(1 for p in e.removed if judge is None or p not in judge.labels)
+        relevant = sum(1 for q, d in e.removed if qrels[q][d] >= threshold)
+        out.append(
             SystemResult(
                 e.system,
                 e.removed_systems,
                 len(e.removed),
-                sum(truth),
+                relevant,
                 len(e.unjudged),
-                sum(1 for x in labels if x is None),
+                undecided,
                 scores,
                 ranks,
-                intervals,
-                agreement_of(truth, labels, seed=seed),
+                tuple(shared.get(e.system, ())),
             )
         )
-    agreements = []
-    for spec in specs:
-        m = spec.label
-        full = [means(s, m, "full") for s in systems]
-        for variant in ("holey", "filled"):
-            loo = [means(s, m, variant) for s in systems]
-            kendall_draws, ap_draws = [], []
-            if samples is not None:
-                boot_full = [boot(s, m, "full") for s in systems]
-                boot_loo = [boot(s, m, variant) for s in systems]
-                for b in range(resamples):
-                    f, x = [v[b] for v in boot_full], [v[b] for v in boot_loo]
-                    kendall_draws.append(kendall_tau(f, x))
-                    ap_draws.append(tau_ap(f, x))
-            drops = {r.system: r.ranks[m][variant] - r.ranks[m]["full"] for r in results}
-            worst = max(drops, key=lambda s: (drops[s], s)) if drops else ""
-            agreements.append(
-                RankAgreement(
-                    m,
-                    variant,
-                    kendall_tau(full, loo),
-                    tau_ap(full, loo),
-                    _percentile(kendall_draws),
-                    _percentile(ap_draws),
-                    drops.get(worst, 0),
-                    worst,
-                    float(np.mean([abs(a - b) for a, b in zip(loo, full, strict=True)])) if systems else 0.0,
-                )
-            )
-    return ReusabilityResult(
-        dataset,
-        depth,
-        mode,
-        judge,
-        len(topics),
-        results,
-        agreements,
-        agreement_of(all_truth, all_labels, seed=seed),
-    )
+    return out
 
 
 def read_reusability(path: Path) -> dict | None:

@@ -3,23 +3,32 @@
 from __future__ import annotations
 
 import argparse
+import time
+from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from bridge.errors import BridgeError
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
+from bridge.pool import PoolEntry
+from bridge.trec import Run, top_k
 
 DESCRIPTION = """\
 Leave-one-system-out (Zobel 1998): for each run of runs/<ds>/, remove from the original qrels the
 judged pairs in its top-DEPTH that no other run retrieved at that depth (with --leave-out family,
-no run of the same retriever family either), score it on these holey qrels, then fill the removed
-pairs with the configured judge (the same label pipeline as `bridge label`: evidence, audit, cache,
-resume) and score it again. Reports per system the full / holey / filled scores and ranks, and
-Kendall's tau and tau_AP between the full-qrels leaderboard and each leave-one-out leaderboard
-(95% bootstrap intervals over queries), plus the judge's confusion matrix on the removed pairs
-against their hidden human labels. Writes reports/<ds>/reusability.json; `bridge eval` shows it.
+no run of the same retriever family either), score it on these holey qrels, and again with the
+removed pairs filled. The configured judge labels the union of every system's removed pairs once,
+trained and audited without any of them (the same label pipeline as `bridge label`: evidence,
+one audit, cache, resume); the floors are scored beside it in the same run: holey (the pairs stay
+out), everything relevant, and relevant at random with the topic's share of relevant judgments;
+the qrels themselves check the protocol (filled == full).
 
-Check the protocol end to end with `--judge qrels` (the hidden labels: filled == full, tau 1.0) and
-see the floor with `--judge constant` (everything relevant).
+Per fill and measure: mean |score - full| over systems (the primary figure), mean rank
+displacement, Kendall's tau and tau_AP against the full leaderboard, 95% bootstrap intervals over
+topics, and paired bootstrap verdicts of the judge against each floor. Graded qrels are filled
+with expected grades (--fill-grades). --people K,...: the people curve, K% of the removed pairs
+answered from their hidden human labels, chosen in the leaderboard-settling value order, by
+uncertainty and at random. The circularity check compares the judge's error on systems that share
+its encoder or LLM with the others. Writes reports/<ds>/reusability.json; `bridge eval` shows it.
 """
 
 
@@ -45,28 +54,86 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--pool-config",
         default="default",
-        help="pool file whose 'family' fields group systems for --leave-out family (default: default)",
+        help="pool file whose 'family' and 'model' fields group systems for --leave-out family and the circularity "
+        "check (default: default)",
     )
     g.add_argument(
         "--measures",
         default=",".join(("nDCG@10", "P@10")),
-        help="comma-separated ir_measures names (default: nDCG@10,P@10)",
+        help="comma-separated NAME@K, NAME one of nDCG, P, Hit, Recall, RR (default: nDCG@10,P@10)",
     )
-    g.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples over queries (default: 1000)")
-    g.add_argument("--seed", type=int, default=0, help="bootstrap seed (default: 0)")
+    g.add_argument(
+        "--fill-grades",
+        choices=["expected", "threshold"],
+        default="expected",
+        help="grade of a filled pair for nDCG: expected (default: the topic's mean relevant and not-relevant grades "
+        "weighted by the judge's P) or threshold (relevant at the relevance threshold, else 0)",
+    )
+    g.add_argument(
+        "--people",
+        default="0,2,5,10,20",
+        metavar="K,...",
+        help="people curve: percents of the removed pairs answered from their hidden human labels, in value, "
+        "uncertainty and random order (default: 0,2,5,10,20; 'none' skips it)",
+    )
+    g.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples over topics (default: 1000)")
+    g.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, the random floor and order (default: 0)")
     p.add_argument("--restart", action="store_true", help="relabel the removed pairs afresh (old files kept as .bak)")
     p.set_defaults(func=cmd_reusability)
 
 
-def families_of(pool_config: str, systems: list[str]) -> dict[str, str]:
-    """system -> retriever family from the pool file; systems it does not list are their own family."""
+def parse_people(text: str) -> tuple[float, ...]:
+    if text.strip().lower() in ("", "none"):
+        return ()
+    try:
+        shares = tuple(float(x) / 100 for x in text.split(",") if x.strip())
+    except ValueError:
+        raise BridgeError(f"--people: expected comma-separated percents such as 0,2,5,10,20, got {text!r}") from None
+    if any(not 0 <= s <= 1 for s in shares):
+        raise BridgeError(f"--people: percents lie between 0 and 100, got {text!r}")
+    return shares
+
+
+def pool_specs(pool_config: str) -> dict:
+    """name -> SystemSpec of the pool file (empty if it cannot be read: every system is then its own family)."""
     from retrievers.pipeline import load_pool_config
 
     try:
-        specs = {s.name: s.family for s in load_pool_config(pool_config)}
+        return {s.name: s for s in load_pool_config(pool_config)}
     except BridgeError:
-        specs = {}
-    return {s: specs.get(s, s) for s in systems}
+        return {}
+
+
+def families_of(pool_config: str, systems: list[str]) -> dict[str, str]:
+    """system -> retriever family from the pool file; systems it does not list are their own family."""
+    specs = pool_specs(pool_config)
+    return {s: specs[s].family if s in specs else s for s in systems}
+
+
+def system_models(name: str, specs: Mapping, llm_model: str, _seen: frozenset[str] = frozenset()) -> set[str]:
+    """The encoders and LLMs a system uses, through the systems it consumes (a reranker's first stage, fusion
+    members). LLM families use the run's ``--model`` (the runs do not record which LLM wrote them)."""
+    from retrievers.llm import LLM_FAMILIES
+
+    spec = specs.get(name)
+    if spec is None or name in _seen:
+        return set()
+    out = {str(spec.params["model"])} if "model" in spec.params else set()
+    if spec.family in LLM_FAMILIES:
+        out.add(llm_model)
+    for other in spec.inputs:
+        out |= system_models(other, specs, llm_model, _seen | {name})
+    return out
+
+
+def judge_models(spec) -> set[str]:
+    """The models the judge chain uses: the topic adapters' encoder, the LLM of a model-calling judge."""
+    from bridge.models import MINILM
+
+    out = {MINILM} if spec.adapters != "off" else set()
+    if spec.judge.name not in ("qrels", "constant", "random") or spec.adapters != "off":
+        out.add(spec.llm.model)
+    return out
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
@@ -75,13 +142,29 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     from bridge.label.cli import spec_from_args
     from bridge.label.run import LabelOptions, LabelPaths, counted_records, label_pool
     from bridge.label_records import read_labels
-    from bridge.pool import PoolEntry, load_runs, write_pool
-    from bridge.trec import ranked
-    from eval.measures import resolve_measures
-    from eval.reusability import evaluate_reusability, holey_qrels, leave_one_out, leave_out_groups
+    from bridge.pool import load_runs, write_pool
+    from bridge.settle import parse_measures
+    from eval.reusability import (
+        TopicGrades,
+        baseline_fills,
+        evaluate_reusability,
+        holey_qrels,
+        judge_fill,
+        leave_one_out,
+        leave_out_groups,
+        people_fill,
+        removed_union,
+    )
+    from eval.reusability_people import cached_orders, orders_key, people_orders
 
+    start = time.perf_counter()
     if args.depth < 1:
         raise BridgeError(f"--depth must be at least 1, got {args.depth}")
+    try:
+        measures = parse_measures(args.measures)
+    except ValueError as exc:
+        raise BridgeError(f"--measures: {exc}") from None
+    shares = parse_people(args.people)
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
     topics = [q for q in ds.qids if ds.qrels.get(q)]
@@ -93,97 +176,155 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     runs = load_runs(ws.runs(ds.slug))
     if len(runs) < 2:
         raise BridgeError(f"the test needs at least 2 runs in {ws.runs(ds.slug)}, found {len(runs)}")
-    specs = resolve_measures([m.strip() for m in args.measures.split(",") if m.strip()], ds.relevance_threshold)
+    threshold = ds.relevance_threshold
+    specs = pool_specs(args.pool_config)
     groups = leave_out_groups(sorted(runs), families_of(args.pool_config, sorted(runs)), args.leave_out)
     experiments = leave_one_out(runs, ds.qrels, topics, args.depth, groups)
-    root = ws.qrels_dir / ds.slug / "reusability" / args.leave_out
-    records, audits = {}, {}
-    judge_id = ""
-    llm_calls = 0
+    union = removed_union(experiments)
+    holey = replace(ds, qrels=holey_qrels(ds.qrels, union))
+
+    # one label run: the judge labels every removed pair once, trained and audited without any of them
     spec = spec_from_args(args)
-    llm = None  # opened by the first chain that needs it, then shared by every system's chain
-    for e in experiments:
-        if not e.removed:
-            records[e.system] = []
-            continue
-        holey = replace(ds, qrels=holey_qrels(ds.qrels, e.removed))
-        chain, _, llm = build_chain(spec, holey, default_qrels=ds.qrels, llm=llm)
-        # One folder per judge configuration (named before its preparation, so the name is stable): switching
-        # judges keeps both.
-        folder = root / chain.pipeline.config_id / e.system
-        rank_of = {q: {d: i for i, (d, _) in enumerate(ranked(runs[e.system].get(q, {})), 1)} for q in topics}
-        entries = [PoolEntry(q, d, (e.system,), rank_of[q][d]) for q, d in sorted(e.removed)]
-        paths = LabelPaths.in_folder(folder)
-        write_pool(entries, paths.pool)
-        options = LabelOptions(
-            restart=args.restart,
-            batch_pairs=args.batch_pairs,
-            audit=spec.audit,
-            progress=spec.progress,
+    chain, _, _ = build_chain(spec, holey, default_qrels=ds.qrels)
+    folder = ws.qrels_dir / ds.slug / "reusability" / args.leave_out / chain.pipeline.config_id
+    paths = LabelPaths.in_folder(folder)
+    write_pool(_pool_entries(runs, topics, args.depth, union), paths.pool)
+    options = LabelOptions(restart=args.restart, batch_pairs=args.batch_pairs, audit=spec.audit, progress=spec.progress)
+    summary = label_pool(holey, chain, paths, options)
+    judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
+    judge = judge_fill(f"judge: {args.judge}", counted_records(read_labels(paths.labels), {judge_id}), threshold)
+    labelled = time.perf_counter()
+
+    fills = [judge, *baseline_fills(union, holey.qrels, ds.qrels, threshold, args.seed)]
+    if shares and union:
+        key = orders_key(runs, holey.qrels, judge, measures, args.seed)
+        orders = cached_orders(
+            folder / "people-orders.json",
+            key,
+            lambda: people_orders(
+                runs, holey.qrels, topics, sorted(union), judge, ds.qrels, measures, threshold, args.seed
+            ),
         )
-        summary = label_pool(holey, chain, paths, options)
-        judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
-        records[e.system] = counted_records(read_labels(paths.labels), {judge_id})
-        if summary.audit is not None:
-            audits[e.system] = summary.audit.to_json()
-        calls = summary.llm_calls
-        llm_calls += calls
-        if not args.quiet:
-            print(f"{e.system}: {len(e.removed)} removed pairs labeled ({summary.judged} now, {calls} LLM calls)")
+        fills += [
+            people_fill(judge, order, s, ds.qrels, threshold, name) for name, order in orders.items() for s in shares
+        ]
+    ordered = time.perf_counter()
+    models = judge_models(spec)
+    shared = {s: tuple(sorted(system_models(s, specs, spec.llm.model) & models)) for s in runs}
     result = evaluate_reusability(
         runs,
         ds.qrels,
         topics,
         experiments,
-        records,
-        specs,
-        ds.relevance_threshold,
+        fills,
+        measures,
+        threshold,
+        TopicGrades(holey.qrels, threshold),
+        args.fill_grades,
         args.resamples,
         args.seed,
-        ds.name,
-        args.depth,
-        args.leave_out,
-        f"{args.judge} ({judge_id})" if judge_id else args.judge,
+        shared,
+        sorted(models),
+        dataset=ds.name,
+        depth=args.depth,
+        mode=args.leave_out,
+        judge=f"{args.judge} ({judge_id})",
     )
-    result = replace(result, audits=audits)
+    end = time.perf_counter()
+    timing = {"label": labelled - start, "people_orders": ordered - labelled, "evaluate": end - ordered}
+    result = replace(result, audit=summary.audit.to_json() if summary.audit else None, timing=timing)
     out = ws.reports(ds.slug) / "reusability.json"
     write_json_atomic(out, result.to_json())
-    print(summary_lines(result))
-    print(f"LLM calls made by this run: {llm_calls} (every other answer came from the response cache)")
+    if not args.quiet:
+        print(summary_lines(result))
+    print(f"LLM calls made by this run: {summary.llm_calls} (every other answer came from the response cache)")
     print(f"-> {out}")
     return 0
 
 
-def _ci(interval: tuple[float, float] | None) -> str:
-    return "" if interval is None else f" [{interval[0]:.3f}, {interval[1]:.3f}]"
+def _pool_entries(runs: Mapping[str, Run], topics: Sequence[str], depth: int, union: frozenset) -> list[PoolEntry]:
+    """The removed pairs as pool entries: the systems that retrieved each at the test's depth, its best rank."""
+    systems: dict[tuple[str, str], list[str]] = {}
+    best: dict[tuple[str, str], int] = {}
+    for name, run in sorted(runs.items()):
+        for q in topics:
+            for rank, d in enumerate(top_k(run.get(q, {}), depth), 1):
+                if (q, d) in union:
+                    systems.setdefault((q, d), []).append(name)
+                    best[(q, d)] = min(best.get((q, d), rank), rank)
+    return [PoolEntry(q, d, tuple(systems[(q, d)]), best[(q, d)]) for q, d in sorted(union)]
+
+
+def _ci(interval: Sequence[float] | None, digits: int = 3) -> str:
+    return "" if interval is None else f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]"
+
+
+def verdict_line(result, measure: str) -> str:
+    """One line: does the judge beat each floor on this measure's mean |score - full|?"""
+    parts = []
+    for v in result.verdicts:
+        if v.measure != measure or v.figure != "mean_abs_error":
+            continue
+        word = {"better": "beats", "worse": "loses to", "n.s.": "does not beat"}[v.verdict]
+        parts.append(f"{word} {v.baseline} ({v.baseline_value:.4f} -> {v.judge_value:.4f}{_ci(v.interval, 4)})")
+    return f"{measure}: the judge " + "; ".join(parts) if parts else f"{measure}: no baseline to compare with"
 
 
 def summary_lines(result) -> str:
     lines = [
-        f"leave-one-{result.mode}-out on {result.dataset} ({result.topics} topics, depth {result.depth}), "
-        f"judge {result.judge}"
+        f"leave-one-{result.mode}-out on {result.dataset} ({result.topics} topics, {len(result.systems)} systems, "
+        f"depth {result.depth}, {result.removed_pairs} removed pairs), judge {result.judge}, "
+        f"{result.grading} grades"
     ]
-    measures = [a.measure for a in result.agreement if a.variant == "holey"]
-    header = f"{'system':22s} {'removed':>7s} {'unjud.':>6s}"
-    for m in measures:
-        header += f" | {m + ' full':>14s} {'holey':>7s} {'filled':>7s} {'rank f/h/fl':>11s}"
-    lines.append(header)
-    for s in result.systems:
-        row = f"{s.system:22s} {s.removed:7d} {s.unjudged:6d}"
-        for m in measures:
-            sc, rk = s.scores[m], s.ranks[m]
-            row += f" | {sc['full']:14.4f} {sc['holey']:7.4f} {sc['filled']:7.4f} "
-            row += f"{rk['full']:>3d}/{rk['holey']}/{rk['filled']:<3d}".rjust(11)
-        lines.append(row)
-    for a in result.agreement:
+    lines.append(f"{'judge':28s} {'measure':8s} {'mean |err|':>26s} {'rank disp.':>10s} {'tau':>24s} {'tau_AP':>24s}")
+    for r in result.rows:
+        if r.kind == "people":
+            continue
         lines.append(
-            f"{a.measure} {a.variant:6s}: Kendall tau {a.kendall_tau:.3f}{_ci(a.kendall_interval)}, "
-            f"tau_AP {a.tau_ap:.3f}{_ci(a.tau_ap_interval)}, mean |score - full| {a.mean_abs_error:.4f}, "
-            f"largest rank drop {a.max_rank_drop}" + (f" ({a.max_rank_drop_system})" if a.max_rank_drop > 0 else "")
+            f"{r.judge[:28]:28s} {r.measure:8s} {r.error:8.4f}{_ci(r.error_interval, 4):18s} "
+            f"{r.rank_displacement:10.2f} {r.kendall_tau:6.3f}{_ci(r.kendall_interval):18s} "
+            f"{r.tau_ap:6.3f}{_ci(r.tau_ap_interval):18s}"
+        )
+    measures = list(dict.fromkeys(r.measure for r in result.rows))
+    lines += [verdict_line(result, m) for m in measures]
+    people = [r for r in result.rows if r.kind == "people"]
+    if people:
+        lines.append("people curve (mean |err| / tau at K% of the removed pairs answered by people):")
+        for m in measures:
+            for order in dict.fromkeys(r.people[0] for r in people):
+                cells = [
+                    f"{r.people[1]:.0%} {r.error:.4f}/{r.kendall_tau:.3f}"
+                    for r in people
+                    if r.measure == m and r.people[0] == order
+                ]
+                lines.append(f"  {m:8s} {order:11s} " + "  ".join(cells))
+    for m, errors in result.grading_effect.items():
+        lines.append(
+            f"graded filling, {m}: the judge's mean |err| "
+            + ", ".join(f"{g} grades {e:.4f}" for g, e in errors.items())
+        )
+    for c in result.circularity:
+        lines.append(
+            f"circularity, {c.measure}: signed error on the {len(c.sharing)} systems sharing a model with the judge "
+            f"({', '.join(c.models)}) {c.sharing_error:+.4f} vs {c.other_error:+.4f} on the others, "
+            f"difference {c.difference:+.4f}"
+            f"{_ci(c.interval, 4)}" + (" FLAGGED" if c.flagged else "")
         )
     c = result.confusion
     lines.append(
         f"judge on the {c.pairs} removed pairs vs hidden human labels: tp {c.tp} fn {c.fn} fp {c.fp} tn {c.tn} "
         f"undecided {c.undecided}; bAcc {c.describe('balanced_accuracy')}, kappa {c.describe('kappa')}"
     )
+    if result.audit is not None:
+        lines.append(audit_line(result.audit))
     return "\n".join(lines)
+
+
+def audit_line(audit: Mapping) -> str:
+    """The one audit of the test: each lane's balanced accuracy on its known pairs, and the verdict."""
+    lanes = []
+    for name, lane in (audit.get("lanes") or {}).items():
+        interval = (lane.get("intervals") or {}).get("balanced_accuracy")
+        lanes.append(f"{name} bAcc {lane['balanced_accuracy']:.3f}{_ci(interval)} on {lane['pairs']} pairs")
+    verdict = "trusted" if audit.get("trusted") else f"not trusted ({audit.get('warning') or 'see judge-audit.json'})"
+    return "audit (one for the test): " + "; ".join(lanes) + f"; {verdict}"

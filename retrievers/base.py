@@ -44,6 +44,8 @@ class RetrievalContext:
     dataset_slug: str = "dataset"
     dataset_fingerprint: str = ""
     """Identity of the corpus: part of every cache key, so new source files mean new indexes."""
+    progress: bool = True
+    """Progress bars for long work (indexing, corpus encoding, LLM batches): off under -q and off a terminal."""
 
     def workdir(self, name: str, fingerprint: Mapping[str, Any]) -> Path:
         """Cache folder for an index or encoding (:func:`bridge.fsio.artifact_dir`): systems that need the same

@@ -9,6 +9,7 @@ from bridge.options import (
     add_llm_options,
     dataset_from_args,
     llm_config_from_args,
+    show_progress,
     workspace_from_args,
 )
 
@@ -63,7 +64,7 @@ def cmd_retrieve(args: argparse.Namespace) -> int:
         k=args.k,
         force=args.force,
         options={"llm": llm, "mapper": mapper_from_args(args)},
-        progress=not args.quiet,
+        progress=show_progress(args),
     )
     for r in results:
         state = "up to date" if r.skipped else f"{r.seconds:.1f} s"

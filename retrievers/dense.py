@@ -57,6 +57,8 @@ class DenseRetriever:
         self._vectors: np.ndarray | None = None
         self._rows: dict[str, int] = {}
         self.mapper: Any = None
+        self.progress: bool | None = None
+        """Progress bar while encoding the corpus: None lets sentence-transformers decide (its logging level)."""
         """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
 
     def encoding_fingerprint(self) -> dict[str, Any]:
@@ -101,7 +103,7 @@ class DenseRetriever:
 
     def load_embeddings(self, corpus: Corpus, folder: Path) -> np.ndarray:
         """Passage embeddings from ``folder``, encoding the corpus once if they are not there."""
-        vectors, self._docids = corpus_embeddings(self.encoder, corpus, folder, self.mapper)
+        vectors, self._docids = corpus_embeddings(self.encoder, corpus, folder, self.mapper, self.progress)
         self._vectors = vectors
         self._rows = {docid: i for i, docid in enumerate(self._docids)}
         return vectors
@@ -165,6 +167,7 @@ def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> D
         dense.encoder, context.cache_dir, context.dataset_slug, context.dataset_fingerprint
     )
     dense.mapper = context.options.get("mapper")
+    dense.progress = context.progress
     return dense
 
 

@@ -60,3 +60,7 @@ def parse_json_reply(response: LLMResponse) -> dict[str, Any] | None:
     except json.JSONDecodeError:
         return None
     return data if isinstance(data, dict) else None
+
+
+LLM_FAMILIES = frozenset({"rerank-llm", "rerank-rebel", "hyde", "query2doc", "mugi", "larf"})
+"""Families whose systems ask the shared LLM (``--model``): they share a backbone with an LLM judge."""

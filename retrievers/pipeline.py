@@ -136,6 +136,7 @@ def retrieve(
         options={"qrels": dataset.qrels, "relevance_threshold": dataset.relevance_threshold, **(options or {})},
         dataset_slug=dataset.slug,
         dataset_fingerprint=dataset.fingerprint,
+        progress=progress,
     )
     bar = tqdm(specs, desc=f"retrieve {dataset.slug}", unit="system", disable=not progress)
     for spec in bar:

@@ -185,7 +185,8 @@ class CrossEncoderReranker(WindowReranker):
         if self.kind == "monot5":
             return self._monot5(texts)
         model = load_cross_encoder(self.model_ref, self.max_length, self.device)
-        scores = model.predict(texts, batch_size=self.batch_size, show_progress_bar=len(texts) > self.batch_size)
+        bar = self.context.progress and len(texts) > self.batch_size
+        scores = model.predict(texts, batch_size=self.batch_size, show_progress_bar=bar)
         return [float(s) for s in np.asarray(scores).reshape(len(texts), -1)[:, -1]]
 
     def _monot5(self, texts: Sequence[tuple[str, str]]) -> list[float]:
@@ -201,7 +202,8 @@ class CrossEncoderReranker(WindowReranker):
             )
         out: list[float] = []
         starts = range(0, len(texts), self.batch_size)
-        for start in tqdm(starts, desc="monoT5", unit="batch", leave=False, disable=len(starts) < 2):
+        quiet = len(starts) < 2 or not self.context.progress
+        for start in tqdm(starts, desc="monoT5", unit="batch", leave=False, disable=quiet):
             batch = texts[start : start + self.batch_size]
             enc = tokenizer(
                 [f"Query: {q} Document: {d} Relevant:" for q, d in batch],
@@ -327,7 +329,7 @@ class LLMPointwiseReranker(WindowReranker):
         )
 
     def score(self, pairs: Sequence[tuple[Query, str]]) -> list[float]:
-        responses = self.llm.generate([self.request(q, d) for q, d in pairs], progress=True)
+        responses = self.llm.generate([self.request(q, d) for q, d in pairs], progress=self.context.progress)
         scores, malformed = [], 0
         for response in responses:
             p_yes = answer_probability(response, "yes", "no")
@@ -399,7 +401,7 @@ class RebelReranker(LLMPointwiseReranker):
         )
 
     def score(self, pairs: Sequence[tuple[Query, str]]) -> list[float]:
-        responses = self.llm.generate([self.request(q, d) for q, d in pairs], progress=True)
+        responses = self.llm.generate([self.request(q, d) for q, d in pairs], progress=self.context.progress)
         scores, malformed = [], 0
         for response in responses:
             ratings = parse_json_reply(response)

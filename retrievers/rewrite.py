@@ -60,6 +60,7 @@ class LLMExpansion:
         self.max_tokens = max_tokens
         self.temperature = temperature
         self.bm25 = shared_lucene_bm25(context, k1=k1, b=b)
+        self.progress = context.progress
         self._prompts = template_module(PROMPTS)
 
     def fingerprint(self) -> dict[str, Any]:
@@ -95,7 +96,7 @@ class LLMExpansion:
     def expand(self, queries: Sequence[Query]) -> list[str]:
         """The expanded query string of each query (all generations in one batch)."""
         per_query = [self.requests(q) for q in queries]
-        responses = iter(self.llm.generate([r for rs in per_query for r in rs], progress=True))
+        responses = iter(self.llm.generate([r for rs in per_query for r in rs], progress=self.progress))
         return [
             self.join(q.text, [next(responses).text.strip() for _ in rs])
             for q, rs in zip(queries, per_query, strict=True)

@@ -29,7 +29,7 @@ LUCENE_INDEX = {"family": "lucene-index", "contents": "title+text", "analyzer": 
 """What the shared Lucene index depends on besides the corpus (its cache key)."""
 
 
-def build_lucene_index(corpus: Corpus, index_dir: Path, threads: int = 2) -> None:
+def build_lucene_index(corpus: Corpus, index_dir: Path, threads: int = 2, progress: bool = True) -> None:
     """Build a Lucene index of ``corpus`` once; an interrupted build is discarded and redone."""
     if (index_dir / DONE_MARKER).exists():
         return
@@ -41,7 +41,7 @@ def build_lucene_index(corpus: Corpus, index_dir: Path, threads: int = 2) -> Non
         str(partial), threads=threads, args=["-index", str(partial), "-storeDocvectors", "-storePositions"]
     )
     batch: list[dict[str, str]] = []
-    for doc in tqdm(corpus, total=len(corpus), desc="Lucene index", unit="doc"):
+    for doc in tqdm(corpus, total=len(corpus), desc="Lucene index", unit="doc", disable=not progress):
         batch.append({"id": doc.docid, "contents": doc.contents()})
         if len(batch) == 1000:
             indexer.add_batch_dict(batch)
@@ -64,8 +64,10 @@ class LuceneBM25:
         rm3: Mapping[str, Any] | None = None,
         threads: int = 2,
         index_dir: Path | None = None,
+        progress: bool = True,
     ) -> None:
         self.k1 = k1
+        self.progress = progress
         self.b = b
         self.rm3 = dict(rm3) if rm3 else None
         self.threads = threads
@@ -79,7 +81,7 @@ class LuceneBM25:
     def index(self, corpus: Corpus, workdir: Path) -> None:
         # The index depends on the corpus only; BM25/RM3 parameters apply at search time.
         index_dir = self.index_dir or workdir / "lucene-index"
-        build_lucene_index(corpus, index_dir, self.threads)
+        build_lucene_index(corpus, index_dir, self.threads, self.progress)
         search = import_pyserini("pyserini.search.lucene")
         self._searcher = search.LuceneSearcher(str(index_dir))
         self._searcher.set_bm25(self.k1, self.b)
@@ -102,7 +104,8 @@ class LuceneBM25:
         """Search arbitrary query strings (used by query-rewriting systems)."""
         run: Run = {}
         step = 256
-        for start in tqdm(range(0, len(qids), step), desc="BM25 search", unit="batch", leave=False):
+        batches = range(0, len(qids), step)
+        for start in tqdm(batches, desc="BM25 search", unit="batch", leave=False, disable=not self.progress):
             ids = list(qids[start : start + step])
             hits = self._searcher.batch_search(list(texts[start : start + step]), ids, k=k, threads=self.threads)
             for qid in ids:
@@ -112,7 +115,7 @@ class LuceneBM25:
 
 def shared_lucene_bm25(context: RetrievalContext, **kwargs: Any) -> LuceneBM25:
     """A Lucene BM25 searcher over the dataset's shared index (for BM25, RM3 and the rewriters)."""
-    return LuceneBM25(index_dir=context.workdir("lucene-index", LUCENE_INDEX), **kwargs)
+    return LuceneBM25(index_dir=context.workdir("lucene-index", LUCENE_INDEX), progress=context.progress, **kwargs)
 
 
 RM3_PARAMS = ("fb_terms", "fb_docs", "original_query_weight")

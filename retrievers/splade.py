@@ -94,6 +94,8 @@ class SpladeRetriever:
                         "batch_size": batch_size, "device": device}  # fmt: skip
         self.mapper: Any = None
         """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
+        self.progress = True
+        """Progress bar while encoding the corpus (the pipeline sets it from the context)."""
 
     def fingerprint(self) -> dict[str, Any]:
         return {
@@ -150,7 +152,7 @@ class SpladeRetriever:
             worker = partial(SpladeRetriever, **self._params)
             self._docs = sp.vstack(encode_in_chunks(texts, self.mapper, worker, "encode_documents"), format="csr")
         else:
-            self._docs = self.encode(texts, self.max_length, progress=True)
+            self._docs = self.encode(texts, self.max_length, progress=self.progress)
         with atomic_write(matrix_file, "wb", encoding=None) as handle:
             sp.save_npz(handle, self._docs)
         write_json_atomic(ids_file, self._docids)
@@ -187,4 +189,5 @@ def make_splade(params: Mapping[str, Any], context: RetrievalContext) -> SpladeR
         device=str(params.get("device", "cpu")),
     )
     splade.mapper = context.options.get("mapper")
+    splade.progress = context.progress
     return splade

@@ -42,24 +42,26 @@ class FakeServer:
                     status = server.failures.pop(0) if server.failures else 200
                     broken = status == 200 and server.malformed > 0
                     server.malformed -= broken
+                # in flight from receipt until the reply is ready: once a reply is written the client may send its
+                # next request before this thread runs again, so counting until after the write would see one too many
                 try:
                     time.sleep(server.delay)
-                    if status != 200:
-                        self.send_response(status)
-                        self.send_header("Retry-After", "0")
-                        self.end_headers()
-                        self.wfile.write(b'{"error": "scripted"}')
-                        return
-                    reply = server.reply(body)
-                    data = b"<html>502 from a proxy, sent as 200</html>" if broken else json.dumps(reply).encode()
-                    self.send_response(200)
-                    self.send_header("Content-Type", "application/json")
-                    self.send_header("Content-Length", str(len(data)))
-                    self.end_headers()
-                    self.wfile.write(data)
                 finally:
                     with server.lock:
                         server.in_flight -= 1
+                if status != 200:
+                    self.send_response(status)
+                    self.send_header("Retry-After", "0")
+                    self.end_headers()
+                    self.wfile.write(b'{"error": "scripted"}')
+                    return
+                reply = server.reply(body)
+                data = b"<html>502 from a proxy, sent as 200</html>" if broken else json.dumps(reply).encode()
+                self.send_response(200)
+                self.send_header("Content-Type", "application/json")
+                self.send_header("Content-Length", str(len(data)))
+                self.end_headers()
+                self.wfile.write(data)
 
         self.httpd = ThreadingHTTPServer(("127.0.0.1", 0), Handler)
         self.thread = threading.Thread(target=self.httpd.serve_forever, daemon=True)

@@ -4,15 +4,29 @@ command with the reference judges (qrels: filled == full; constant: the floor)."
 from __future__ import annotations
 
 import json
+import math
 
+import numpy as np
 import pytest
 
 from bridge.cli import main
 from bridge.judging.reference import ConstantJudge, QrelsJudge
-from bridge.label_records import LabelRecord
+from bridge.settle import Measure
 from bridge.trec import write_run
-from eval.rankcorr import kendall_tau, tau_ap
-from eval.reusability import filled_qrels, holey_qrels, leave_one_out, leave_out_groups
+from eval.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
+from eval.reusability import (
+    Fill,
+    LeaveOutScorer,
+    TopicGrades,
+    baseline_fills,
+    evaluate_reusability,
+    fill_grades,
+    holey_qrels,
+    leave_one_out,
+    leave_out_groups,
+    removed_union,
+)
+from retrievers.base import SystemSpec
 
 # depth 2, one topic: A retrieves a1 and an unjudged n1; B a1 and b1; C c1 and b1
 RUNS = {
@@ -56,21 +70,108 @@ def test_rank_correlations_with_ties_by_hand():
     assert tau_ap(reference, estimate) == pytest.approx(0.75)
 
 
-def test_filled_qrels_only_add_removed_pairs_and_never_change_originals():
-    qrels = {"q1": {"a": 2, "b": 0, "c": 3}, "q2": {"d": 1}}
-    removed_pairs = frozenset({("q1", "c"), ("q2", "d")})
-    holey = holey_qrels(qrels, removed_pairs)
-    assert holey == {"q1": {"a": 2, "b": 0}, "q2": {}}
-    records = [
-        LabelRecord("q1", "c", 1, "x", "j", "cfg", "m"),  # removed: filled at the threshold grade
-        LabelRecord("q2", "d", None, "escalated", "j", "cfg", "m"),  # undecided: stays out
-        LabelRecord("q1", "a", 0, "x", "j", "cfg", "m"),  # an original judgment: never changed
-        LabelRecord("q1", "zzz", 1, "x", "j", "cfg", "m"),  # not removed: never added
+def test_fill_grades_by_hand_threshold_and_expected():
+    # the topic's remaining judgments: relevant grades 3 and 2 (mean 2.5), not relevant 1 and 0 (mean 0.5)
+    holey = {"q1": {"a": 3, "b": 2, "c": 1, "d": 0}}
+    grades = TopicGrades(holey, threshold=2)
+    fill = Fill("j", "judge", {("q1", "x"): 1, ("q1", "y"): 0, ("q1", "z"): 1}, {("q1", "x"): 0.8}, {("q1", "z"): 3})
+    assert fill_grades(fill, ("q1", "x"), 2, "threshold", grades) == (2.0, 2.0)
+    assert fill_grades(fill, ("q1", "x"), 2, "expected", grades) == pytest.approx((2.0, 0.8 * 2.5 + 0.2 * 0.5))
+    assert fill_grades(fill, ("q1", "y"), 2, "expected", grades) == (0.0, 0.5)  # a no without P: the not-relevant mean
+    assert fill_grades(fill, ("q1", "z"), 2, "expected", grades) == (3.0, 3.0)  # an exact grade is kept
+    assert fill_grades(fill, ("q1", "w"), 2, "expected", grades) == (0.0, 0.0)  # undecided: stays out
+    assert TopicGrades({"q9": {"e": 0}}, 2).gain("q9", 1.0) == 2.0  # no relevant judgment left: the threshold
+
+
+def test_graded_filling_scores_ndcg_by_hand():
+    # one topic, grades a 3, b 2, c 1 (threshold 2); the system ranks c, a; c is removed and the judge gives it P 0.5
+    qrels = {"q": {"a": 3, "b": 2, "c": 1}}
+    runs = {"S": {"q": {"c": 2.0, "a": 1.0}}, "T": {"q": {"b": 1.0}}}
+    (e,) = [
+        x for x in leave_one_out(runs, qrels, ["q"], 2, leave_out_groups(["S", "T"], {}, "system")) if x.system == "S"
     ]
-    filled = filled_qrels(holey, removed_pairs, records, threshold=2)
-    assert filled == {"q1": {"a": 2, "b": 0, "c": 2}, "q2": {}}
-    graded = [LabelRecord("q1", "c", 1, "qrels", "qrels", "cfg", "", details={"grade": 3})]
-    assert filled_qrels(holey, removed_pairs, graded, threshold=2)["q1"]["c"] == 3  # a consistent grade is kept
+    assert e.removed == {("q", "a"), ("q", "c")}  # T retrieves only b
+    holey = holey_qrels(qrels, e.removed)
+    judge = Fill("j", "judge", {("q", "a"): 1, ("q", "c"): 0}, {("q", "a"): 0.9, ("q", "c"): 0.5})
+    scorer = LeaveOutScorer(runs, qrels, ["q"], 2)
+    ndcg = Measure("nDCG@2", "nDCG", 2)
+    d = [1.0, 1 / math.log2(3)]
+    ideal = 3 * d[0] + 2 * d[1]  # the full qrels' best two grades
+    assert scorer.full("S", ndcg)[0] == pytest.approx((1 * d[0] + 3 * d[1]) / ideal)
+    # threshold grades: a relevant at 2, c not relevant (0); the ideal is now 2 (a), 2 (b)
+    threshold = scorer.filled(e, judge, ndcg, "threshold", TopicGrades(holey, 2))[0]
+    assert threshold == pytest.approx((0 * d[0] + 2 * d[1]) / (2 * d[0] + 2 * d[1]))
+    # expected grades from the holey topic (relevant b: 2, no not-relevant grade left: the collection's 0 default)
+    # a: 0.9 * 2 + 0.1 * 0 = 1.8; c: 0.5 * 2 = 1.0; ideal from b 2, a 1.8
+    expected = scorer.filled(e, judge, ndcg, "expected", TopicGrades(holey, 2))[0]
+    assert expected == pytest.approx((1.0 * d[0] + 1.8 * d[1]) / (2 * d[0] + 1.8 * d[1]))
+    assert (
+        scorer.filled(e, Fill("h", "baseline", {}), Measure("P@2", "P", 2), "expected", TopicGrades(holey, 2))[0] == 0
+    )
+
+
+def test_condensed_lists_drop_every_unjudged_document_by_hand():
+    # S ranks a, u (never judged), b; T ranks b: at depth 2 only S retrieved a, so a is removed
+    qrels = {"q": {"a": 2, "b": 2, "x": 0}}
+    runs = {"S": {"q": {"a": 3.0, "u": 2.0, "b": 1.0}}, "T": {"q": {"b": 1.0}}}
+    experiments = leave_one_out(runs, qrels, ["q"], 2, leave_out_groups(["S", "T"], {}, "system"))
+    (e,) = [x for x in experiments if x.system == "S"]
+    assert e.removed == {("q", "a")}
+    scorer, grades, p2 = LeaveOutScorer(runs, qrels, ["q"], 2), TopicGrades(qrels, 2), Measure("P@2", "P", 2)
+    holey, condensed = baseline_fills(e.removed, holey_qrels(qrels, e.removed), qrels, 2)[:2]
+    assert scorer.full("S", p2)[0] == 0.5  # a relevant, u not
+    assert scorer.filled(e, holey, p2, "expected", grades)[0] == 0.0  # a and u both count as not relevant
+    assert scorer.filled(e, condensed, p2, "expected", grades)[0] == 0.5  # a and u dropped: b moves up to rank 1
+
+
+def test_vectorized_rank_correlations_equal_the_scalar_ones():
+    rng = np.random.default_rng(3)
+    x = rng.integers(0, 4, size=(50, 7)).astype(float)  # many ties
+    y = rng.integers(0, 4, size=(50, 7)).astype(float)
+    for row in range(50):
+        assert kendall_tau_rows(x[row], y[row])[0] == pytest.approx(kendall_tau(x[row], y[row]), nan_ok=True)
+        assert tau_ap_rows(x[row], y[row])[0] == pytest.approx(tau_ap(x[row], y[row]), nan_ok=True)
+    np.testing.assert_allclose(
+        kendall_tau_rows(x, y), [kendall_tau(a, b) for a, b in zip(x, y, strict=True)], equal_nan=True
+    )
+
+
+def test_circularity_flags_a_judge_that_favours_systems_sharing_its_model():
+    from eval.reusability_cli import system_models
+
+    specs = {
+        "dense": SystemSpec("dense", "dense", {"model": "all-MiniLM-L6-v2"}),
+        "bm25": SystemSpec("bm25", "bm25"),
+        "rerank": SystemSpec("rerank", "rerank-dense", {"first_stage": "bm25", "model": "all-MiniLM-L6-v2"}),
+        "fused": SystemSpec("fused", "rrf", {"runs": ["bm25", "dense"]}),
+        "llm": SystemSpec("llm", "rerank-llm", {"first_stage": "bm25"}),
+    }
+    assert system_models("fused", specs, "smollm2-135m") == {"all-MiniLM-L6-v2"}
+    assert system_models("llm", specs, "smollm2-135m") == {"smollm2-135m"}
+    assert system_models("bm25", specs, "smollm2-135m") == set()
+    # 8 topics; "own" shares the judge's encoder and the judge calls its non-relevant unique document relevant
+    topics = [f"q{i}" for i in range(8)]
+    qrels = {q: {f"{q}-own": 0, f"{q}-other": 0, f"{q}-r": 2} for q in topics}
+    runs = {
+        "own": {q: {f"{q}-own": 2.0, f"{q}-r": 1.0} for q in topics},
+        "other": {q: {f"{q}-other": 2.0, f"{q}-r": 1.0} for q in topics},
+        "third": {q: {f"{q}-r": 1.0} for q in topics},
+    }
+    experiments = leave_one_out(runs, qrels, topics, 2, leave_out_groups(sorted(runs), {}, "system"))
+    union = removed_union(experiments)
+    judge = Fill("j", "judge", {p: int(p[1].endswith("own")) for p in union})
+    result = evaluate_reusability(
+        runs, qrels, topics, experiments, [judge], [Measure("P@2", "P", 2)], 2, TopicGrades(qrels, 2),
+        resamples=200, shared={"own": ("all-MiniLM-L6-v2",)}, judge_models=["all-MiniLM-L6-v2"],
+    )  # fmt: skip
+    (c,) = result.circularity
+    assert c.sharing == ("own",) and c.sharing_error == pytest.approx(0.5) and c.other_error == 0 and c.flagged
+    fair = Fill("j", "judge", dict.fromkeys(union, 0))
+    result = evaluate_reusability(
+        runs, qrels, topics, experiments, [fair], [Measure("P@2", "P", 2)], 2, TopicGrades(qrels, 2),
+        resamples=200, shared={"own": ("all-MiniLM-L6-v2",)},
+    )  # fmt: skip
+    assert not result.circularity[0].flagged
 
 
 def test_reference_judges():
@@ -124,24 +225,39 @@ def reusability(dataset: str, *args: str) -> dict:
     return json.loads(open("reports/beir-lab/reusability.json").read())
 
 
+def rows(data: dict) -> dict:
+    return {(r["judge"], r["measure"]): r for r in data["judges"]}
+
+
 def test_qrels_judge_fills_back_the_full_qrels_exactly(workspace):
     tmp, dataset = workspace
-    data = reusability(dataset, "--judge", "qrels", "--audit-pairs", "6")
+    data = reusability(dataset, "--judge", "qrels", "--audit-pairs", "6", "--people", "none")
     by = {s["system"]: s for s in data["systems"]}
     # top 2: good r1 r2, mid r2 r3, weak n2 u -> removed: good r1, mid r3, weak n2 (u was never judged)
     assert [(by[s]["removed_pairs"], by[s]["unjudged_unique_pairs"]) for s in ("good", "mid", "weak")] == [
         (8, 0), (8, 0), (8, 8),
     ]  # fmt: skip
+    assert data["removed_pairs"] == 24  # labelled once, in one label run
     for s in data["systems"]:
         for m in ("nDCG@10", "P@10"):
-            assert s["scores"][m]["filled"] == s["scores"][m]["full"]
+            assert s["scores"][m]["filled"] == s["scores"][m]["full"] == s["scores"][m]["qrels"]
     assert by["good"]["scores"]["nDCG@10"]["holey"] < by["good"]["scores"]["nDCG@10"]["full"]
     assert by["good"]["scores"]["P@10"]["holey"] == pytest.approx(by["good"]["scores"]["P@10"]["full"] - 0.1)
-    agreement = {(a["measure"], a["variant"]): a for a in data["rank_agreement"]}
-    assert agreement[("nDCG@10", "filled")]["kendall_tau"] == 1.0 and agreement[("nDCG@10", "filled")]["tau_ap"] == 1.0
-    judge = data["judge_on_removed_pairs"]
-    assert (judge["tp"], judge["fn"], judge["fp"], judge["tn"], judge["balanced_accuracy"]) == (16, 0, 0, 8, 1.0)
-    assert all(audit["trusted"] for audit in data["audits"].values())  # the audit of a perfect judge passes
+    judge = rows(data)[("judge: qrels", "nDCG@10")]
+    assert (judge["mean_abs_error"], judge["kendall_tau"], judge["tau_ap"], judge["rank_displacement"]) == (0, 1, 1, 0)
+    # holey: each system loses its own unique relevant documents -> a positive error
+    assert rows(data)[("holey", "P@10")]["mean_abs_error"] == pytest.approx((0.1 + 0.1 + 0) / 3)
+    # the floors are scored beside the judge in the same run, with a paired verdict each
+    assert {r["judge"] for r in data["judges"]} == {
+        "judge: qrels", "holey", "holey-condensed", "everything-relevant", "random", "qrels"
+    }  # fmt: skip
+    verdicts = {(v["baseline"], v["measure"], v["figure"]): v for v in data["verdicts"]}
+    assert verdicts[("holey", "P@10", "mean_abs_error")]["verdict"] == "better"
+    assert verdicts[("everything-relevant", "P@10", "mean_abs_error")]["verdict"] == "better"
+    judged = data["judge_on_removed_pairs"]
+    assert (judged["tp"], judged["fn"], judged["fp"], judged["tn"], judged["balanced_accuracy"]) == (16, 0, 0, 8, 1.0)
+    assert data["audit"]["trusted"]  # one audit for the whole test, and a perfect judge passes it
+    assert len(list((tmp / "qrels/beir-lab/reusability/system").glob("*/labels.jsonl"))) == 1
     from bridge.trec import write_qrels
 
     write_qrels({q: {f"{q}-r1": 3} for q in TOPICS}, tmp / "other.qrels")
@@ -151,18 +267,45 @@ def test_qrels_judge_fills_back_the_full_qrels_exactly(workspace):
     )
     report = (tmp / "reports/beir-lab/report.md").read_text()
     assert "## Reusability: leave one system out" in report and "figures/reusability.png" in report
+    assert "the judge beats holey" in report
 
 
 def test_constant_judge_is_the_floor(workspace):
     _, dataset = workspace
-    data = reusability(dataset, "--judge", "constant", "--audit-pairs", "0")
+    data = reusability(dataset, "--judge", "constant", "--audit-pairs", "0", "--people", "none")
     judge = data["judge_on_removed_pairs"]
     assert (judge["tp"], judge["fp"], judge["balanced_accuracy"]) == (16, 8, 0.5)
     weak = next(s for s in data["systems"] if s["system"] == "weak")
     assert weak["scores"]["P@10"]["filled"] > weak["scores"]["P@10"]["full"]  # its non-relevant n2 became relevant
+    # the constant judge is the everything-relevant floor: the same scores, no verdict either way
+    assert (
+        rows(data)[("judge: constant", "P@10")]["mean_abs_error"]
+        == rows(data)[("everything-relevant", "P@10")]["mean_abs_error"]
+    )
+    verdict = next(v for v in data["verdicts"] if v["baseline"] == "everything-relevant" and v["measure"] == "P@10")
+    assert verdict["verdict"] == "n.s." and verdict["interval"] == [0.0, 0.0]
     # a warm re-run makes no new judgment
-    again = reusability(dataset, "--judge", "constant", "--audit-pairs", "0")
+    again = reusability(dataset, "--judge", "constant", "--audit-pairs", "0", "--people", "none")
     assert again["systems"] == data["systems"]
+
+
+def test_people_answering_every_removed_pair_equal_the_qrels_judge(workspace):
+    _, dataset = workspace
+    data = reusability(dataset, "--judge", "constant", "--audit-pairs", "0", "--people", "0,50,100")
+    table = rows(data)
+    qrels = table[("qrels", "nDCG@10")]
+    for order in ("value", "uncertainty", "random"):
+        for m in ("nDCG@10", "P@10"):
+            everyone = table[(f"people {order} 100%", m)]
+            assert everyone["people"] == {"order": order, "share": 1.0}
+            assert (everyone["mean_abs_error"], everyone["kendall_tau"]) == (0.0, table[("qrels", m)]["kendall_tau"])
+            nobody = table[(f"people {order} 0%", m)]
+            assert nobody["mean_abs_error"] == table[("judge: constant", m)]["mean_abs_error"]
+        half = table[(f"people {order} 50%", "P@10")]["mean_abs_error"]
+        assert 0 <= half <= table[("judge: constant", "P@10")]["mean_abs_error"]
+    assert qrels["mean_abs_error"] == 0
+    # 3 orders x 3 shares x 2 measures
+    assert sum(1 for r in data["judges"] if r["kind"] == "people") == 3 * 3 * 2
 
 
 def test_a_dataset_without_human_qrels_gets_one_clear_error(tmp_path, monkeypatch, capsys):
@@ -203,10 +346,9 @@ def test_the_random_judge_says_relevant_at_each_topics_prevalence_reproducibly()
 
 def test_random_judge_runs_the_reusability_test_reproducibly(workspace):
     _, dataset = workspace
-    data = reusability(dataset, "--judge", "random", "--random-seed", "3", "--audit-pairs", "0")
+    args = ("--judge", "random", "--random-seed", "3", "--audit-pairs", "0", "--people", "none")
+    data = reusability(dataset, *args)
     judge = data["judge_on_removed_pairs"]
     assert judge["tp"] + judge["fn"] + judge["fp"] + judge["tn"] == 24  # every removed pair decided
-    assert (
-        reusability(dataset, "--judge", "random", "--random-seed", "3", "--audit-pairs", "0")["systems"]
-        == (data["systems"])
-    )
+    again = reusability(dataset, *args)
+    assert again["systems"] == data["systems"] and again["judges"] == data["judges"]

@@ -86,7 +86,7 @@ class TopicAdapterJudge:
     @property
     def encoder(self) -> Encoder:
         if self._encoder is None:
-            self._encoder = PassageEmbeddings(self.dataset, self.cache_dir, self.config.encoder)
+            self._encoder = PassageEmbeddings(self.dataset, self.cache_dir, self.config.encoder, self.progress)
         return self._encoder
 
     @property

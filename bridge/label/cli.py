@@ -30,6 +30,7 @@ from bridge.options import (
     dataset_from_args,
     llm_config_from_args,
     open_unit_share,
+    show_progress,
     workspace_from_args,
 )
 from bridge.settle import DEFAULT_MEASURES
@@ -235,7 +236,7 @@ def spec_from_args(args: argparse.Namespace) -> ChainSpec:
         audit=AuditConfig(pairs=args.audit_pairs, gate_pairs=args.gate_audit, seed=args.audit_seed),
         llm=llm_config_from_args(args),
         cache_dir=args.cache_dir,
-        progress=not args.quiet,
+        progress=show_progress(args),
     )
 
 
@@ -559,7 +560,7 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
     llm_methods = [m for m in methods if m not in ("adapter", "lara")]
     if "lara" in methods and "calibrated" not in llm_methods:
         llm_methods.insert(0, "calibrated")  # LARA reads the calibrated judge's scores
-    llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=not args.quiet) if llm_methods else None
+    llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=show_progress(args)) if llm_methods else None
     judges = {m: (lambda m=m: build_judge(judge_spec_from_args(args, m), llm)) for m in llm_methods}
     out_dir = ws.reports(ds.slug) / "judge-eval"
     qualities, injections = run_judge_eval(
@@ -570,7 +571,7 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
         threshold,
         args.seed,
         args.injection,
-        progress=not args.quiet,
+        progress=show_progress(args),
         calibration_pairs=args.calibration_sample,
         lara="lara" in methods,
     )
@@ -579,10 +580,12 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
         from bridge.judging.adapter import TopicAdapterJudge
         from bridge.label.judge_eval import adapter_lines, adapter_quality, balanced_sample, evaluate_adapter
 
-        adapter = TopicAdapterJudge(ds, None, adapter_config_from_args(args), args.cache_dir, progress=not args.quiet)
+        adapter = TopicAdapterJudge(
+            ds, None, adapter_config_from_args(args), args.cache_dir, progress=show_progress(args)
+        )
         families = [f.strip() for f in args.curve_families.split(",") if f.strip()]
         sizes = [int(n) for n in args.curve_sizes.split(",") if n.strip()]
-        adapter_eval = evaluate_adapter(ds, adapter, families, sizes, progress=not args.quiet)
+        adapter_eval = evaluate_adapter(ds, adapter, families, sizes, progress=show_progress(args))
         sample = balanced_sample(ds, sample_size, threshold, args.seed)
         qualities.append(adapter_quality(sample, adapter, args.seed))
     model = llm.model_id if llm is not None else "-"
@@ -642,7 +645,7 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
             "is --dataset right, and is --limit off?"
         )
     needs_llm = [m for m in methods if m not in ("answer-string", "answer-lexical")]
-    llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=not args.quiet) if needs_llm else None
+    llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=show_progress(args)) if needs_llm else None
     specs = {m: replace(judge_spec_from_args(args, m), answer_context_fallback=None) for m in methods}
     judges = {m: (lambda m=m: build_judge(specs[m], llm)) for m in methods}
     model_slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(args.model).name if llm is not None else "no-llm")
@@ -650,7 +653,7 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     out_dir = ws.reports(ds.slug) / name
     relevant = sum(p.relevant for p in pairs)
     source = f"{path}"
-    qualities = run_reference_eval(ds, judges, pairs, out_dir, source, args.folds, args.seed, not args.quiet)
+    qualities = run_reference_eval(ds, judges, pairs, out_dir, source, args.folds, args.seed, show_progress(args))
     model = llm.model_id if llm is not None else "-"
     population = (
         f"{len(pairs)} pairs of the reference `{path}` ({relevant} relevant; labels by reading under its written "
