@@ -22,6 +22,10 @@ REFERENCE_nq := bench/data/nq-answer-reference/labels-first.tsv
 LABEL_MODEL_nq := qwen2.5-coder-1.5b
 REFERENCE ?= $(REFERENCE_$(DATASET))
 LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
+# nq's costly judge gets 5 minutes per run (value order, the rest stays open and bounded): the whole cold job was
+# measured at 27.4 minutes on 2 cores with it (bench/RESULTS.md); LABEL_MINUTES= removes the budget.
+LABEL_MINUTES_nq := 5
+LABEL_MINUTES ?= $(LABEL_MINUTES_$(DATASET))
 LABEL_ARGS ?=
 REVIEW_ARGS ?=
 RETRIEVE_ARGS ?=
@@ -51,7 +55,7 @@ pool: retrieve
 	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)
 
 label: install
-	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(LABEL_ARGS)
+	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(LABEL_MINUTES),--max-minutes $(LABEL_MINUTES)) $(LABEL_ARGS)
 
 # Human review of escalated pairs: serves the review page on 127.0.0.1 (prints the URL).
 # Create annotators first: $(PY) -m bridge review add-annotator NAME --dataset $(DATASET)

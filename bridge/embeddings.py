@@ -21,7 +21,7 @@ import numpy as np
 
 from bridge.datasets import Corpus, Dataset
 from bridge.fsio import artifact_dir, atomic_write, write_json_atomic
-from bridge.models import MINILM, ModelRef, hub_error, resolve_model
+from bridge.models import MINILM, ModelRef, hub_error, inference_precision, resolve_model, resolve_precision
 
 ENCODE_CHUNK = 1024
 """Documents per chunk when a corpus is encoded by a mapper (one chunk per worker call)."""
@@ -48,8 +48,11 @@ class SentenceEncoder:
         batch_size: int = 64,
         max_length: int | None = None,
         device: str = "cpu",
+        precision: str = "fp32",
     ) -> None:
         self.model_ref = resolve_model(model)
+        self.precision = resolve_precision(precision)
+        """fp32 or bf16 (``auto`` resolved for this CPU): bf16 embeddings are cached apart from fp32 ones."""
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.batch_size = batch_size
@@ -58,18 +61,19 @@ class SentenceEncoder:
         """torch device (``cpu``, ``cuda``); not part of the cache key: it does not change results."""
         self.params = {
             "model": model, "query_prefix": query_prefix, "passage_prefix": passage_prefix,
-            "batch_size": batch_size, "max_length": max_length, "device": device,
+            "batch_size": batch_size, "max_length": max_length, "device": device, "precision": self.precision,
         }  # fmt: skip
         """What rebuilds this encoder elsewhere (a Ray worker encoding a chunk of the corpus)."""
 
     def fingerprint(self) -> dict[str, Any]:
         """What the passage embeddings depend on: the key of their cache folder."""
-        return {
+        key = {
             "family": "dense-embeddings",
             "model": self.model_ref.identity(),
             "passage_prefix": self.passage_prefix,
             "max_length": self.max_length,
         }
+        return key if self.precision == "fp32" else {**key, "precision": self.precision}  # fp32 keys as before
 
     @property
     def model(self) -> Any:
@@ -80,13 +84,15 @@ class SentenceEncoder:
 
     def encode(self, texts: Sequence[str], prefix: str, progress: bool | None) -> np.ndarray:
         """Normalised embeddings; ``progress=None`` shows a bar when logging is at INFO."""
-        vectors = self.model.encode(
-            [prefix + t for t in texts],
-            batch_size=self.batch_size,
-            normalize_embeddings=True,
-            convert_to_numpy=True,
-            show_progress_bar=progress,
-        )
+        model = self.model
+        with inference_precision(self.precision, self.device):
+            vectors = model.encode(
+                [prefix + t for t in texts],
+                batch_size=self.batch_size,
+                normalize_embeddings=True,
+                convert_to_numpy=True,
+                show_progress_bar=progress,
+            )
         return np.ascontiguousarray(vectors, dtype=np.float32)
 
     def encode_passages(self, texts: Sequence[str]) -> np.ndarray:

@@ -36,10 +36,11 @@ class DenseRetriever:
         max_length: int | None = None,
         embeddings_dir: Path | None = None,
         device: str = "cpu",
+        precision: str = "fp32",
     ) -> None:
         if index_type not in ("flat", "hnsw"):
             raise BridgeError(f"dense index_type must be 'flat' or 'hnsw', got {index_type!r}")
-        self.encoder = SentenceEncoder(model, query_prefix, passage_prefix, batch_size, max_length, device)
+        self.encoder = SentenceEncoder(model, query_prefix, passage_prefix, batch_size, max_length, device, precision)
         self.model_ref = self.encoder.model_ref
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
@@ -57,9 +58,9 @@ class DenseRetriever:
         self._vectors: np.ndarray | None = None
         self._rows: dict[str, int] = {}
         self.mapper: Any = None
+        """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
         self.progress: bool | None = None
         """Progress bar while encoding the corpus: None lets sentence-transformers decide (its logging level)."""
-        """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
 
     def encoding_fingerprint(self) -> dict[str, Any]:
         """What the passage embeddings depend on (not the faiss index type)."""
@@ -73,6 +74,7 @@ class DenseRetriever:
             "passage_prefix": self.passage_prefix,
             "max_length": self.max_length,
             "index_type": self.index_type,
+            **({"precision": self.encoder.precision} if self.encoder.precision != "fp32" else {}),
             "hnsw": [self.hnsw_m, self.hnsw_ef_construction, self.hnsw_ef_search]
             if self.index_type == "hnsw"
             else None,
@@ -146,6 +148,7 @@ DENSE_PARAMS = (
     "batch_size",
     "max_length",
     "device",
+    "precision",
 )
 
 
@@ -162,6 +165,7 @@ def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> D
         batch_size=int(params.get("batch_size", 64)),
         max_length=params.get("max_length"),
         device=str(params.get("device", "cpu")),
+        precision=str(params.get("precision", context.options.get("encoder_precision", "fp32"))),
     )
     dense.embeddings_dir = embeddings_dir(
         dense.encoder, context.cache_dir, context.dataset_slug, context.dataset_fingerprint

@@ -10,6 +10,7 @@ needs them) and depends on the corpus only, so every Lucene-based system of a da
 from __future__ import annotations
 
 import json
+import logging
 import shutil
 from collections.abc import Mapping, Sequence
 from pathlib import Path
@@ -148,9 +149,16 @@ class NumpyBM25:
     """
 
     def __init__(
-        self, k1: float = 0.9, b: float = 0.4, method: str = "lucene", stopwords: str = "en", stemmer: str = ""
+        self,
+        k1: float = 0.9,
+        b: float = 0.4,
+        method: str = "lucene",
+        stopwords: str = "en",
+        stemmer: str = "",
+        progress: bool = True,
     ) -> None:
         self.k1 = k1
+        self.progress = progress
         self.b = b
         self.method = method
         self.stopwords = stopwords
@@ -173,15 +181,12 @@ class NumpyBM25:
         }
 
     def _tokenize(self, texts: Sequence[str], progress: bool) -> Any:
-        import bm25s
-
-        return bm25s.tokenize(
+        return _bm25s().tokenize(
             list(texts), stopwords=self.stopwords, stemmer=self._stemmer, return_ids=False, show_progress=progress
         )
 
     def index(self, corpus: Corpus, workdir: Path) -> None:
-        import bm25s
-
+        bm25s = _bm25s()
         index_dir = workdir / "bm25s"
         ids_file = workdir / "docids.json"
         if (index_dir / DONE_MARKER).exists() and ids_file.exists():
@@ -191,7 +196,7 @@ class NumpyBM25:
         docs = list(corpus)
         self._docids = [d.docid for d in docs]
         model = bm25s.BM25(k1=self.k1, b=self.b, method=self.method)
-        model.index(self._tokenize([d.contents() for d in docs], progress=True), show_progress=False)
+        model.index(self._tokenize([d.contents() for d in docs], progress=self.progress), show_progress=False)
         partial = workdir / "bm25s.partial"
         shutil.rmtree(partial, ignore_errors=True)
         model.save(str(partial), show_progress=False)
@@ -225,6 +230,15 @@ def _load_stemmer(name: str) -> Any:
     return Stemmer.Stemmer("english").stemWords
 
 
+def _bm25s() -> Any:
+    """bm25s, with its logger put back under the application's level (it sets DEBUG on import, which prints its
+    debug lines through any root handler, -q or not)."""
+    import bm25s
+
+    logging.getLogger("bm25s").setLevel(logging.NOTSET)
+    return bm25s
+
+
 @register_family("bm25s")
 def make_bm25s(params: Mapping[str, Any], context: RetrievalContext) -> NumpyBM25:
     check_params("bm25s", params, ("k1", "b", "method", "stopwords", "stemmer"))
@@ -234,4 +248,5 @@ def make_bm25s(params: Mapping[str, Any], context: RetrievalContext) -> NumpyBM2
         method=str(params.get("method", "lucene")),
         stopwords=str(params.get("stopwords", "en")),
         stemmer=str(params.get("stemmer", "")),
+        progress=context.progress,
     )

@@ -12,6 +12,7 @@ import pytest
 from conftest import ScriptedLLM, prompt_text
 
 from bridge.datasets import Query, load_beir
+from bridge.errors import BridgeError
 from bridge.trec import top_k
 from retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
@@ -257,3 +258,34 @@ def test_larf_rm3_on_the_judged_set(ds, tmp_path):
     run = build(SystemSpec("larf-rm3", "larf", params), ctx, ds, tmp_path).search(ds.queries, k=5)
     assert best(run, "q1") == "d1"  # the judged relevant passage itself tops the expanded query
     assert set(run["q2"]) and best(run, "q2") in ("d3", "d4")
+
+
+def test_bf16_encoders_keep_the_embeddings_and_cache_apart(ds, tmp_path, monkeypatch):
+    from bridge import models
+
+    monkeypatch.setattr(models, "native_bf16", lambda: False)
+    assert models.resolve_precision("auto") == "fp32"  # bfloat16 is emulated (slow) without AMX: auto stays fp32
+    monkeypatch.setattr(models, "native_bf16", lambda: True)
+    assert models.resolve_precision("auto") == "bf16"
+    with pytest.raises(BridgeError, match="precision"):
+        models.resolve_precision("int4")
+    built = {}
+    for precision in ("fp32", "bf16"):
+        ctx = context(tmp_path, ds, options={"encoder_precision": precision})
+        built[precision] = (
+            build(SystemSpec("dense", "dense"), ctx, ds, tmp_path),
+            build(SystemSpec("splade", "splade"), ctx, ds, tmp_path),
+        )
+    (dense32, splade32), (dense16, splade16) = built["fp32"], built["bf16"]
+    texts = [d.contents() for d in ds.corpus]
+    a, b = dense32.encode(texts, "", False), dense16.encode(texts, "", False)
+    assert np.min(np.sum(a * b, axis=1)) > 0.999  # the same embeddings up to bfloat16 rounding
+    x, y = splade32.encode(texts, 256, False).toarray(), splade16.encode(texts, 256, False).toarray()
+    cos = np.sum(x * y, axis=1) / (np.linalg.norm(x, axis=1) * np.linalg.norm(y, axis=1))
+    assert np.min(cos) > 0.99
+    for q in ("q1", "q2"):
+        assert best(dense16.search(ds.queries, k=5), q) == best(dense32.search(ds.queries, k=5), q)
+    # fp32 keeps the cache keys it always had; bf16 encodings live in folders of their own
+    assert "precision" not in dense32.encoder.fingerprint() and dense16.encoder.fingerprint()["precision"] == "bf16"
+    assert len(list((tmp_path / "cache").glob(f"{ds.slug}/dense-embeddings-*/embeddings.npy"))) == 2
+    assert len(list((tmp_path / "cache").glob(f"{ds.slug}/splade-*/splade-docs.npz"))) == 2
