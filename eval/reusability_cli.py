@@ -104,12 +104,6 @@ def pool_specs(pool_config: str) -> dict:
         return {}
 
 
-def families_of(pool_config: str, systems: list[str]) -> dict[str, str]:
-    """system -> retriever family from the pool file; systems it does not list are their own family."""
-    specs = pool_specs(pool_config)
-    return {s: specs[s].family if s in specs else s for s in systems}
-
-
 def system_models(name: str, specs: Mapping, llm_model: str, _seen: frozenset[str] = frozenset()) -> set[str]:
     """The encoders and LLMs a system uses, through the systems it consumes (a reranker's first stage, fusion
     members). LLM families use the run's ``--model`` (the runs do not record which LLM wrote them)."""
@@ -178,7 +172,8 @@ def cmd_reusability(args: argparse.Namespace) -> int:
         raise BridgeError(f"the test needs at least 2 runs in {ws.runs(ds.slug)}, found {len(runs)}")
     threshold = ds.relevance_threshold
     specs = pool_specs(args.pool_config)
-    groups = leave_out_groups(sorted(runs), families_of(args.pool_config, sorted(runs)), args.leave_out)
+    families = {s: specs[s].family if s in specs else s for s in runs}  # unlisted systems: their own family
+    groups = leave_out_groups(sorted(runs), families, args.leave_out)
     experiments = leave_one_out(runs, ds.qrels, topics, args.depth, groups)
     union = removed_union(experiments)
     holey = replace(ds, qrels=holey_qrels(ds.qrels, union))
@@ -235,8 +230,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     result = replace(result, audit=summary.audit.to_json() if summary.audit else None, timing=timing)
     out = ws.reports(ds.slug) / "reusability.json"
     write_json_atomic(out, result.to_json())
-    if not args.quiet:
-        print(summary_lines(result))
+    print(summary_lines(result))
     print(f"LLM calls made by this run: {summary.llm_calls} (every other answer came from the response cache)")
     print(f"-> {out}")
     return 0
