@@ -22,7 +22,8 @@ REFERENCE_nq := bench/data/nq-answer-reference/labels-first.tsv
 LABEL_MODEL_nq := qwen2.5-coder-1.5b
 REFERENCE ?= $(REFERENCE_$(DATASET))
 LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
-# nq's costly judge gets 5 minutes per run (value order, the rest stays open and bounded): the whole cold job was
+# nq's label runs get 5 minutes in all per judge configuration (value order; the rest stays open and bounded; a
+# re-run after it is spent is a warm re-run with 0 LLM calls): the whole cold job was
 # measured at 27.4 minutes on 2 cores with it (bench/RESULTS.md); LABEL_MINUTES= removes the budget.
 LABEL_MINUTES_nq := 5
 LABEL_MINUTES ?= $(LABEL_MINUTES_$(DATASET))

@@ -136,3 +136,23 @@ def test_time_budget_stops_starting_batches(staged):
     ds, tmp = staged
     summary = run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp, max_minutes=0.0, batch_pairs=1)
     assert summary.judged == 0 and summary.left_by_budget == 4
+
+
+def test_time_budget_is_kept_per_configuration_across_runs(staged):
+    import json
+
+    ds, tmp = staged
+    judge = DebateEngine(ScriptedLLM(relevant_if_rontgen))
+    # earlier runs of this configuration spent 10 minutes: a 5-minute budget is gone, the re-run asks nothing
+    (tmp / "budget.json").write_text(json.dumps({judge.config_id: 600.0}))
+    llm = ScriptedLLM(relevant_if_rontgen)
+    spent = run_label(ds, DebateEngine(llm), tmp, max_minutes=5.0, batch_pairs=1)
+    assert spent.judged == 0 and spent.left_by_budget == 4 and llm.requests == []
+    ledger = json.loads((tmp / "budget.json").read_text())
+    assert ledger[judge.config_id] > 600.0  # this run's seconds were added
+    # a larger budget goes on; another configuration has a budget of its own
+    assert run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp, max_minutes=20.0).judged == 4
+    assert set(json.loads((tmp / "budget.json").read_text())) == {judge.config_id}
+    (tmp / "budget.json").write_text("[1, 2]")
+    with pytest.raises(BridgeError, match=r"budget\.json: not a budget ledger"):
+        run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp, max_minutes=20.0)

@@ -332,7 +332,9 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="M",
-        help="start no new batch of pool pairs after M minutes (finished pairs are kept; audit pairs still run)",
+        help="start no new batch of pool pairs once the label runs of this judge configuration have spent M minutes "
+        "in all, fixed costs included (kept in budget.json beside labels.jsonl: a re-run after the budget is spent "
+        "asks nothing new; raise M to go on; --restart resets it; finished pairs are kept, audit pairs still run)",
     )
 
 

@@ -13,6 +13,7 @@ the pool pairs and sent to the same judge in the same batches; their records go 
 
 from __future__ import annotations
 
+import json
 import random
 import shutil
 import time
@@ -102,9 +103,10 @@ class LabelOptions:
     """Budget: judge at most this many pool pairs with the LLM (pairs an earlier stage decides for free
     are always judged), in priority order: more systems retrieving the pair first, then better rank."""
     max_minutes: float | None = None
-    """Budget: start no new batch of pool pairs after this many minutes (audit pairs still finish). With the
-    cascade the budget bounds its scoring pass; the debates of the pairs scored in time follow (at most the
-    debate share of them)."""
+    """Budget: start no new batch of pool pairs once this configuration's label runs have spent this many minutes
+    in all (kept in budget.json beside labels.jsonl, so a re-run after the budget is spent asks nothing new; raise it
+    to go on; ``restart`` resets it). Audit pairs still finish. With the cascade the budget bounds its scoring pass;
+    the debates of the pairs scored in time follow (at most the debate share of them)."""
     runner: Callable[[JudgeChain], Callable[..., int]] | None = None
     """Given the prepared chain, what runs the work items (``run_items``'s signature); None: this process.
     ``bridge.executors.DistributedRunner`` runs them on Ray workers."""
@@ -164,7 +166,11 @@ class LabelSummary:
             f"pairs in pool:        {self.pool_pairs}",
             f"already labeled:      {self.resumed} (resumed)",
             f"judged now:           {self.judged}"
-            + (f" ({self.left_by_budget} left unjudged by the budget; re-run to go on)" if self.left_by_budget else "")
+            + (
+                f" ({self.left_by_budget} left unjudged by the budget; raise it to go on)"
+                if self.left_by_budget
+                else ""
+            )
             + (f" ({self.left_at_value_0} of value 0 not asked)" if self.left_at_value_0 else ""),
             f"  relevant (1):       {self.labels['1']}",
             f"  not relevant (0):   {self.labels['0']}",
@@ -204,6 +210,27 @@ class WorkItem:
     lane: str
     case: Case
     pair: AuditPair | None = None
+
+
+BUDGET_FILE = "budget.json"
+"""Seconds each judge configuration's label runs have spent, beside labels.jsonl (the --max-minutes ledger)."""
+
+
+def _spent_seconds(path: Path, config_id: str) -> float:
+    try:
+        return float(json.loads(path.read_text(encoding="utf-8")).get(config_id, 0.0))
+    except FileNotFoundError:
+        return 0.0
+    except (ValueError, TypeError, AttributeError):
+        raise BridgeError(
+            f"{path}: not a budget ledger (a JSON object of seconds); remove it to start the budget afresh"
+        ) from None
+
+
+def _add_spent(path: Path, config_id: str, seconds: float) -> None:
+    ledger = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
+    ledger[config_id] = float(ledger.get(config_id, 0.0)) + seconds
+    write_json_atomic(path, ledger)
 
 
 def _backup(path: Path) -> None:
@@ -504,10 +531,14 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     """Judge the pool's pairs and the audit's known pairs, resuming from earlier records; write
     augmented qrels (pool pairs only) and ``judge-audit.json``."""
     start = time.perf_counter()
-    deadline = time.monotonic() + 60 * options.max_minutes if options.max_minutes is not None else None
+    ledger, budget_key = paths.labels.with_name(BUDGET_FILE), chain.pipeline.config_id  # named before preparation
     if options.restart:
         _backup(paths.labels)
         _backup(paths.audit)
+        _backup(ledger)
+    deadline = None
+    if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
+        deadline = time.monotonic() + 60 * options.max_minutes - _spent_seconds(ledger, budget_key)
     topics = set(dataset.qids)
     entries = [e for e in read_pool(paths.pool) if e.qid in topics]
     existing = read_labels(paths.labels)
@@ -587,6 +618,8 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
             items, lane_judge, sinks, options.batch_pairs, desc, options.progress, deadline
         )
 
+    if options.max_minutes is not None:
+        _add_spent(ledger, budget_key, time.perf_counter() - start)
     write_label_qrels(dataset, paths.labels, paths.augmented, {pipeline.config_id})
     records = [
         r for r in counted_records(read_labels(paths.labels), {pipeline.config_id}) if (r.qid, r.docid) in wanted
