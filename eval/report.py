@@ -150,10 +150,10 @@ _LANE_TITLES = {
 }
 
 
-def _ci(value: float | None, interval: Sequence[float] | None) -> str:
+def _ci(value: float | None, interval: Sequence[float] | None, digits: int = 3) -> str:
     if value is None:
         return "n/a"
-    return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+    return f"{value:.{digits}f}" + (f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else "")
 
 
 def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
@@ -575,7 +575,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
                 (
                     r["judge"],
                     r["measure"],
-                    _ci_digits(r["mean_abs_error"], r["mean_abs_error_interval"], 4),
+                    _ci(r["mean_abs_error"], r["mean_abs_error_interval"], 4),
                     f"{r['rank_displacement']:.2f}",
                     _ci(r["kendall_tau"], r["kendall_tau_interval"]),
                     _ci(r["tau_ap"], r["tau_ap_interval"]),
@@ -590,7 +590,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
             words = {"better": "beats", "worse": "loses to", "n.s.": "does not significantly beat"}
             parts = [
                 f"{words[v['verdict']]} {v['baseline']} (error {v['baseline_value']:.4f} -> {v['judge_value']:.4f}, "
-                f"gain {_ci_digits(v['gain'], v['interval'], 4)})"
+                f"gain {_ci(v['gain'], v['interval'], 4)})"
                 for v in said
             ]
             blocks.append(Para(f"**{measure}**: the judge " + "; ".join(parts) + " (paired bootstrap over topics)."))
@@ -637,7 +637,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
             Para(
                 f"Circularity, {c['measure']}: the judge's signed error on the {len(c['sharing_systems'])} systems "
                 f"that share {', '.join(c['judge_models'])} with it is {c['sharing_signed_error']:+.4f}, on the others "
-                f"{c['other_signed_error']:+.4f} (difference {_ci_digits(c['difference'], c['interval'], 4)})"
+                f"{c['other_signed_error']:+.4f} (difference {_ci(c['difference'], c['interval'], 4)})"
                 + (
                     ": **flagged**, the judge treats its own kind differently."
                     if c["flagged"]
@@ -662,10 +662,6 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
     if "reusability" in figures:
         blocks.append(Image(figures["reusability"], "Each system under the full, holey and filled (judge) qrels."))
     return blocks
-
-
-def _ci_digits(value: float, interval: Sequence[float] | None, digits: int) -> str:
-    return f"{value:.{digits}f}" + (f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else "")
 
 
 def _rag_blocks(rag: Sequence[dict[str, str]]) -> list[Block]:

@@ -9,8 +9,6 @@ from dataclasses import replace
 
 from bridge.errors import BridgeError
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
-from bridge.pool import PoolEntry
-from bridge.trec import Run, top_k
 
 DESCRIPTION = """\
 Leave-one-system-out (Zobel 1998): for each run of runs/<ds>/, remove from the original qrels the
@@ -125,9 +123,7 @@ def judge_models(spec) -> set[str]:
     from bridge.models import MINILM
 
     out = {MINILM} if spec.adapters != "off" else set()
-    if spec.judge.name not in ("qrels", "constant", "random") or spec.adapters != "off":
-        out.add(spec.llm.model)
-    return out
+    return out | {spec.llm.model} if spec.calls_llm else out
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
@@ -136,7 +132,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     from bridge.label.cli import spec_from_args
     from bridge.label.run import LabelOptions, LabelPaths, counted_records, label_pool
     from bridge.label_records import read_labels
-    from bridge.pool import load_runs, write_pool
+    from bridge.pool import build_pool, load_runs, write_pool
     from bridge.settle import parse_measures
     from eval.reusability import (
         TopicGrades,
@@ -183,7 +179,9 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     chain, _, _ = build_chain(spec, holey, default_qrels=ds.qrels)
     folder = ws.qrels_dir / ds.slug / "reusability" / args.leave_out / chain.pipeline.config_id
     paths = LabelPaths.in_folder(folder)
-    write_pool(_pool_entries(runs, topics, args.depth, union), paths.pool)
+    # the removed pairs are what the holey qrels lack: the pool over them, with each pair's systems and best rank
+    pool = [e for e in build_pool(runs, holey.qrels, topics, args.depth) if (e.qid, e.docid) in union]
+    write_pool(pool, paths.pool)
     options = LabelOptions(restart=args.restart, batch_pairs=args.batch_pairs, audit=spec.audit, progress=spec.progress)
     summary = label_pool(holey, chain, paths, options)
     judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
@@ -234,19 +232,6 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     print(f"LLM calls made by this run: {summary.llm_calls} (every other answer came from the response cache)")
     print(f"-> {out}")
     return 0
-
-
-def _pool_entries(runs: Mapping[str, Run], topics: Sequence[str], depth: int, union: frozenset) -> list[PoolEntry]:
-    """The removed pairs as pool entries: the systems that retrieved each at the test's depth, its best rank."""
-    systems: dict[tuple[str, str], list[str]] = {}
-    best: dict[tuple[str, str], int] = {}
-    for name, run in sorted(runs.items()):
-        for q in topics:
-            for rank, d in enumerate(top_k(run.get(q, {}), depth), 1):
-                if (q, d) in union:
-                    systems.setdefault((q, d), []).append(name)
-                    best[(q, d)] = min(best.get((q, d), rank), rank)
-    return [PoolEntry(q, d, tuple(systems[(q, d)]), best[(q, d)]) for q, d in sorted(union)]
 
 
 def _ci(interval: Sequence[float] | None, digits: int = 3) -> str:

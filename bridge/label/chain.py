@@ -56,6 +56,13 @@ class ChainSpec:
     """Topic models, encodings and the LLM response cache."""
     progress: bool = True
 
+    @property
+    def calls_llm(self) -> bool:
+        """Whether a judge of this chain asks the LLM (the judge, an answer judge's fallback, the prefilter)."""
+        name = self.judge.name
+        fallback = self.judge.answer_context_fallback if name in ANSWER_JUDGES else None
+        return name in (*LLM_JUDGES, "answer-context") or fallback in LLM_JUDGES or bool(self.prefilter)
+
 
 def evidence_mode(choice: str, has_answers: bool) -> str:
     """``auto`` -> gate where the dataset has answers, else off."""
@@ -160,9 +167,7 @@ def build_chain(
     """The chain ``spec`` describes for ``dataset``, a line saying what was chosen and why, and the LLM (None
     where no judge calls one). ``default_qrels``: what the qrels judge answers from without a file (the
     dataset's own qrels); ``llm``: an LLM already opened by an earlier chain, to reuse."""
-    name = spec.judge.name
-    fallback = spec.judge.answer_context_fallback if name in ANSWER_JUDGES else None
-    needs_llm = name in (*LLM_JUDGES, "answer-context") or fallback in LLM_JUDGES or bool(spec.prefilter)
+    name, needs_llm = spec.judge.name, spec.calls_llm
     cache = Workspace(cache_dir=spec.cache_dir).llm_cache
     if needs_llm and llm is None:
         llm = open_llm(spec.llm, cache, progress=spec.progress)
