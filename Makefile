@@ -27,6 +27,12 @@ LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
 # measured at 27.4 minutes on 2 cores with it (bench/RESULTS.md); LABEL_MINUTES= removes the budget.
 LABEL_MINUTES_nq := 5
 LABEL_MINUTES ?= $(LABEL_MINUTES_$(DATASET))
+# A LIMIT run is a first look. Qwen's fit and audit cost about 380 calls (18 min on 2 cores) whatever LIMIT is, so
+# on nq a LIMIT run hands answer-bearing pairs to the answer-context judge without the LLM (answer-lexical: same fit
+# and audit halves of the reference, 0 calls; bAcc 0.748 vs 0.778 with Qwen, bench/RESULTS.md); ANSWER_JUDGE=...
+# picks either for any run.
+LIMIT_ANSWER_JUDGE_nq := answer-lexical
+ANSWER_JUDGE ?= $(if $(LIMIT),$(LIMIT_ANSWER_JUDGE_$(DATASET)))
 LABEL_ARGS ?=
 REVIEW_ARGS ?=
 RETRIEVE_ARGS ?=
@@ -56,7 +62,7 @@ pool: retrieve
 	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)
 
 label: install
-	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(LABEL_MINUTES),--max-minutes $(LABEL_MINUTES)) $(LABEL_ARGS)
+	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(LABEL_MINUTES),--max-minutes $(LABEL_MINUTES)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(LABEL_ARGS)
 
 # Human review of escalated pairs: serves the review page on 127.0.0.1 (prints the URL).
 # Create annotators first: $(PY) -m bridge review add-annotator NAME --dataset $(DATASET)

@@ -156,3 +156,39 @@ def test_time_budget_is_kept_per_configuration_across_runs(staged):
     (tmp / "budget.json").write_text("[1, 2]")
     with pytest.raises(BridgeError, match=r"budget\.json: not a budget ledger"):
         run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp, max_minutes=20.0)
+
+
+def test_time_budget_sizes_batches_to_the_time_left(monkeypatch):
+    """Each pair costs 2 s of a 30 s budget: the first batch probes 8 pool pairs (16 s), the next takes the 7 that
+    fit in the 14 s left, and no later pool pair starts; audit pairs run whatever the clock says."""
+    from bridge.judging.base import Case
+    from bridge.label import run as label_run
+
+    clock = [0.0]
+    monkeypatch.setattr(label_run.time, "monotonic", lambda: clock[0])
+
+    class TwoSecondJudge:
+        def judge(self, cases, keep):
+            for case in cases:
+                clock[0] += 2.0
+                keep(LabelRecord(case.qid, case.docid, 0, "r", "timed", "cfg", "m"))
+
+    judge = TwoSecondJudge()
+    pool = [label_run.WorkItem(label_run.POOL, Case("q", f"p{i}", "query", "text")) for i in range(20)]
+    audit = [label_run.WorkItem("audit", Case("q", f"a{i}", "query", "text")) for i in range(4)]
+    seen: list[str] = []
+
+    def keep(item, record):
+        seen.append(record.docid)
+
+    items = pool[:8] + pool[8:16] + audit + pool[16:]  # batches of 8: pool, pool, audit + 4 pool
+    skipped = label_run.run_items(
+        items, {label_run.POOL: judge, "audit": judge}, {label_run.POOL: keep, "audit": keep}, 8, "t", False, 30.0
+    )
+    assert seen == [f"p{i}" for i in range(15)] + [f"a{i}" for i in range(4)]
+    assert skipped == 5
+    # the probe only measures: with time for all, the rest of its span and the later batches are all judged
+    seen.clear()
+    clock[0] = 0.0
+    skipped = label_run.run_items(pool, {label_run.POOL: judge}, {label_run.POOL: keep}, 16, "t", False, 100.0)
+    assert seen == [f"p{i}" for i in range(20)] and skipped == 0

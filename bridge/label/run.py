@@ -253,6 +253,10 @@ def _check_foreign(existing: Sequence[LabelRecord], judge: Judge, wanted: set[tu
         )
 
 
+DEADLINE_PROBE = 8
+"""Pool items the first batch of a time-budgeted run takes (its rate sizes the later batches)."""
+
+
 def run_items(
     items: Sequence[WorkItem],
     judges: dict[str, Judge],
@@ -265,21 +269,35 @@ def run_items(
     """Judge work items in batches of ``batch_pairs``; within a batch, items of lanes that share a
     judge go to it together (pool and audit pairs in one call, indistinguishable to the judge).
 
-    After ``deadline`` (a ``time.monotonic()`` value) no new pool item is started; audit items still
-    run. Returns the number of pool items skipped. The progress bar shows pairs per second, LLM calls
-    per pair and the ETA.
+    With a ``deadline`` (a ``time.monotonic()`` value) a batch takes only as many pool items as the time left
+    allows at the rate measured so far (the first takes at most ``DEADLINE_PROBE``, to measure it; the items after
+    the cut wait for the next batch); once the time left allows none, no later pool item starts, so the budget's
+    pairs are a prefix of the order given. Audit items always run. Returns the number of pool items skipped. The
+    progress bar shows pairs per second, LLM calls per pair and the ETA.
     """
     bar = tqdm(total=len(items), desc=desc, unit="pair", disable=not progress or not items, dynamic_ncols=True)
     calls = 0
     done = 0
+    pool_done = 0  # the rate that sizes batches is the run's time so far over these (audit items are overhead)
     skipped = 0
-
-    for begin in range(0, len(items), max(batch_pairs, 1)):
-        batch = items[begin : begin + batch_pairs]
-        if deadline is not None and time.monotonic() > deadline:
-            skipped += sum(1 for it in batch if it.lane == POOL)
+    started = time.monotonic()
+    closed = False  # the time left allowed no pool item: none starts any more
+    begin = 0
+    while begin < len(items):
+        batch = items[begin : begin + max(batch_pairs, 1)]
+        if deadline is not None:
+            now = time.monotonic()
+            room = int((deadline - now) / ((now - started) / pool_done)) if pool_done else DEADLINE_PROBE
+            closed = closed or now >= deadline or room <= 0
+            pool_at = [i for i, it in enumerate(batch) if it.lane == POOL]
+            if closed:
+                skipped += len(pool_at)
+                bar.total -= len(pool_at)
+            elif len(pool_at) > room:
+                batch = batch[: pool_at[room]]  # the rest of the span waits for the next batch
+        begin += len(batch)
+        if closed:
             batch = [it for it in batch if it.lane != POOL]
-            bar.total -= len(items[begin : begin + batch_pairs]) - len(batch)
         by_judge: dict[int, list[WorkItem]] = {}
         for item in batch:
             by_judge.setdefault(id(judges[item.lane]), []).append(item)
@@ -287,11 +305,12 @@ def run_items(
             owner = {(it.case.qid, it.case.docid): it for it in group}
 
             def keep(record: LabelRecord, owner: dict[tuple[str, str], WorkItem] = owner) -> None:
-                nonlocal calls, done
+                nonlocal calls, done, pool_done
                 item = owner[(record.qid, record.docid)]
                 sinks[item.lane](item, record)
                 calls += record.usage.calls
                 done += 1
+                pool_done += item.lane == POOL
                 bar.set_postfix_str(f"{calls / done:.2f} calls/pair", refresh=False)
                 bar.update(1)
 
@@ -421,10 +440,11 @@ def _evidence_facts(
             present += 1
     rate = "n/a" if recall.rate is None else f"{recall.rate:.4f}"
     mode = chain.evidence.config.mode
-    to_llm = "LLM judge with the matched answers as a hint" if present else "LLM judge"
+    judge = f"judge {chain.judge.name}"
+    to_judge = f"{judge} with the matched answers as a hint" if present else judge
     lines += [
-        f"evidence ({mode}): {present} pool pairs contain an answer -> {to_llm}; "
-        f"{len(absent)} contain none -> " + ("0 without a call" if mode == "gate" else "LLM judge"),
+        f"evidence ({mode}): {present} pool pairs contain an answer -> {to_judge}; "
+        f"{len(absent)} contain none -> " + ("0 without a call" if mode == "gate" else judge),
         f"evidence recall on the original relevant passages: {recall.found}/{recall.total} = {rate}",
     ]
     extra["evidence"] = {
