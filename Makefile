@@ -24,7 +24,7 @@ REFERENCE ?= $(REFERENCE_$(DATASET))
 LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
 # nq's label runs get 5 minutes in all per judge configuration (value order; the rest stays open and bounded; a
 # re-run after it is spent is a warm re-run with 0 LLM calls): the whole cold job was
-# measured at 27.4 minutes on 2 cores with it (bench/RESULTS.md); LABEL_MINUTES= removes the budget.
+# measured at 25.7 minutes on 2 cores with it (bench/RESULTS.md); LABEL_MINUTES= removes the budget.
 LABEL_MINUTES_nq := 5
 LABEL_MINUTES ?= $(LABEL_MINUTES_$(DATASET))
 # A LIMIT run is a first look. Qwen's fit and audit cost about 380 calls (18 min on 2 cores) whatever LIMIT is, so
