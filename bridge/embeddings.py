@@ -21,7 +21,15 @@ import numpy as np
 
 from bridge.datasets import Corpus, Dataset
 from bridge.fsio import artifact_dir, atomic_write, write_json_atomic
-from bridge.models import MINILM, ModelRef, hub_error, inference_precision, resolve_model, resolve_precision
+from bridge.models import (
+    MINILM,
+    ModelRef,
+    hub_error,
+    inference_precision,
+    precision_key,
+    resolve_model,
+    resolve_precision,
+)
 
 ENCODE_CHUNK = 1024
 """Documents per chunk when a corpus is encoded by a mapper (one chunk per worker call)."""
@@ -67,13 +75,13 @@ class SentenceEncoder:
 
     def fingerprint(self) -> dict[str, Any]:
         """What the passage embeddings depend on: the key of their cache folder."""
-        key = {
+        return {
             "family": "dense-embeddings",
             "model": self.model_ref.identity(),
             "passage_prefix": self.passage_prefix,
             "max_length": self.max_length,
+            **precision_key(self.precision),
         }
-        return key if self.precision == "fp32" else {**key, "precision": self.precision}  # fp32 keys as before
 
     @property
     def model(self) -> Any:

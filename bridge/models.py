@@ -123,6 +123,11 @@ def resolve_precision(precision: str) -> str:
     return precision
 
 
+def precision_key(precision: str) -> dict[str, str]:
+    """What a precision adds to a cache key: nothing for fp32 (the keys fp32 encodings always had), else itself."""
+    return {} if precision == "fp32" else {"precision": precision}
+
+
 def inference_precision(precision: str, device: str = "cpu") -> AbstractContextManager:
     """Where an encoder runs its forward pass: bfloat16 autocast for ``bf16``, nothing for ``fp32``."""
     if precision != "bf16":

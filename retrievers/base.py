@@ -40,7 +40,8 @@ class RetrievalContext:
     """Runs of systems already produced in this invocation (for rerankers and fusion)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Shared services: ``llm`` (a cached LLM backend) for LLM-based systems; ``mapper`` (a
-    ``bridge.executors.Mapper``, e.g. Ray workers) to encode a corpus in parallel."""
+    ``bridge.executors.Mapper``, e.g. Ray workers) to encode a corpus in parallel; ``encoder_precision``
+    (``--encoder-precision``)."""
     dataset_slug: str = "dataset"
     dataset_fingerprint: str = ""
     """Identity of the corpus: part of every cache key, so new source files mean new indexes."""
@@ -51,6 +52,10 @@ class RetrievalContext:
         """Cache folder for an index or encoding (:func:`bridge.fsio.artifact_dir`): systems that need the same
         artifact (the Lucene index, a model's passage embeddings) share it."""
         return artifact_dir(self.cache_dir, self.dataset_slug, self.dataset_fingerprint, name, fingerprint)
+
+    def encoder_precision(self, params: Mapping[str, Any]) -> str:
+        """An encoder system's precision: its own ``precision`` parameter, else the run's ``--encoder-precision``."""
+        return str(params.get("precision", self.options.get("encoder_precision", "fp32")))
 
     def run(self, system: str, consumer: str) -> Run:
         """The run of an input system, with a clear error when it was not produced first."""

@@ -15,7 +15,7 @@ import numpy as np
 from bridge.datasets import Corpus, Query
 from bridge.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
 from bridge.errors import BridgeError
-from bridge.models import MINILM
+from bridge.models import MINILM, precision_key
 from bridge.trec import Run
 from retrievers.base import RetrievalContext, check_params, register_family
 
@@ -74,7 +74,7 @@ class DenseRetriever:
             "passage_prefix": self.passage_prefix,
             "max_length": self.max_length,
             "index_type": self.index_type,
-            **({"precision": self.encoder.precision} if self.encoder.precision != "fp32" else {}),
+            **precision_key(self.encoder.precision),
             "hnsw": [self.hnsw_m, self.hnsw_ef_construction, self.hnsw_ef_search]
             if self.index_type == "hnsw"
             else None,
@@ -165,7 +165,7 @@ def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> D
         batch_size=int(params.get("batch_size", 64)),
         max_length=params.get("max_length"),
         device=str(params.get("device", "cpu")),
-        precision=str(params.get("precision", context.options.get("encoder_precision", "fp32"))),
+        precision=context.encoder_precision(params),
     )
     dense.embeddings_dir = embeddings_dir(
         dense.encoder, context.cache_dir, context.dataset_slug, context.dataset_fingerprint

@@ -22,7 +22,15 @@ from bridge.datasets import Corpus, Query
 from bridge.embeddings import encode_in_chunks
 from bridge.errors import BridgeError
 from bridge.fsio import atomic_write, write_json_atomic
-from bridge.models import SPLADE_TINY, ModelRef, hub_error, inference_precision, resolve_model, resolve_precision
+from bridge.models import (
+    SPLADE_TINY,
+    ModelRef,
+    hub_error,
+    inference_precision,
+    precision_key,
+    resolve_model,
+    resolve_precision,
+)
 from bridge.trec import Run
 from retrievers.base import RetrievalContext, check_params, register_family
 
@@ -50,7 +58,7 @@ class SpladeModel:
         import torch
 
         if precision != "bf16":
-            top = self.projection(tokens).float().amax(dim=0)
+            top = self.projection(tokens).amax(dim=0)
         else:
             weight, bias = self.projection_bf16
             x, linear = tokens.to(torch.bfloat16), torch.nn.functional.linear
@@ -125,15 +133,14 @@ class SpladeRetriever:
         """Progress bar while encoding the corpus (the pipeline sets it from the context)."""
 
     def fingerprint(self) -> dict[str, Any]:
-        key = {
+        return {
             "family": "splade",
             "model": self.model_ref.identity(),
             "max_length": self.max_length,
             "query_max_length": self.query_max_length,
+            **precision_key(self.precision),
+            **({"projection_chunk": PROJECTION_CHUNK} if self.precision == "bf16" else {}),
         }
-        if self.precision == "fp32":
-            return key  # fp32 keys as before
-        return {**key, "precision": self.precision, "projection_chunk": PROJECTION_CHUNK}
 
     def encode(self, texts: Sequence[str], max_length: int, progress: bool) -> Any:
         """SPLADE vectors of ``texts`` as a CSR matrix (rows in input order)."""
@@ -216,7 +223,7 @@ def make_splade(params: Mapping[str, Any], context: RetrievalContext) -> SpladeR
         query_max_length=int(params.get("query_max_length", 64)),
         batch_size=int(params.get("batch_size", 16)),
         device=str(params.get("device", "cpu")),
-        precision=str(params.get("precision", context.options.get("encoder_precision", "fp32"))),
+        precision=context.encoder_precision(params),
     )
     splade.mapper = context.options.get("mapper")
     splade.progress = context.progress

@@ -216,11 +216,13 @@ BUDGET_FILE = "budget.json"
 """Seconds each judge configuration's label runs have spent, beside labels.jsonl (the --max-minutes ledger)."""
 
 
-def _spent_seconds(path: Path, config_id: str) -> float:
+def _read_ledger(path: Path) -> dict[str, float]:
+    """The budget ledger (config id -> seconds spent); empty where there is none yet."""
     try:
-        return float(json.loads(path.read_text(encoding="utf-8")).get(config_id, 0.0))
+        ledger = json.loads(path.read_text(encoding="utf-8"))
+        return {str(key): float(seconds) for key, seconds in ledger.items()}
     except FileNotFoundError:
-        return 0.0
+        return {}
     except (ValueError, TypeError, AttributeError):
         raise BridgeError(
             f"{path}: not a budget ledger (a JSON object of seconds); remove it to start the budget afresh"
@@ -228,8 +230,8 @@ def _spent_seconds(path: Path, config_id: str) -> float:
 
 
 def _add_spent(path: Path, config_id: str, seconds: float) -> None:
-    ledger = json.loads(path.read_text(encoding="utf-8")) if path.exists() else {}
-    ledger[config_id] = float(ledger.get(config_id, 0.0)) + seconds
+    ledger = _read_ledger(path)
+    ledger[config_id] = ledger.get(config_id, 0.0) + seconds
     write_json_atomic(path, ledger)
 
 
@@ -558,7 +560,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         _backup(ledger)
     deadline = None
     if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
-        deadline = time.monotonic() + 60 * options.max_minutes - _spent_seconds(ledger, budget_key)
+        deadline = time.monotonic() + 60 * options.max_minutes - _read_ledger(ledger).get(budget_key, 0.0)
     topics = set(dataset.qids)
     entries = [e for e in read_pool(paths.pool) if e.qid in topics]
     existing = read_labels(paths.labels)
