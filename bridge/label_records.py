@@ -7,7 +7,7 @@ waiting for a human). ``route`` says how the label was reached.
 
 from __future__ import annotations
 
-from collections.abc import Iterable, Mapping
+from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -87,15 +87,40 @@ class LabelRecord:
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:
-    """All records of a labels.jsonl; for a repeated (qid, docid) the last record wins."""
+    """The records of a labels.jsonl, in file order: for a pair a judge configuration labelled more than once its
+    last record (people's: their last record of the pair, whatever the review configuration). Configurations
+    stay side by side; :func:`current_records` picks the one that counts for each pair."""
     path = Path(path)
     if not path.exists():
         return []
-    latest: dict[tuple[str, str], LabelRecord] = {}
+    latest: dict[tuple[str, str, str], LabelRecord] = {}
     for lineno, row in read_jsonl(path):
         record = LabelRecord.from_json(row, path=path, line=lineno)
-        latest[(record.qid, record.docid)] = record
+        key = (record.qid, record.docid, HUMAN_JUDGE if record.judge == HUMAN_JUDGE else record.config_id)
+        latest.pop(key, None)  # a re-label moves to the end: file order stays the order of the latest records
+        latest[key] = record
     return list(latest.values())
+
+
+def counted_records(records: Iterable[LabelRecord], config_ids: Collection[str]) -> list[LabelRecord]:
+    """The records that count for judge configurations: their own plus every human decision (records of other
+    configurations in the same labels.jsonl, an old run or another judge, are ignored)."""
+    return [r for r in records if r.config_id in config_ids or r.judge == HUMAN_JUDGE]
+
+
+def current_records(records: Iterable[LabelRecord], config_ids: Sequence[str]) -> list[LabelRecord]:
+    """One record per pair: people's if they said something, else the record of the latest configuration of
+    ``config_ids`` (a costly judge that refined the free stages' label comes after them)."""
+    rank = {c: i for i, c in enumerate(config_ids)}
+    best: dict[tuple[str, str], tuple[int, LabelRecord]] = {}
+    for r in records:
+        level = len(rank) if r.judge == HUMAN_JUDGE else rank.get(r.config_id, -1)
+        if level < 0:
+            continue
+        pair = (r.qid, r.docid)
+        if pair not in best or level >= best[pair][0]:
+            best[pair] = (level, r)
+    return [r for _, r in best.values()]
 
 
 def augment_qrels(original: Qrels, labels: Iterable[LabelRecord], qids: Iterable[str] | None = None) -> Qrels:

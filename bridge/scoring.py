@@ -79,27 +79,57 @@ class RunMatrix:
                 self.rows[t, r] = flat.index.get((qid, docid), -1)
 
 
-def per_topic(measure: str, matrix: RunMatrix, flat: FlatQrels, grades: np.ndarray, k: int) -> np.ndarray:
-    """Per-topic values of nDCG@k, Hit@k, P@k, Recall@k or RR@k under ``grades`` (trec_eval semantics)."""
-    gains = np.where(matrix.rows >= 0, grades[np.maximum(matrix.rows, 0)], 0.0)
-    if measure == "Hit":
-        return (gains >= flat.threshold).any(axis=1).astype(float)
-    if measure == "P":
-        return (gains >= flat.threshold).sum(axis=1) / k
+def per_topic(
+    measure: str, matrix: RunMatrix, flat: FlatQrels, grades: np.ndarray, k: int, norm: np.ndarray | None = None
+) -> np.ndarray:
+    """Per-topic values of nDCG@k, Hit@k, P@k, Recall@k or RR@k under ``grades`` (trec_eval semantics). ``grades``
+    may carry leading axes (draws x pairs): the values then carry them too (draws x topics). ``norm``: the
+    measure's normaliser (:func:`normaliser`) when scoring many systems under the same grades."""
+    return topic_values(measure, matrix.rows, flat.slots, grades, k, flat.threshold, norm)
+
+
+def normaliser(measure: str, slots: np.ndarray, grades: np.ndarray, k: int, threshold: int) -> np.ndarray | None:
+    """What a measure divides by, per topic, whatever the system: nDCG's ideal DCG@k, Recall's relevant count."""
+    if measure not in ("nDCG", "Recall"):
+        return None
+    judged = np.where(slots >= 0, grades[..., np.maximum(slots, 0)], 0.0)
     if measure == "Recall":
-        judged = np.where(flat.slots >= 0, grades[np.maximum(flat.slots, 0)], 0.0)
-        relevant = (judged >= flat.threshold).sum(axis=1)
-        found = (gains >= flat.threshold).sum(axis=1)
-        return np.divide(found, relevant, out=np.zeros(len(found)), where=relevant > 0)
+        return (judged >= threshold).sum(axis=-1)
+    top = min(k, judged.shape[-1])
+    if top < judged.shape[-1]:
+        judged = -np.partition(-judged, top - 1, axis=-1)[..., :top]
+    ideal = -np.sort(-judged, axis=-1)
+    discounts = 1.0 / np.log2(np.arange(2, top + 2))
+    return (ideal * discounts).sum(axis=-1)
+
+
+def topic_values(
+    measure: str,
+    rows: np.ndarray,
+    slots: np.ndarray,
+    grades: np.ndarray,
+    k: int,
+    threshold: int,
+    norm: np.ndarray | None = None,
+) -> np.ndarray:
+    """The measure per topic: ``rows`` (topics x k) and ``slots`` (topics x judged) index ``grades`` (its last
+    axis; -1: unjudged / no slot); leading axes of ``grades`` are kept."""
+    gains = np.where(rows >= 0, grades[..., np.maximum(rows, 0)], 0.0)
+    if measure == "Hit":
+        return (gains >= threshold).any(axis=-1).astype(float)
+    if measure == "P":
+        return (gains >= threshold).sum(axis=-1) / k
     if measure == "RR":
-        hits = gains >= flat.threshold
-        first = np.argmax(hits, axis=1)
-        return np.where(hits.any(axis=1), 1.0 / (first + 1), 0.0)
-    if measure == "nDCG":
-        discounts = 1.0 / np.log2(np.arange(2, k + 2))
-        dcg = (gains * discounts).sum(axis=1)
-        ideal = np.where(flat.slots >= 0, grades[np.maximum(flat.slots, 0)], 0.0)
-        ideal = -np.sort(-ideal, axis=1)[:, :k]
-        idcg = (ideal * discounts[: ideal.shape[1]]).sum(axis=1)
-        return np.divide(dcg, idcg, out=np.zeros_like(dcg), where=idcg > 0)
-    raise ValueError(f"vectorized measures are {', '.join(MEASURES)}, not {measure!r}")
+        hits = gains >= threshold
+        first = np.argmax(hits, axis=-1)
+        return np.where(hits.any(axis=-1), 1.0 / (first + 1), 0.0)
+    if measure not in ("Recall", "nDCG"):
+        raise ValueError(f"vectorized measures are {', '.join(MEASURES)}, not {measure!r}")
+    if norm is None:
+        norm = normaliser(measure, slots, grades, k, threshold)
+    if measure == "Recall":
+        found = (gains >= threshold).sum(axis=-1).astype(float)
+    else:
+        found = (gains * (1.0 / np.log2(np.arange(2, k + 2)))).sum(axis=-1)
+    norm = np.broadcast_to(norm, found.shape)
+    return np.divide(found, norm, out=np.zeros(found.shape), where=norm > 0)

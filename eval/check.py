@@ -7,11 +7,14 @@ A regression is any of:
   a before b in the baseline (strictly higher value) and b strictly above a now.
 Improvements, new systems and new measures are reported as notes, never as failures.
 
-Where the current leaderboard carries score bounds (``lower``/``upper``: the augmented score over every
-assignment of the labels nobody decided with measured confidence), a regression of the augmented column
-fails only when it is **settled**: the system's upper bound lies below the baseline value (minus the
-tolerance), or the two systems' bounds no longer overlap in the new order. A regression the open labels
-could still undo is a warning.
+Where the current leaderboard carries estimates (``estimate``, its 5th and 95th percentiles
+``estimate_q05``/``estimate_q95`` under the hole model, and the bounds ``lower``/``upper`` over every
+assignment of the labels no person gave), the augmented column is compared as the estimate (the
+baseline's ``estimate`` where it has one, else its augmented value), and a regression of it fails only
+when it is **settled** (the upper bound lies below the baseline minus the tolerance) or **likely** (the
+95th percentile does: P >= 0.95 that the score lies below it); two systems that swapped places fail
+when the bounds separate them (settled) or the 5th percentile of the one now above lies above the 95th
+of the other (likely). A regression the open labels could still undo is a warning.
 """
 
 from __future__ import annotations
@@ -38,8 +41,8 @@ class CheckConfig:
     rank_order: bool = True
     """Fail when the order of two baseline systems flips."""
     settled_only: bool = True
-    """With bounds in the current leaderboard: fail only on settled regressions of the augmented column, warn on
-    open ones."""
+    """With estimates in the current leaderboard: fail only on settled or likely regressions of the augmented
+    column, warn on open ones."""
 
 
 @dataclass
@@ -74,16 +77,31 @@ def _table(rows: Sequence[dict[str, str]], columns: Sequence[str], what: str) ->
 
 
 BOUNDED = "augmented"
-"""The qrels column the bounds of a leaderboard.csv belong to."""
+"""The qrels column the estimates of a leaderboard.csv belong to."""
 
 
-def bounds_of(rows: Sequence[dict[str, str]]) -> dict[tuple[str, str], tuple[float, float]]:
-    """(system, measure) -> (lower, upper) of the augmented score, where the leaderboard has them."""
+@dataclass(frozen=True)
+class Estimate:
+    """The augmented column's estimate of one (system, measure): bounds and quantiles."""
+
+    lower: float
+    estimate: float
+    q05: float
+    q95: float
+    upper: float
+
+
+def estimates_of(rows: Sequence[dict[str, str]]) -> dict[tuple[str, str], Estimate]:
+    """(system, measure) -> the augmented score's estimate, where the leaderboard has one."""
     out = {}
-    for row in rows:
-        low, high = row.get("lower") or "", row.get("upper") or ""
-        if low and high:
-            out[(row["system"], row["measure"])] = (float(low), float(high))
+    names = ("lower", "estimate", "estimate_q05", "estimate_q95", "upper")
+    for line, row in enumerate(rows, start=2):
+        cells = [row.get(n) or "" for n in names]
+        if all(cells):
+            try:
+                out[(row["system"], row["measure"])] = Estimate(*(float(c) for c in cells))
+            except ValueError:
+                raise InputError("an estimate column is not a number", line=line) from None
     return out
 
 
@@ -107,6 +125,14 @@ def check_leaderboards(
                 raise InputError(f"the {name} has no qrels column {column!r} (it has {', '.join(cols) or 'none'})")
     base = _table(baseline, columns, "baseline")
     cur = _table(current, columns, "current leaderboard")
+    estimates = estimates_of(current) if config.settled_only else {}
+    if BOUNDED in columns:  # the augmented column is compared as the estimate where the leaderboards have one
+        for key, e in estimates.items():
+            if key in cur:
+                cur[key][BOUNDED] = e.estimate
+        for key, e in estimates_of(baseline).items():
+            if key in base:
+                base[key][BOUNDED] = e.estimate
     measures = list(dict.fromkeys(m for _, m in base))
     if config.measures:
         unknown = sorted(set(config.measures) - set(measures))
@@ -117,7 +143,6 @@ def check_leaderboards(
         result.notes.append(f"measure {measure} is new (not in the baseline)")
     for system in sorted({s for s, _ in cur} - {s for s, _ in base}):
         result.notes.append(f"system {system} is new (not in the baseline)")
-    bounds = bounds_of(current) if config.settled_only else {}
     for measure in measures:
         systems = [s for s, m in base if m == measure]
         for system in systems:
@@ -132,11 +157,17 @@ def check_leaderboards(
                         f"{system} {measure} ({column}): {before:.4f} -> {after:.4f} "
                         f"(dropped {before - after:.4f} > tolerance {config.tolerance:g})"
                     )
-                    bound = bounds.get((system, measure)) if column == BOUNDED else None
-                    if bound is None or bound[1] < before - config.tolerance:
-                        result.regressions.append(text + (f"; settled: upper bound {bound[1]:.4f}" if bound else ""))
+                    e = estimates.get((system, measure)) if column == BOUNDED else None
+                    if e is None:
+                        result.regressions.append(text)
+                    elif e.upper < before - config.tolerance:
+                        result.regressions.append(f"{text}; settled: upper bound {e.upper:.4f}")
+                    elif e.q95 < before - config.tolerance:
+                        result.regressions.append(f"{text}; likely: 95th percentile {e.q95:.4f}")
                     else:
-                        result.warnings.append(f"{text}; open: the open labels allow up to {bound[1]:.4f}")
+                        result.warnings.append(
+                            f"{text}; open: the open labels allow up to {e.upper:.4f} (95th percentile {e.q95:.4f})"
+                        )
                 elif after > before + config.tolerance:
                     result.notes.append(f"{system} {measure} ({column}): improved {before:.4f} -> {after:.4f}")
         if not config.rank_order:
@@ -153,11 +184,13 @@ def check_leaderboards(
                         f"(baseline {base[(high, measure)][column]:.4f} > {base[(low, measure)][column]:.4f}, "
                         f"now {cur[(high, measure)][column]:.4f} < {cur[(low, measure)][column]:.4f})"
                     )
-                    up, down = bounds.get((low, measure)), bounds.get((high, measure))
+                    up, down = estimates.get((low, measure)), estimates.get((high, measure))
                     if column != BOUNDED or up is None or down is None:
                         result.regressions.append(text)
-                    elif up[0] > down[1]:
+                    elif up.lower > down.upper:
                         result.regressions.append(f"{text}; settled: {low}'s lower bound is above {high}'s upper")
+                    elif up.q05 > down.q95:
+                        result.regressions.append(f"{text}; likely: {low}'s 5th percentile is above {high}'s 95th")
                     else:
-                        result.warnings.append(f"{text}; open: their bounds overlap, the open labels could undo it")
+                        result.warnings.append(f"{text}; open: the open labels could undo it")
     return result

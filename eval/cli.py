@@ -32,9 +32,11 @@ Compare the current leaderboard (default reports/<ds>/leaderboard.csv, written b
 regressed when a system's measure dropped by more than --tolerance, a baseline system or
 measure is missing, or (unless --ignore-rank-order) two systems swapped places.
 
-Where the current leaderboard has score bounds (written by `bridge eval` from the pool and the
-label run), a regression of the augmented column fails only when it is settled: the open labels
-(those no trusted stage decided) cannot undo it. Otherwise it is printed as a warning.
+Where the current leaderboard carries estimates (written by `bridge eval` from the pool and the
+label run), a regression of the augmented column fails only when it is settled (the upper bound
+lies below the baseline: no assignment of the open labels undoes it) or likely (P >= 0.95 under
+the hole model that the score lies below the baseline); otherwise it is printed as a warning.
+Two systems that swapped places fail when their comparison is settled or likely the other way.
 """
 
 _NAMED = re.compile(r"^([A-Za-z0-9][\w.+-]*)=(.+)$")
@@ -76,17 +78,20 @@ def register(sub: argparse._SubParsersAction) -> None:
     g = p.add_argument_group("curves")
     g.add_argument("--orders", type=int, default=10, help="random system orders of GR / MC curves (0: none)")
     g.add_argument("--seed", type=int, default=0, help="seed of the orders and the randomization test")
+    g = p.add_argument_group("estimate")
     g.add_argument(
-        "--stability",
+        "--draws",
         type=int,
-        default=200,
+        default=400,
         metavar="N",
-        help="draws of the new labels with the audited judge error for the rank-stability table (0: none)",
+        help="draws of the open labels from the hole model (calibration and label uncertainty, one topic resample "
+        "each) behind the estimates, intervals, verdicts and rank stability (default: 400)",
     )
-    p.add_argument(
-        "--no-settle",
+    g.add_argument(
+        "--no-estimate",
         action="store_true",
-        help="skip the score bounds and settled comparisons (and the pairs that would settle the leaderboard)",
+        help="skip the estimate of the augmented leaderboard (estimates, intervals, bounds, verdicts, rank "
+        "stability, the most valuable open pairs)",
     )
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
     p.set_defaults(func=cmd_eval)
@@ -115,16 +120,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     c.add_argument(
         "--fail-on-open",
         action="store_true",
-        help="fail on every regression; by default, where the current leaderboard has score bounds, a regression of "
-        "the augmented column fails only when it is settled (the open labels cannot undo it) and is a warning "
-        "otherwise",
+        help="fail on every regression; by default, where the current leaderboard has estimates, a regression of "
+        "the augmented column fails only when it is settled or likely (P >= 0.95 under the hole model) and is a "
+        "warning otherwise",
     )
     c.add_argument(
         "--allow-untrusted-labels",
         action="store_true",
         help="check the augmented column even when the label run's judge audit (judge-audit.json beside the "
-        "leaderboard) did not show its judge to beat chance, or is missing (needed only without score bounds: "
-        "with them, untrusted labels are open and their regressions only warn)",
+        "leaderboard) did not show its judge to beat chance, or is missing (needed only without estimates: "
+        "with them, every model's label is open and only settled or likely regressions fail)",
     )
     c.add_argument("--dataset", "-d", default=argparse.SUPPRESS, help="dataset whose report to check (default: nq)")
     c.add_argument("--reports-dir", type=Path, default=argparse.SUPPRESS, help="reports root (default: reports)")
@@ -172,6 +177,7 @@ def _named_paths(values: list[str], what: str) -> list[tuple[str, Path]]:
 
 def load_inputs(args: argparse.Namespace):
     """Runs, qrels sets, labels and pool membership for ``bridge eval`` (and ``bridge rag``)."""
+    from bridge.holes import CALIBRATIONS_FILE, read_calibrations
     from bridge.judging.audit import read_audit_report
     from bridge.label_records import read_labels
     from bridge.pool import read_pool
@@ -227,6 +233,7 @@ def load_inputs(args: argparse.Namespace):
     entries = [e for e in read_pool(pool_path) if e.qid in topic_set] if pool_path.exists() else []
     pooled = frozenset(s for e in entries for s in e.systems) if pool_path.exists() else None
     audit = read_audit_report(ws.audit_report(ds.slug)) if AUGMENTED in qrels_sets else None
+    calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(CALIBRATIONS_FILE))
     inputs = EvalInputs(
         dataset=ds.name,
         topics=topics,
@@ -238,17 +245,20 @@ def load_inputs(args: argparse.Namespace):
         dataset_qids=tuple(ds.qids),
         audit=audit,
         pool=tuple((e.qid, e.docid) for e in entries),
+        calibrations=calibrations,
     )
     return ws, ds, inputs
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from bridge.settle import SettleConfig
+    from bridge.estimate import EstimateConfig
     from eval.harness import EvalConfig, run_evaluation
     from eval.report import write_report
 
     if args.k < 1:
         raise BridgeError(f"--k must be at least 1, got {args.k}")
+    if args.draws < 1:
+        raise BridgeError(f"--draws must be at least 1, got {args.draws}")
     ws, ds, inputs = load_inputs(args)
     issues = inputs.qid_issues()
     for issue in issues:
@@ -264,8 +274,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         permutations=args.permutations,
         orders=args.orders,
         seed=args.seed,
-        stability_simulations=args.stability,
-        settle=None if args.no_settle else SettleConfig(seed=args.seed),
+        estimate=None if args.no_estimate else EstimateConfig(draws=args.draws, seed=args.seed),
     )
     result = run_evaluation(inputs, config, progress=show_progress(args))
     out = ws.reports(ds.slug)
@@ -318,12 +327,12 @@ def summary_text(result) -> str:
         pooled = "" if h.pooled else ", not pooled"
         lines.append(f"{h.system:24s} Hole@{h.k:<7d} {h.hole_rate:10.4f}  ({h.qrels}{pooled})")
     lines.append(f"curves: {result.curves_note}")
-    if result.settled is not None:
-        lines += result.settled.lines()
-        if result.settled_note:
-            lines.append(f"settled comparisons: {result.settled_note}")
-    elif result.settled_note and AUGMENTED_NAME in names:
-        lines.append(f"settled comparisons: not computed ({result.settled_note})")
+    if result.estimated is not None:
+        lines += result.estimated.lines()
+        if result.estimated_note:
+            lines.append(f"estimate: {result.estimated_note}")
+    elif result.estimated_note and AUGMENTED_NAME in names:
+        lines.append(f"estimate: not computed ({result.estimated_note})")
     return "\n".join(lines)
 
 
@@ -348,7 +357,7 @@ def refuse_untrusted(audit_path: Path, unbounded: Sequence[str] = ()) -> None:
             "Label with a stronger judge, or pass --allow-untrusted-labels."
             + (
                 f" Scores without bounds need the audit ({', '.join(unbounded)}, ...); "
-                "--check-measures can restrict the check to measures with bounds."
+                "--check-measures can restrict the check to measures with estimates."
                 if unbounded
                 else ""
             )
@@ -357,7 +366,7 @@ def refuse_untrusted(audit_path: Path, unbounded: Sequence[str] = ()) -> None:
 
 def cmd_check(args: argparse.Namespace) -> int:
     from bridge.datasets import dataset_slug
-    from eval.check import CheckConfig, bounds_of, check_leaderboards, qrels_columns
+    from eval.check import CheckConfig, check_leaderboards, estimates_of, qrels_columns
     from eval.leaderboard import read_leaderboard
 
     current = args.current
@@ -367,9 +376,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     baseline_rows, current_rows = read_leaderboard(args.baseline), read_leaderboard(current)
     checked = qrels or tuple(qrels_columns(current_rows))
     measures = tuple(m.strip() for m in args.check_measures.split(",")) if args.check_measures else ()
-    # Bounds stand in for the audit only where every checked score has them (not AP, not an unpooled system's
-    # scores): elsewhere untrusted labels are refused as before. Judged@k does not depend on what the labels say.
-    bounds = bounds_of(current_rows)
+    # Estimates stand in for the audit only where every checked score has one (not AP): elsewhere untrusted labels
+    # are refused as before. Judged@k does not depend on what the labels say.
+    bounds = estimates_of(current_rows)
     unbounded = sorted(
         {
             f"{r['system']} {r['measure']}"

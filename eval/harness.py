@@ -10,10 +10,12 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge.estimate import EstimateConfig
+from bridge.holes import Calibration
 from bridge.label_records import LabelRecord, lift_new_labels
-from bridge.settle import SettleConfig
 from bridge.trec import Qrels, Run
 from eval.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
+from eval.estimated import EstimatedLeaderboard, estimate_leaderboard, estimate_measures
 from eval.leaderboard import (
     AUGMENTED,
     ORIGINAL,
@@ -31,9 +33,7 @@ from eval.leaderboard import (
 from eval.measures import MeasureSpec, default_measure_names, resolve_measures
 from eval.provenance import RouteCount, route_counts
 from eval.qids import QidIssue, check_qids
-from eval.settled import SettledLeaderboard, settle_leaderboard, settle_measures
 from eval.significance import DEFAULT_PERMUTATIONS
-from eval.stability import ErrorModel, StabilityResult, label_stages, rank_stability
 
 __all__ = ["AUGMENTED", "ORIGINAL", "EvalConfig", "EvalInputs", "EvalResult", "lift_new_labels", "run_evaluation"]
 
@@ -53,10 +53,9 @@ class EvalConfig:
     orders: int = DEFAULT_ORDERS
     """Random system orders of the growth / marginal-contribution curves (0: no curves)."""
     seed: int = 0
-    stability_simulations: int = 200
-    """Draws of the augmented qrels' new labels with the audited judge error (0: no stability table)."""
-    settle: SettleConfig | None = field(default_factory=SettleConfig)
-    """Bounds, point estimates and settled comparisons of the augmented leaderboard (None: not computed)."""
+    estimate: EstimateConfig | None = field(default_factory=EstimateConfig)
+    """Estimates, intervals, bounds, verdicts and rank stability of the augmented leaderboard (None: not
+    computed)."""
 
 
 @dataclass(frozen=True)
@@ -76,6 +75,8 @@ class EvalInputs:
     """The label run's judge audit (judge-audit.json), shown at the top of the report."""
     pool: tuple[tuple[str, str], ...] = ()
     """The pool's pairs (pool.tsv): what the labels complete, and what stays open where they do not."""
+    calibrations: Mapping[str, Calibration] = field(default_factory=dict)
+    """The label run's calibrations (hole-calibrations.json): what each open pair's P is drawn from."""
 
     def qid_issues(self) -> list[QidIssue]:
         return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
@@ -94,10 +95,8 @@ class EvalResult:
     curves_note: str
     routes: list[RouteCount]
     qid_issues: list[QidIssue] = field(default_factory=list)
-    stability: list[StabilityResult] = field(default_factory=list)
-    stability_note: str = ""
-    settled: SettledLeaderboard | None = None
-    settled_note: str = ""
+    estimated: EstimatedLeaderboard | None = None
+    estimated_note: str = ""
 
     @property
     def reference(self) -> str:
@@ -127,8 +126,7 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
     routes = []
     if compared_names:
         routes = route_counts(original, compared[compared_names[0]], inputs.labels, topics, inputs.threshold)
-    stability, stability_note = _stability(inputs, config, original, compared)
-    settled, settled_note = _settled(inputs, config, original, compared, specs)
+    estimated, estimated_note = _estimated(inputs, config, original, compared, specs)
     return EvalResult(
         inputs,
         config,
@@ -141,79 +139,40 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
         note,
         routes,
         issues,
-        stability,
-        stability_note,
-        settled,
-        settled_note,
+        estimated,
+        estimated_note,
     )
 
 
-def _settled(
+def _estimated(
     inputs: EvalInputs,
     config: EvalConfig,
     original: Qrels,
     compared: Mapping[str, Qrels],
     specs: Sequence[MeasureSpec],
-) -> tuple[SettledLeaderboard | None, str]:
-    if config.settle is None:
-        return None, "not requested (--no-settle)"
+) -> tuple[EstimatedLeaderboard | None, str]:
+    if config.estimate is None:
+        return None, "not requested (--no-estimate)"
     if AUGMENTED not in compared:
         return None, "no augmented qrels"
-    if not inputs.pool:
-        return None, "no pool file, so the open pairs are unknown"
-    if not settle_measures(specs, inputs.threshold):
-        return None, "none of the measures has bounds (Hit, nDCG, P, Recall, RR at a cutoff)"
-    # The bounds know the pool's open pairs only: a system outside the pool retrieves unjudged documents that
-    # are neither decided nor open, so it gets no bounds (and eval check treats it as before).
-    pooled = inputs.pooled_systems
-    runs = {s: run for s, run in inputs.runs.items() if pooled is None or s in pooled}
-    unpooled = sorted(set(inputs.runs) - set(runs))
-    note = f"{len(unpooled)} system(s) outside the pool have no bounds: {', '.join(unpooled)}" if unpooled else ""
-    if len(runs) < 2:
-        return None, note or "fewer than two pooled systems"
-    settled = settle_leaderboard(
-        runs,
+    if not estimate_measures(specs, inputs.threshold):
+        return None, "none of the measures is estimated (Hit, nDCG, P, Recall, RR at a cutoff)"
+    if len(inputs.runs) < 2:
+        return None, "fewer than two systems"
+    note = "" if inputs.pool else "no pool file: every pair nobody labelled is open with the prior's P"
+    estimated = estimate_leaderboard(
+        inputs.runs,
         original,
         inputs.labels,
         inputs.pool,
         inputs.audit,
+        inputs.calibrations,
         inputs.topics,
         specs,
         inputs.threshold,
-        config.settle,
+        config.estimate,
     )
-    return settled, note
-
-
-def _stability(
-    inputs: EvalInputs, config: EvalConfig, original: Qrels, compared: Mapping[str, Qrels]
-) -> tuple[list[StabilityResult], str]:
-    if config.stability_simulations <= 0:
-        return [], "not requested (--stability 0)"
-    if AUGMENTED not in compared:
-        return [], "no augmented qrels"
-    if not inputs.audit:
-        return [], "the label run left no judge audit, so no stage's error was measured"
-    errors = ErrorModel.from_audit(inputs.audit)
-    stages = label_stages(inputs.labels, inputs.audit.get("config_id") or None)
-    results = [
-        rank_stability(
-            inputs.runs,
-            original,
-            compared[AUGMENTED],
-            inputs.topics,
-            errors,
-            stages,
-            measure,
-            config.k,
-            inputs.threshold,
-            config.stability_simulations,
-            config.alpha,
-            config.seed,
-        )
-        for measure in ("nDCG", "Hit")
-    ]
-    return results, errors.describe()
+    return estimated, note
 
 
 def _curves(

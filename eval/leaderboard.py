@@ -20,9 +20,9 @@ from tqdm.auto import tqdm
 from bridge.errors import InputError
 from bridge.fsio import atomic_write
 from bridge.trec import Qrels, Run
+from eval.estimated import EstimatedLeaderboard
 from eval.measures import MeasureSpec, holes_in_top_k, per_query_scores
 from eval.rankcorr import kendall_tau, tau_ap
-from eval.settled import SettledLeaderboard
 from eval.significance import DEFAULT_PERMUTATIONS, PairTest, compare_systems
 
 ORIGINAL = "original"
@@ -182,31 +182,38 @@ def leaderboard_columns(qrels_names: Sequence[str]) -> list[str]:
     )
 
 
-SETTLE_COLUMNS = (
+ESTIMATE_COLUMNS = (
     "lower",
-    "point",
-    "point_low",
-    "point_high",
+    "estimate",
+    "estimate_low",
+    "estimate_high",
+    "estimate_q05",
+    "estimate_q95",
+    "topics_low",
+    "topics_high",
     "upper",
     "next_system",
     "next_status",
     "next_verdict",
+    "next_p",
 )
-"""With bounds: the augmented score's lowest and highest value over every assignment of the open labels, the point
-estimate under the judge's P with its 95% interval, and the comparison with the system ranked next under it."""
+"""With an estimate (:mod:`bridge.estimate`): the augmented score's lowest value over every assignment of the open
+labels, the expected score, its 95% interval on these topics (label and calibration uncertainty), its 5th and 95th
+percentiles, its 95% interval on topics like these (topics resampled too), the highest value; and the comparison
+with the system ranked next under the estimate: status (settled, likely, open), verdict and P(this beats next)."""
 
 
 def write_leaderboard(
     rows: Sequence[LeaderboardRow],
     qrels_names: Sequence[str],
     path: str | Path,
-    settled: SettledLeaderboard | None = None,
+    estimated: EstimatedLeaderboard | None = None,
 ) -> None:
     """leaderboard.csv: values to 6 decimals; ``sig_next_<q>`` is yes/no/empty (see :class:`LeaderboardRow`);
-    with ``settled``, the :data:`SETTLE_COLUMNS` (empty for a measure without bounds)."""
+    with ``estimated``, the :data:`ESTIMATE_COLUMNS` (empty for a measure that is not estimated)."""
     with atomic_write(path) as handle:
         writer = csv.writer(handle)
-        writer.writerow(leaderboard_columns(qrels_names) + (list(SETTLE_COLUMNS) if settled else []))
+        writer.writerow(leaderboard_columns(qrels_names) + (list(ESTIMATE_COLUMNS) if estimated else []))
         for r in rows:
             cells = (
                 [r.system, r.measure]
@@ -215,19 +222,19 @@ def write_leaderboard(
                 + [r.ranks[q] for q in qrels_names]
                 + [_yes_no(r.significant_vs_next.get(q)) for q in qrels_names]
             )
-            if settled is not None:
-                cells += _settle_cells(settled, r.system, r.measure)
+            if estimated is not None:
+                cells += _estimate_cells(estimated, r.system, r.measure)
             writer.writerow(cells)
 
 
-def _settle_cells(settled: SettledLeaderboard, system: str, measure: str) -> list[str]:
-    score = settled.score(system, measure)
+def _estimate_cells(estimated: EstimatedLeaderboard, system: str, measure: str) -> list[str]:
+    score = estimated.score(system, measure)
     if score is None:
-        return [""] * len(SETTLE_COLUMNS)
-    low, high = score.point_interval
-    cells = [f"{x:.6f}" for x in (score.low, score.point, low, high, score.high)]
-    nxt = settled.next_comparison(system, measure)
-    return cells + ([nxt.lower, nxt.status, nxt.verdict] if nxt else ["", "", ""])
+        return [""] * len(ESTIMATE_COLUMNS)
+    values = (score.low, score.estimate, *score.interval, *score.quantiles, *score.topic_interval, score.high)
+    cells = [f"{x:.6f}" for x in values]
+    nxt = estimated.next_comparison(system, measure)
+    return cells + ([nxt.lower, nxt.status, nxt.verdict, f"{nxt.p_upper:.4f}"] if nxt else ["", "", "", ""])
 
 
 def _yes_no(value: bool | None) -> str:

@@ -105,5 +105,5 @@ def plot_reusability(systems: Sequence[Mapping[str, Any]], measures: Sequence[st
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, names)
     axes[0].legend(loc="lower right", fontsize="small")
-    fig.suptitle("Leave-one-system-out: full, holey (own unique judgments removed) and filled (by the judge) qrels")
+    fig.suptitle("Leave-one-system-out: full, holey (own unique judgments removed) qrels and the estimate")
     return save_png(fig, path)

@@ -19,15 +19,15 @@ from typing import Any
 
 import numpy as np
 
+from bridge.estimate import SystemEstimate
 from bridge.fsio import write_text_atomic
-from bridge.settle import SystemScore
 from eval import plots
 from eval.curves import write_curves
+from eval.estimated import EstimatedLeaderboard, write_comparisons, write_valuable_pairs
 from eval.harness import EvalResult
 from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
 from eval.reusability import read_reusability
-from eval.settled import counted, write_comparisons, write_settling_pairs
 
 
 @dataclass(frozen=True)
@@ -126,8 +126,7 @@ def build_blocks(
             ),
         ]
     blocks += _leaderboard_blocks(result, figures)
-    blocks += _settled_blocks(result)
-    blocks += _stability_blocks(result)
+    blocks += _estimate_blocks(result)
     blocks += _hole_blocks(result, figures)
     blocks += _curve_blocks(result, figures)
     if reusability:
@@ -348,135 +347,157 @@ def _leaderboard_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Bl
     return blocks
 
 
-STAGE_NAMES = {"gate": "evidence gate", "adapter": "topic adapters", "llm": "LLM judge"}
 STATUS_TEXT = {
     ("settled", ">"): "settled: better",
     ("settled", "n.s."): "settled: not separable",
     ("settled", "<"): "settled: worse",
-    ("judge", ">"): "judge: better under its P",
+    ("likely", ">"): "likely better",
+    ("likely", "<"): "likely worse",
     ("open", "?"): "open",
 }
 
 
-def _settled_blocks(result: EvalResult) -> list[Block]:
-    settled = result.settled
-    if settled is None:
+def _estimate_blocks(result: EvalResult) -> list[Block]:
+    estimated = result.estimated
+    if estimated is None:
         if result.compared == AUGMENTED:
-            return [Heading("Settled and open comparisons"), Para(f"Not computed: {result.settled_note}.")]
+            note = f"Not computed: {result.estimated_note}."
+            return [Heading("The augmented leaderboard as an estimate"), Para(note)]
         return []
-    counts = settled.counts()
+    counts = estimated.counts()
     blocks: list[Block] = [
-        Heading("Settled and open comparisons"),
+        Heading("The augmented leaderboard as an estimate"),
         Para(
-            "A new label is decided when the stage that made it is trusted by its own measurement (the evidence gate "
-            "by its recall on known relevant passages, an adapter topic by its cross-validation, the LLM judge by "
-            "its audit, people always); every other pool pair is open. Per system: the lowest and highest score any "
-            "assignment of the open labels allows (lower, upper), and the point estimate with every open pair "
-            "relevant with the judge's P (95% interval over draws of the open labels). Systems adjacent under the "
-            "point estimate are compared with a paired bootstrap over topics: **settled** when the bounds decide "
-            "the comparison whatever the open labels are (better, or not separable by any assignment), **judge** "
-            "when only the judge's P separates them, **open** otherwise."
+            "Only people's judgments (the original qrels, review answers) are fixed. Every other pair the "
+            "leaderboard sees is open and carries a calibrated P(relevant) from the stage that labelled it, with "
+            f"the calibration's own uncertainty (the hole model, bridge/holes.py). {estimated.draws} draws of every "
+            "open label (calibration and label together, graded where the qrels are) score every system: the "
+            "**estimate** is the mean, its **95% interval** says where the score on these topics lies once every "
+            "hole is judged, the **topic interval** adds the resampling of topics. **lower** and **upper** are exact "
+            "bounds over every assignment of the open labels. Systems adjacent under the estimate: P = P(upper "
+            "beats lower) on resampled topics; **settled** when the bounds decide the comparison whatever the open "
+            "labels are, **likely** when P >= 0.95 either way, **open** otherwise. augmented.qrels keeps each "
+            "stage's thresholded label for other tools; the estimate does not count them."
         ),
         Bullets(
             (
-                f"adjacent comparisons: {counts.get('settled', 0)} settled, {counts.get('judge', 0)} judge, "
-                f"{counts.get('open', 0)} open (of {len(settled.comparisons)})",
-                f"decided new labels: {counted(settled.decided, 'by')}",
-                f"open pairs: {settled.open_pairs} ("
-                + counted(settled.reasons)
-                + f"); {settled.value_zero} of them can change no unsettled comparison (value 0)",
-                *((result.settled_note,) if result.settled_note else ()),
+                f"adjacent comparisons: {counts.get('settled', 0)} settled, {counts.get('likely', 0)} likely, "
+                f"{counts.get('open', 0)} open (of {len(estimated.comparisons)})",
+                "open pairs by the stage whose P they carry: "
+                + ", ".join(f"{stage} {n} ({e:.1f} expected relevant)" for stage, (n, e) in estimated.stages.items()),
+                *(
+                    (f"people's answers on {estimated.people_random} random open pairs updated the calibrations",)
+                    if estimated.people_random
+                    else ()
+                ),
+                *estimated.notes,
+                *((result.estimated_note,) if result.estimated_note else ()),
             )
         ),
     ]
-    for measure in dict.fromkeys(s.measure for s in settled.scores):
+    for measure in dict.fromkeys(s.measure for s in estimated.scores):
         rows = []
-        for c in [c for c in settled.comparisons if c.measure == measure]:
-            score = settled.score(c.upper, measure)
+        for c in [c for c in estimated.comparisons if c.measure == measure]:
+            score = estimated.score(c.upper, measure)
             if score is None:  # every compared system has a score; a missing one would be a bug upstream
-                raise ValueError(f"settled comparison of {c.upper} on {measure} without its score")
-            rows.append(_settled_row(score, c.lower, STATUS_TEXT.get((c.status, c.verdict), c.status)))
-        last = [s for s in settled.scores if s.measure == measure and not any(r[0] == s.system for r in rows)]
-        rows += [_settled_row(s, "", "") for s in last]
-        header = ("system", "lower", "point [95%]", "upper", "next system", "comparison")
+                raise ValueError(f"comparison of {c.upper} on {measure} without its estimate")
+            status = STATUS_TEXT.get((c.status, c.verdict), c.status)
+            rows.append(_estimate_row(score, c.lower, f"{status} (P {c.p_upper:.2f})"))
+        last = [s for s in estimated.scores if s.measure == measure and not any(r[0] == s.system for r in rows)]
+        rows += [_estimate_row(s, "", "") for s in last]
+        header = ("system", "lower", "estimate [95%]", "topics [95%]", "upper", "next system", "comparison")
         blocks += [Heading(measure, 3), Table(header, tuple(rows))]
-    if settled.settling:
-        verb = "settles every adjacent comparison" if settled.settles_all else "settles what judgments can"
-        shown = settled.settling[:20]
+    blocks += _calibration_blocks(estimated)
+    blocks += _stability_blocks(estimated)
+    if estimated.valuable:
+        shown = estimated.valuable[:20]
         blocks += [
-            Heading("Judgments that settle the leaderboard", 3),
+            Heading("The most valuable open pairs", 3),
             Para(
-                f"Judging these {len(settled.settling)} open pairs {verb}, if their labels come out as the judge's P "
-                "predicts (chosen greedily, most valuable first; value: how many unsettled comparisons a pair's label "
-                f"can change). All of them are in settling-pairs.tsv"
-                + (f"; the first {len(shown)} here." if len(shown) < len(settled.settling) else ".")
+                "The open pairs whose labels would decide the most open comparisons (value: the expected number of "
+                "open adjacent comparisons that would become likely or settled once the pair's label is known); "
+                "`bridge review` and a budgeted `bridge label` ask them first. All of them are in "
+                "valuable-pairs.tsv"
+                + (f"; the first {len(shown)} here." if len(shown) < len(estimated.valuable) else ".")
             ),
             Table(
-                ("qid", "docid", "value", "P(relevant)"), tuple((q, d, str(v), f"{p:.3f}") for (q, d), v, p in shown)
+                ("qid", "docid", "value", "P(relevant)"),
+                tuple((q, d, f"{v:.3f}", f"{p:.3f}") for (q, d), v, p in shown),
             ),
         ]
     return blocks
 
 
-def _settled_row(score: SystemScore, next_system: str, status: str) -> tuple[str, ...]:
-    low, high = score.point_interval
+def _estimate_row(score: SystemEstimate, next_system: str, status: str) -> tuple[str, ...]:
+    (low, high), (t_low, t_high) = score.interval, score.topic_interval
     return (
         score.system,
         _fmt(score.low),
-        f"{_fmt(score.point)} [{_fmt(low)}, {_fmt(high)}]",
+        f"{_fmt(score.estimate)} [{_fmt(low)}, {_fmt(high)}]",
+        f"[{_fmt(t_low)}, {_fmt(t_high)}]",
         _fmt(score.high),
         next_system,
         status,
     )
 
 
-def _stability_blocks(result: EvalResult) -> list[Block]:
-    if not result.stability:
-        if result.compared == AUGMENTED:
-            return [
-                Heading("Rank stability under the measured judge error"),
-                Para(f"Not computed: {result.stability_note}."),
-            ]
-        return []
-    first = result.stability[0]
-    stage_rows = tuple(
-        (
-            STAGE_NAMES.get(x.stage, x.stage),
-            str(x.labels),
-            str(x.relevant),
-            "" if x.p_given_1 is None else f"{x.p_given_1:.3f}",
-            "" if x.p_given_0 is None else f"{x.p_given_0:.3f}",
-        )
-        for x in first.stages
-    )
-    blocks: list[Block] = [
-        Heading("Rank stability under the measured judge error"),
-        Para(
-            f"Each of the {first.perturbed_labels} new labels of the augmented qrels was re-drawn {first.simulations} "
-            "times from the measured error of the stage that decided it, as P(truly relevant | the stage's label) "
-            "(the stage's error rates drawn from their posteriors in every simulation, the prevalence from the share "
-            "of 1s it gave), and every system re-scored; original judgments and people's labels stay fixed. "
-            f"Measurements: {result.stability_note}. Kept: share of draws in which the system keeps its rank; mark "
-            "kept: share in which its significance mark against the next system (paired t-test, Holm) stays the same."
-        ),
-        Table(("stage", "new labels", "of them 1", "mean P(relevant | 1)", "mean P(relevant | 0)"), stage_rows),
-    ]
-    for s in result.stability:
-        rows = tuple(
-            (
-                x.system,
-                str(x.rank),
-                f"{100 * x.rank_kept:.0f}%",
-                f"{x.mean_abs_shift:.2f}",
-                "" if x.mark is None else ("sig." if x.mark else "n.s."),
-                "" if x.mark_kept is None or x.mark is None else f"{100 * x.mark_kept:.0f}%",
+def _calibration_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
+    """What each P rests on, and each calibration's cross-fitted quality per stratum."""
+    rows = []
+    quality_rows = []
+    for name, c in estimated.calibrations.items():
+        kind = "holes" if c.get("hole_like") else "known pairs (+ transfer shift)"
+        chosen = [n for n, _ in (c.get("selection") or [])[1:]]
+        rows.append((name, kind, c.get("population", ""), ", ".join(chosen) or "-"))
+        for q in c.get("strata") or []:
+            quality_rows.append(
+                (
+                    name,
+                    q["stratum"],
+                    str(q["pairs"]),
+                    str(q["relevant"]),
+                    _fmt(q.get("mean_p")),
+                    _fmt(q.get("auc")),
+                    _fmt(q.get("balanced_accuracy")),
+                    _fmt(q.get("ece")),
+                    "" if q.get("coverage") is None else f"{100 * q['coverage']:.0f}%",
+                )
             )
-            for x in sorted(s.systems, key=lambda x: (x.rank, x.system))
-        )
+    blocks: list[Block] = [
+        Heading("What each P rests on", 3),
+        Table(("calibration", "calibrated on", "population", "strata chosen"), tuple(rows)),
+    ]
+    if quality_rows:
         blocks += [
-            Heading(s.measure, 3),
-            Table(("system", "rank", "rank kept", "mean |rank shift|", "vs next", "mark kept"), rows),
+            Para(
+                "Cross-fitted quality (the whole calibration fitted on other questions and scored on held-out ones), "
+                "per stratum; covered: share of random half splits whose held-out share relevant lies in the 95% "
+                "interval the other half predicts."
+            ),
+            Table(
+                ("calibration", "stratum", "pairs", "relevant", "mean P", "AUC", "bAcc", "ECE", "covered"),
+                tuple(quality_rows),
+            ),
         ]
+    return blocks
+
+
+def _stability_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
+    if not estimated.stability:
+        return []
+    blocks: list[Block] = [
+        Heading("Rank stability over the draws", 3),
+        Para(
+            "Share of the estimate's draws (these topics) in which each system keeps the rank of its estimate, and "
+            "the mean absolute rank shift."
+        ),
+    ]
+    for measure in dict.fromkeys(x.measure for x in estimated.stability):
+        rows = tuple(
+            (x.system, str(x.rank), f"{100 * x.rank_kept:.0f}%", f"{x.mean_abs_shift:.2f}")
+            for x in sorted((x for x in estimated.stability if x.measure == measure), key=lambda x: (x.rank, x.system))
+        )
+        blocks += [Para(f"**{measure}**"), Table(("system", "rank", "rank kept", "mean |rank shift|"), rows)]
     return blocks
 
 
@@ -552,21 +573,44 @@ def _curve_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
 def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> list[Block]:
     """The leave-one-system-out test (reports/<ds>/reusability.json, written by `bridge reusability`)."""
     blocks: list[Block] = [Heading("Reusability: leave one system out")]
-    if "judges" not in data:
+    if "judges" not in data or "coverage" not in data:
         return [*blocks, Para("reusability.json was written by an older bridge: re-run `bridge reusability`.")]
     unit = "system" if data["leave_out"] == "system" else "retriever family"
     blocks.append(
         Para(
             f"For each of the {len(data['systems'])} systems, the judged pairs in its top-{data['depth']} that no "
-            f"other {unit} retrieved were removed from the original qrels (holey) and filled again by the judge "
-            f"`{data['judge']}` (one label run and one audit over all {data['removed_pairs']} removed pairs, trained "
-            "without any of them) and, in the same run, by the floors: everything relevant and relevant at random "
-            "with the topic's share of relevant judgments; the qrels fill checks the protocol. Error: mean over "
-            "systems of |score - full-qrels score|; rank displacement: mean |rank change| among the other systems' "
-            f"full scores; {data['grading']} grades for nDCG ({data['topics']} topics; 95% bootstrap intervals over "
-            "topics)."
+            f"other {unit} retrieved were removed from the original qrels (holey) and estimated again as `bridge "
+            f"eval` estimates holes: open, with the calibrated P of the judge `{data['judge']}` (one label run and one "
+            f"audit over all {data['removed_pairs']} removed pairs, trained without any of them). Beside the "
+            "estimate, in the same run, the floors: the judge's thresholded labels (what augmented.qrels holds), "
+            "holey, condensed lists, everything relevant and relevant at random with the topic's share of relevant "
+            "judgments; the qrels fill checks the protocol. Error: mean over systems of |score - full-qrels score|; "
+            f"rank displacement: mean |rank change| among the other systems' full scores; {data['grading']} grades "
+            f"for nDCG where a label fills ({data['topics']} topics; 95% bootstrap intervals over topics)."
         )
     )
+    cover_rows = tuple(
+        (
+            c["fill"],
+            c["measure"],
+            f"{c['covered']}/{c['systems']} ({c['coverage']:.3f})",
+            f"{c['mean_width']:.4f}",
+            f"{c['agree']}/{c['likely']}" if c["likely"] else "",
+            f"{c['adjacent_agree']}/{c['adjacent_likely']}" if c["adjacent_likely"] else "",
+        )
+        for c in data["coverage"]
+        if not c.get("people") or c["people"]["order"] == "random"
+    )
+    blocks += [
+        Para(
+            "Coverage: the share of left-out systems whose full-qrels score lies in the estimate's 95% interval; "
+            "likely: the comparisons of each left-out system with another that the estimate calls likely (P >= 0.95 "
+            "either way), and how many of them the full-qrels scores order the same way (adjacent: its neighbours "
+            "under the estimate). People at random: that share of the removed pairs answered from their hidden "
+            "labels at random, which also calibrates the estimate on holes."
+        ),
+        Table(("estimate", "measure", "covered", "mean width", "likely agree", "adjacent agree"), cover_rows),
+    ]
     rows = [r for r in data["judges"] if r["kind"] != "people"]
     blocks.append(
         Table(
@@ -593,7 +637,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
                 f"gain {_ci(v['gain'], v['interval'], 4)})"
                 for v in said
             ]
-            blocks.append(Para(f"**{measure}**: the judge " + "; ".join(parts) + " (paired bootstrap over topics)."))
+            blocks.append(Para(f"**{measure}**: the estimate " + "; ".join(parts) + " (paired bootstrap over topics)."))
     people = [r for r in data["judges"] if r["kind"] == "people"]
     if people:
         shares = sorted({r["people"]["share"] for r in people})
@@ -617,21 +661,12 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
                 )
         blocks += [
             Para(
-                "People, simulated: K% of the removed pairs answered from their hidden human labels (chosen in the "
-                "leaderboard-settling value order, by P nearest 0.5, at random), the judge for the rest. Cells: mean "
-                "|score - full| / Kendall tau."
+                "People, simulated: K% of the removed pairs answered from their hidden human labels (at random, or in "
+                "the review queue's value order with a quarter of them at random), the estimate for the rest. Cells: "
+                "mean |score - full| / Kendall tau."
             ),
             Table(("measure", "order", *tuple(f"K = {x:.0%}" for x in shares)), tuple(table_rows)),
         ]
-    for measure, errors in data.get("grading_effect", {}).items():
-        blocks.append(
-            Para(
-                f"Graded filling, {measure}: the judge's error with "
-                + " and ".join(f"{g} grades {e:.4f}" for g, e in errors.items())
-                + " (threshold: a filled relevant pair at the relevance grade; expected: the topic's grades weighted "
-                "by the judge's P)."
-            )
-        )
     for c in data.get("circularity", []):
         blocks.append(
             Para(
@@ -650,7 +685,8 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
     bacc = _ci(c["balanced_accuracy"], intervals.get("balanced_accuracy"))
     blocks += [
         Para(
-            "The judge on the removed pairs against their hidden human labels (a free audit on exactly the pairs that "
+            "The judge's thresholded labels on the removed pairs against their hidden human labels (a free audit on "
+            "exactly the pairs that "
             f"move the leaderboard): balanced accuracy {bacc}, Cohen's kappa {_ci(c['kappa'], intervals.get('kappa'))}"
             f", {c['undecided']} undecided."
         ),
@@ -660,7 +696,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
         ),
     ]
     if "reusability" in figures:
-        blocks.append(Image(figures["reusability"], "Each system under the full, holey and filled (judge) qrels."))
+        blocks.append(Image(figures["reusability"], "Each system under the full and holey qrels, and its estimate."))
     return blocks
 
 
@@ -782,7 +818,7 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     """Every output of ``bridge eval`` under ``out``; returns the paths written."""
     names = result.scores.qrels_names
     written = [out / "leaderboard.csv", out / "holes.csv"]
-    write_leaderboard(result.rows, names, written[0], result.settled)
+    write_leaderboard(result.rows, names, written[0], result.estimated)
     write_holes(result.holes, written[1])
     if result.significance is not None:
         written.append(out / "significance.csv")
@@ -793,13 +829,11 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     if result.curves is not None:
         written.append(out / "curves.csv")
         write_curves(result.curves, written[-1])
-    if result.stability:
-        written.append(out / "stability.csv")
-        write_stability(result.stability, written[-1])
-    if result.settled is not None:
-        written += [out / "comparisons.csv", out / "settling-pairs.tsv"]
-        write_comparisons(result.settled, written[-2])
-        write_settling_pairs(result.settled, written[-1])
+    if result.estimated is not None:
+        written += [out / "comparisons.csv", out / "valuable-pairs.tsv", out / "stability.csv"]
+        write_comparisons(result.estimated, written[-3])
+        write_valuable_pairs(result.estimated, written[-2])
+        write_stability(result.estimated, written[-1])
     reusability = read_reusability(out / "reusability.json")
     figure_paths: dict[str, Path] = {}
     if figures:
@@ -815,14 +849,16 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     return [*written, out / "report.md", out / "report.html"]
 
 
-def write_stability(results: Sequence[Any], path: Path) -> None:
+def write_stability(estimated: EstimatedLeaderboard, path: Path) -> None:
+    """stability.csv: per measure and system, its rank under the estimate and how often the draws keep it."""
     from bridge.fsio import atomic_write
 
-    rows = [row for r in results for row in r.to_rows()]
     with atomic_write(path) as handle:
-        writer = csv.DictWriter(handle, fieldnames=list(rows[0]))
-        writer.writeheader()
-        writer.writerows(rows)
+        writer = csv.writer(handle)
+        writer.writerow(["measure", "system", "rank", "rank_kept", "mean_abs_rank_shift", "draws"])
+        for x in estimated.stability:
+            kept, shift = f"{x.rank_kept:.4f}", f"{x.mean_abs_shift:.4f}"
+            writer.writerow([x.measure, x.system, x.rank, kept, shift, estimated.draws])
 
 
 def _figures(result: EvalResult, folder: Path) -> dict[str, Path]:

@@ -29,16 +29,18 @@ from typing import Any
 import numpy as np
 
 from bridge.errors import BridgeError
+from bridge.estimate import EstimateConfig, Leaderboard, Measure
+from bridge.holes import RANDOM_SAMPLING, Calibration, HoleModelConfig, build_hole_model
 from bridge.judging.metrics import Agreement, agreement_of
-from bridge.label_records import LabelRecord
+from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.scoring import FlatQrels, RunMatrix, per_topic
-from bridge.settle import Measure
 from bridge.trec import Qrels, Run, top_k
 from eval.rankcorr import kendall_tau_rows, tau_ap_rows
 
 Pair = tuple[str, str]
 DEFAULT_MEASURES = ("nDCG@10", "P@10")
 HOLEY, CONDENSED, EVERYTHING, RANDOM, QRELS = "holey", "holey-condensed", "everything-relevant", "random", "qrels"
+ESTIMATE, THRESHOLDED = "estimate", "thresholded labels"
 GRADINGS = ("expected", "threshold")
 
 
@@ -117,6 +119,10 @@ class Fill:
     condensed: bool = False
     """Score the system's condensed list instead (Sakai 2007: every document the holey qrels do not judge is
     dropped from its ranking, the rest move up)."""
+    values: Mapping[str, Mapping[str, np.ndarray]] | None = None
+    """An estimate's expected per-topic scores (measure -> system -> topics), in place of labels."""
+    grading: str | None = None
+    """This fill's grading whatever the test's (the thresholded labels: the threshold grade, as augmented.qrels)."""
 
 
 def record_grade(record: LabelRecord, threshold: int) -> int | None:
@@ -127,8 +133,9 @@ def record_grade(record: LabelRecord, threshold: int) -> int | None:
     return grade if (grade >= threshold) == bool(record.label) else None
 
 
-def judge_fill(name: str, records: Iterable[LabelRecord], threshold: int) -> Fill:
-    """The judge's records as a fill (undecided records stay out, unless they carry a P)."""
+def judge_fill(name: str, records: Iterable[LabelRecord], threshold: int, kind: str = "baseline") -> Fill:
+    """The judge's records as a fill of thresholded labels (undecided records stay out, unless they carry a P):
+    what augmented.qrels holds, the floor the estimate must beat."""
     labels: dict[Pair, int] = {}
     p: dict[Pair, float] = {}
     grades: dict[Pair, int] = {}
@@ -140,7 +147,7 @@ def judge_fill(name: str, records: Iterable[LabelRecord], threshold: int) -> Fil
             p[pair] = float(r.p_yes)
         if (grade := record_grade(r, threshold)) is not None:
             grades[pair] = grade
-    return Fill(name, "judge", labels, p, grades)
+    return Fill(name, kind, labels, p, grades, grading="threshold")
 
 
 def baseline_fills(pairs: Iterable[Pair], holey: Qrels, qrels: Qrels, threshold: int, seed: int = 0) -> list[Fill]:
@@ -166,15 +173,6 @@ def baseline_fills(pairs: Iterable[Pair], holey: Qrels, qrels: Qrels, threshold:
             {p: qrels[p[0]][p[1]] for p in pairs},
         ),
     ]
-
-
-def people_fill(judge: Fill, order: Sequence[Pair], share: float, qrels: Qrels, threshold: int, name: str) -> Fill:
-    """The judge's fill with the first ``share`` of ``order`` answered by people (their hidden human grades)."""
-    asked = set(order[: round(share * len(order))])
-    labels = {**judge.labels, **{(q, d): int(qrels[q][d] >= threshold) for q, d in asked}}
-    grades = {**judge.grades, **{(q, d): qrels[q][d] for q, d in asked}}
-    p = {pair: v for pair, v in judge.p.items() if pair not in asked}
-    return Fill(f"people {name} {share:.0%}", "people", labels, p, grades, (name, share))
 
 
 class TopicGrades:
@@ -212,6 +210,131 @@ def fill_grades(fill: Fill, pair: Pair, threshold: int, grading: str, topic_grad
     return binary, (topic_grades.gain(pair[0], p) if p is not None else 0.0)
 
 
+# -- the estimate: what bridge eval reports, for each left-out system ---------------------------------------------
+
+
+@dataclass(frozen=True)
+class Coverage:
+    """Does an estimate's 95% interval hold each left-out system's full-qrels score, and are the comparisons it calls
+    likely in the full-qrels order?"""
+
+    fill: str
+    measure: str
+    systems: int
+    covered: int
+    mean_width: float
+    likely: int
+    """Comparisons of a left-out system with another system called likely (P >= 0.95 either way)."""
+    agree: int
+    """... of them in the order of the full-qrels scores."""
+    adjacent_likely: int
+    """The same for the left-out system's neighbours under its estimate."""
+    adjacent_agree: int
+    people: tuple[str, float] | None = None
+
+    @property
+    def share(self) -> float:
+        return self.covered / self.systems if self.systems else float("nan")
+
+    def to_json(self) -> dict[str, Any]:
+        out = {k: getattr(self, k) for k in ("fill", "measure", "systems", "covered", "mean_width", "likely", "agree",
+                                             "adjacent_likely", "adjacent_agree")}  # fmt: skip
+        out["coverage"] = self.share
+        if self.people:
+            out["people"] = {"order": self.people[0], "share": self.people[1]}
+        return out
+
+
+def estimate_fill(
+    name: str,
+    runs: Mapping[str, Run],
+    qrels: Qrels,
+    topics: Sequence[str],
+    experiments: Sequence[LeaveOut],
+    measures: Sequence[Measure],
+    threshold: int,
+    records: Mapping[Pair, LabelRecord],
+    calibrations: Mapping[str, Calibration],
+    gate: tuple[int, int] | None,
+    config: EstimateConfig,
+    holes: HoleModelConfig | None = None,
+    answered: Mapping[Pair, tuple[int, str]] | None = None,
+    compare: bool = True,
+    people: tuple[str, float] | None = None,
+) -> tuple[Fill, list[Coverage]]:
+    """Each left-out system estimated as ``bridge eval`` would: its removed pairs open with the judge's calibrated P
+    (the hole model), every system scored under the same draws. ``answered``: removed pairs people answered (answer,
+    how the pair was chosen); the random ones also calibrate. ``compare``: every system in the draws (the
+    comparisons), else the left-out system alone (its estimate only)."""
+    answered = answered or {}
+    scorer = LeaveOutScorer(runs, qrels, topics, threshold)
+    full = {m.label: {s: float(scorer.full(s, m).mean()) for s in runs} for m in measures}
+    random_answers = [(records[p], y) for p, (y, how) in answered.items() if how == RANDOM_SAMPLING and p in records]
+    values: dict[str, dict[str, np.ndarray]] = {m.label: {} for m in measures}
+    tallies = {m.label: [0, 0, 0.0, 0, 0, 0, 0] for m in measures}
+    for e in experiments:
+        mine = [records[p] for p in e.removed if p in records and p not in answered]
+        mine += [
+            simulated_answer(records.get(p), p, y, qrels[p[0]][p[1]]) for p, (y, _) in answered.items() if p in e.removed
+        ]
+        model = build_hole_model(
+            holey_qrels(qrels, e.removed), mine, sorted(e.removed), topics, threshold, calibrations, gate, (),
+            holes or HoleModelConfig(), random_answers,
+        )  # fmt: skip
+        board = Leaderboard(runs if compare else {e.system: runs[e.system]}, model, topics, measures, config)
+        i = board.systems.index(e.system)
+        for m in measures:
+            values[m.label][e.system] = board.topic_means[m.label][i]
+            low, high = np.percentile(board.means[m.label][:, i], [2.5, 97.5])
+            t = tallies[m.label]
+            truth = full[m.label][e.system]
+            t[0] += 1
+            t[1] += int(low - 1e-12 <= truth <= high + 1e-12)
+            t[2] += float(high - low)
+            if not compare:
+                continue
+            order = board.order(m.label)
+            where = order.index(i)
+            neighbours = {order[j] for j in (where - 1, where + 1) if 0 <= j < len(order)}
+            for j, other in enumerate(board.systems):
+                if j == i or full[m.label][other] == truth:
+                    continue
+                p = board.p_beats(m.label, i, j)
+                if config.likely > p > 1 - config.likely:
+                    continue
+                right = (p >= config.likely) == (truth > full[m.label][other])
+                t[3], t[4] = t[3] + 1, t[4] + int(right)
+                if j in neighbours:
+                    t[5], t[6] = t[5] + 1, t[6] + int(right)
+    coverage = [
+        Coverage(name, m, int(t[0]), int(t[1]), t[2] / max(t[0], 1), int(t[3]), int(t[4]), int(t[5]), int(t[6]), people)
+        for m, t in tallies.items()
+    ]
+    return Fill(name, "people" if people else ESTIMATE, {}, values=values, people=people), coverage
+
+
+def simulated_answer(record: LabelRecord | None, pair: Pair, label: int, grade: int) -> LabelRecord:
+    """People's answer to a removed pair (its hidden label and grade), as ``bridge review`` writes one: the judge's
+    record it replaces is kept with it."""
+    source = {} if record is None else {
+        k: getattr(record, k) for k in ("route", "judge", "config_id", "model", "details", "label", "stage")
+    }  # fmt: skip
+    return LabelRecord(
+        qid=pair[0],
+        docid=pair[1],
+        label=label,
+        route=HUMAN_JUDGE,
+        judge=HUMAN_JUDGE,
+        config_id="simulated-people",
+        model="",
+        details={"escalated": source, "grade": grade},
+        p_yes=record.p_yes if record is not None else None,
+        systems=list(record.systems) if record is not None else [],
+        min_rank=record.min_rank if record is not None else None,
+        stage=HUMAN_JUDGE,
+    )
+
+
 # -- scores ---------------------------------------------------------------------------------------------------------
 
 
@@ -243,9 +366,11 @@ class LeaveOutScorer:
         return per_topic(measure.name, self.matrix(system, measure.k), self.flat, self.flat.grades, measure.k)
 
     def filled(self, e: LeaveOut, fill: Fill, measure: Measure, grading: str, topic_grades: TopicGrades) -> np.ndarray:
+        if fill.values is not None:
+            return np.asarray(fill.values[measure.label][e.system])
         grades = self.flat.grades.copy()
         for pair in e.removed:
-            binary, gain = fill_grades(fill, pair, self.threshold, grading, topic_grades)
+            binary, gain = fill_grades(fill, pair, self.threshold, fill.grading or grading, topic_grades)
             grades[self.flat.index[pair]] = gain if measure.name == "nDCG" else binary
         matrix = self.matrix(e.system, measure.k, e.removed if fill.condensed else None)
         return per_topic(measure.name, matrix, self.flat, grades, measure.k)
@@ -389,9 +514,9 @@ class ReusabilityResult:
     rows: list[JudgeRow]
     verdicts: list[Verdict]
     confusion: Agreement
-    """The judge on every distinct removed pair against its hidden human label."""
-    grading_effect: dict[str, dict[str, float]] = field(default_factory=dict)
-    """nDCG measure -> grading -> the judge's mean |score - full| under it."""
+    """The judge's thresholded labels on every distinct removed pair against their hidden human labels."""
+    coverage: list[Coverage] = field(default_factory=list)
+    """The estimates' intervals and likely comparisons against the full qrels."""
     circularity: list[Circularity] = field(default_factory=list)
     audit: dict[str, Any] | None = None
     """The label run's judge-audit.json (one audit for the whole test)."""
@@ -409,7 +534,7 @@ class ReusabilityResult:
             "systems": [s.to_json() for s in self.systems],
             "judges": [r.to_json() for r in self.rows],
             "verdicts": [v.to_json() for v in self.verdicts],
-            "grading_effect": self.grading_effect,
+            "coverage": [c.to_json() for c in self.coverage],
             "circularity": [c.to_json() for c in self.circularity],
             "judge_on_removed_pairs": self.confusion.to_json(),
             "audit": self.audit,
@@ -457,18 +582,20 @@ def evaluate_reusability(
     seed: int = 0,
     shared: Mapping[str, Sequence[str]] | None = None,
     judge_models: Sequence[str] = (),
+    coverage: Sequence[Coverage] = (),
     **names: Any,
 ) -> ReusabilityResult:
     """Score every left-out system under the full qrels and under each fill of its removed pairs; per fill and
-    measure the leaderboard figures with bootstrap intervals over topics; paired verdicts of the judge (the fill of
-    kind ``judge``) against each baseline; the judge under the other grading; the circularity check (``shared``:
-    system -> the judge's models it uses). ``names``: dataset, depth, mode, judge for the record."""
+    measure the leaderboard figures with bootstrap intervals over topics; paired verdicts of the estimate (the fill
+    of kind ``estimate``) against each baseline (the thresholded labels among them); the circularity check
+    (``shared``: system -> the judge's models it uses). ``coverage``: the estimates' interval coverage, kept with
+    the result. ``names``: dataset, depth, mode, judge for the record."""
     if grading not in GRADINGS:
         raise ValueError(f"grading must be one of {', '.join(GRADINGS)}, got {grading!r}")
     scorer = LeaveOutScorer(runs, qrels, topics, threshold)
     systems = [e.system for e in experiments]
-    judge = next((f for f in fills if f.kind == "judge"), None)
-    other_grading = "threshold" if grading == "expected" else "expected"
+    judge = next((f for f in fills if f.kind == ESTIMATE), None)
+    labels = next((f for f in fills if f.name == THRESHOLDED), None)
     rng = np.random.default_rng(seed)
     n = len(topics)
     weights = rng.multinomial(n, np.full(n, 1 / n), size=resamples) / n if resamples and n else np.zeros((0, n))
@@ -490,26 +617,16 @@ def evaluate_reusability(
             rows.append(_row(f, m.label, f_means, means, systems, error_draws, tau_draws, f_boot, boot))
         if judge is not None:
             verdicts += _verdicts(judge, fills, m.label, rows, draws)
-    grading_effect = {}
-    if judge is not None:
-        for m in measures:
-            if m.name != "nDCG":
-                continue
-            other = np.array([scorer.filled(e, judge, m, other_grading, topic_grades) for e in experiments])
-            grading_effect[m.label] = {
-                grading: next(r.error for r in rows if r.judge == judge.name and r.measure == m.label),
-                other_grading: float(np.abs(other.mean(axis=1) - full[m.label].mean(axis=1)).mean()),
-            }
     circularity = []
     if judge is not None and shared is not None:
         for m in measures:
             signed = filled[(judge.name, m.label)] - full[m.label]
             check = _circularity(m.label, signed, weights, systems, shared, judge_models)
             circularity += [check] if check is not None else []
-    results = _system_results(experiments, fills, judge, measures, full, filled, qrels, threshold, shared or {})
+    results = _system_results(experiments, fills, judge, labels, measures, full, filled, qrels, threshold, shared or {})
     union = removed_union(experiments)
     truth = [int(qrels[q][d] >= threshold) for q, d in sorted(union)]
-    said = [judge.labels.get(p) if judge else None for p in sorted(union)]
+    said = [labels.labels.get(p) if labels else None for p in sorted(union)]
     return ReusabilityResult(
         names.get("dataset", ""),
         names.get("depth", 10),
@@ -522,7 +639,7 @@ def evaluate_reusability(
         rows,
         verdicts,
         agreement_of(truth, said, seed=seed),
-        grading_effect,
+        list(coverage),
         circularity,
     )
 
@@ -612,6 +729,7 @@ def _system_results(
     experiments: Sequence[LeaveOut],
     fills: Sequence[Fill],
     judge: Fill | None,
+    labels: Fill | None,
     measures: Sequence[Measure],
     full: Mapping[str, np.ndarray],
     filled: Mapping[tuple[str, str], np.ndarray],
@@ -634,7 +752,7 @@ def _system_results(
                 values["filled"] = values[judge.name]
             scores[m.label] = values
             ranks[m.label] = {k: _rank_among(v, others) for k, v in values.items()}
-        undecided = sum(1 for p in e.removed if judge is None or p not in judge.labels)
+        undecided = sum(1 for p in e.removed if labels is None or p not in labels.labels)
         relevant = sum(1 for q, d in e.removed if qrels[q][d] >= threshold)
         out.append(
             SystemResult(

@@ -64,15 +64,23 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--fill-grades",
         choices=["expected", "threshold"],
         default="expected",
-        help="grade of a filled pair for nDCG: expected (default: the topic's mean relevant and not-relevant grades "
-        "weighted by the judge's P) or threshold (relevant at the relevance threshold, else 0)",
+        help="grade of a pair filled by a label (the thresholded labels, the floors) for nDCG: expected (default: the "
+        "topic's mean relevant and not-relevant grades weighted by the judge's P) or threshold (relevant at the "
+        "relevance threshold, else 0); the estimate draws grades from its hole model",
     )
     g.add_argument(
         "--people",
         default="0,2,5,10,20",
         metavar="K,...",
-        help="people curve: percents of the removed pairs answered from their hidden human labels, in value, "
-        "uncertainty and random order (default: 0,2,5,10,20; 'none' skips it)",
+        help="people curve: percents of the removed pairs answered from their hidden human labels, drawn at random "
+        "(they calibrate the estimate on holes) or in the review queue's value order (a quarter of them at "
+        "random) (default: 0,2,5,10,20; 'none' skips it)",
+    )
+    g.add_argument(
+        "--draws",
+        type=int,
+        default=400,
+        help="draws of the removed pairs' labels behind each estimate, as `bridge eval --draws` (default: 400)",
     )
     g.add_argument("--resamples", type=int, default=1000, help="bootstrap resamples over topics (default: 1000)")
     g.add_argument("--seed", type=int, default=0, help="seed of the bootstrap, the random floor and order (default: 0)")
@@ -127,25 +135,27 @@ def judge_models(spec) -> set[str]:
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
+    from bridge.estimate import EstimateConfig, parse_measures
     from bridge.fsio import write_json_atomic
+    from bridge.holes import CALIBRATIONS_FILE, read_calibrations
     from bridge.label.chain import build_chain
     from bridge.label.cli import spec_from_args
-    from bridge.label.run import LabelOptions, LabelPaths, counted_records, label_pool
-    from bridge.label_records import read_labels
+    from bridge.label.run import LabelOptions, LabelPaths, label_pool
+    from bridge.label_records import counted_records, read_labels
     from bridge.pool import build_pool, load_runs, write_pool
-    from bridge.settle import parse_measures
     from eval.reusability import (
+        THRESHOLDED,
         TopicGrades,
         baseline_fills,
+        estimate_fill,
         evaluate_reusability,
         holey_qrels,
         judge_fill,
         leave_one_out,
         leave_out_groups,
-        people_fill,
         removed_union,
     )
-    from eval.reusability_people import cached_orders, orders_key, people_orders
+    from eval.reusability_people import answered, cached_orders, orders_key, people_orders
 
     start = time.perf_counter()
     if args.depth < 1:
@@ -185,22 +195,34 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     options = LabelOptions(restart=args.restart, batch_pairs=args.batch_pairs, audit=spec.audit, progress=spec.progress)
     summary = label_pool(holey, chain, paths, options)
     judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
-    judge = judge_fill(f"judge: {args.judge}", counted_records(read_labels(paths.labels), {judge_id}), threshold)
+    records = {(r.qid, r.docid): r for r in counted_records(read_labels(paths.labels), {judge_id})}
+    calibrations = read_calibrations(folder / CALIBRATIONS_FILE)
+    evidence = (summary.audit.extra.get("evidence") or {}).get("recall_on_gold") if summary.audit else None
+    gate = (int(evidence["found"]), int(evidence["total"])) if evidence and evidence.get("total") else None
     labelled = time.perf_counter()
 
-    fills = [judge, *baseline_fills(union, holey.qrels, ds.qrels, threshold, args.seed)]
+    estimate = EstimateConfig(draws=args.draws, seed=args.seed)
+    common = (runs, ds.qrels, topics, experiments, measures, threshold, records, calibrations, gate, estimate)
+    main, coverage = estimate_fill("estimate", *common)
+    thresholded = judge_fill(THRESHOLDED, records.values(), threshold)
+    fills = [main, thresholded, *baseline_fills(union, holey.qrels, ds.qrels, threshold, args.seed)]
     if shares and union:
-        key = orders_key(runs, holey.qrels, judge, measures, args.seed)
+        key = orders_key(runs, holey.qrels, records, measures, args.seed)
         orders = cached_orders(
             folder / "people-orders.json",
             key,
-            lambda: people_orders(
-                runs, holey.qrels, topics, sorted(union), judge, ds.qrels, measures, threshold, args.seed
-            ),
-        )
-        fills += [
-            people_fill(judge, order, s, ds.qrels, threshold, name) for name, order in orders.items() for s in shares
-        ]
+            lambda: people_orders(runs, holey.qrels, topics, sorted(union), records, calibrations, gate, measures,
+                                  threshold, args.seed, estimate),
+        )  # fmt: skip
+        for name, order in orders.items():
+            for share in (s for s in shares if s > 0):
+                asked = answered(order, share, ds.qrels, threshold)
+                fill, cover = estimate_fill(
+                    f"people {name} {share:.0%}", *common, answered=asked, compare=name == "random",
+                    people=(name, share),
+                )  # fmt: skip
+                fills.append(fill)
+                coverage += cover
     ordered = time.perf_counter()
     models = judge_models(spec)
     shared = {s: tuple(sorted(system_models(s, specs, spec.llm.model) & models)) for s in runs}
@@ -218,13 +240,14 @@ def cmd_reusability(args: argparse.Namespace) -> int:
         args.seed,
         shared,
         sorted(models),
+        coverage,
         dataset=ds.name,
         depth=args.depth,
         mode=args.leave_out,
         judge=f"{args.judge} ({judge_id})",
     )
     end = time.perf_counter()
-    timing = {"label": labelled - start, "people_orders": ordered - labelled, "evaluate": end - ordered}
+    timing = {"label": labelled - start, "estimates": ordered - labelled, "evaluate": end - ordered}
     result = replace(result, audit=summary.audit.to_json() if summary.audit else None, timing=timing)
     out = ws.reports(ds.slug) / "reusability.json"
     write_json_atomic(out, result.to_json())
@@ -246,7 +269,7 @@ def verdict_line(result, measure: str) -> str:
             continue
         word = {"better": "beats", "worse": "loses to", "n.s.": "does not beat"}[v.verdict]
         parts.append(f"{word} {v.baseline} ({v.baseline_value:.4f} -> {v.judge_value:.4f}{_ci(v.interval, 4)})")
-    return f"{measure}: the judge " + "; ".join(parts) if parts else f"{measure}: no baseline to compare with"
+    return f"{measure}: the estimate " + "; ".join(parts) if parts else f"{measure}: no baseline to compare with"
 
 
 def summary_lines(result) -> str:
@@ -266,6 +289,20 @@ def summary_lines(result) -> str:
         )
     measures = list(dict.fromkeys(r.measure for r in result.rows))
     lines += [verdict_line(result, m) for m in measures]
+    for c in result.coverage:
+        if c.people and c.people[0] != "random":
+            continue
+        who = f"people {c.people[0]} {c.people[1]:.0%}" if c.people else "estimate"
+        compared = (
+            f"; likely comparisons in the full order {c.agree}/{c.likely} (adjacent {c.adjacent_agree}/"
+            f"{c.adjacent_likely})"
+            if c.likely or c.people is None or c.people[0] == "random"
+            else ""
+        )
+        lines.append(
+            f"coverage, {who}, {c.measure}: full-qrels score inside the 95% interval for {c.covered}/{c.systems} "
+            f"left-out systems ({c.share:.3f}), mean width {c.mean_width:.4f}{compared}"
+        )
     people = [r for r in result.rows if r.kind == "people"]
     if people:
         lines.append("people curve (mean |err| / tau at K% of the removed pairs answered by people):")
@@ -277,11 +314,6 @@ def summary_lines(result) -> str:
                     if r.measure == m and r.people[0] == order
                 ]
                 lines.append(f"  {m:8s} {order:11s} " + "  ".join(cells))
-    for m, errors in result.grading_effect.items():
-        lines.append(
-            f"graded filling, {m}: the judge's mean |err| "
-            + ", ".join(f"{g} grades {e:.4f}" for g, e in errors.items())
-        )
     for c in result.circularity:
         lines.append(
             f"circularity, {c.measure}: signed error on the {len(c.sharing)} systems sharing a model with the judge "
@@ -291,7 +323,8 @@ def summary_lines(result) -> str:
         )
     c = result.confusion
     lines.append(
-        f"judge on the {c.pairs} removed pairs vs hidden human labels: tp {c.tp} fn {c.fn} fp {c.fp} tn {c.tn} "
+        f"the judge's thresholded labels on the {c.pairs} removed pairs vs hidden human labels: tp {c.tp} fn {c.fn} "
+        f"fp {c.fp} tn {c.tn} "
         f"undecided {c.undecided}; bAcc {c.describe('balanced_accuracy')}, kappa {c.describe('kappa')}"
     )
     if result.audit is not None:

@@ -104,11 +104,14 @@ def test_judge_eval_on_a_reference_cross_fits_by_question(tmp_path):
     for k, part in enumerate(parts):
         records = read_labels(tmp_path / "out" / part)
         assert {folds[(r.qid, r.docid)] for r in records} == {k}  # each part scored by the model of the other
-        assert len({r.details["model"] for r in records}) == 1
+        assert len({r.details["calibration"] for r in records}) == 1
 
 
-def test_a_label_run_fits_on_one_part_of_the_reference_and_audits_on_the_other(tmp_path):
-    from bridge.judging.answer_context import AnswerContextModel
+def test_a_label_run_calibrates_on_the_whole_reference_and_reuses_the_fit(tmp_path):
+    """The reference is a sample of the holes: the judge is calibrated on all of it (its quality measured
+    cross-fitted by question), every record carries the calibrated P, its features and the calibration's name, the
+    hole model gets the calibration, and a second run reuses the fit kept beside the labels."""
+    from bridge.holes import CALIBRATIONS_FILE, read_calibrations
 
     ds = company_dataset()
     reference = tmp_path / "ref.tsv"
@@ -119,17 +122,24 @@ def test_a_label_run_fits_on_one_part_of_the_reference_and_audits_on_the_other(t
     )
     judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))
     summary = run_label(ds, judge, tmp_path, audit_pairs=10, evidence=EvidenceConfig())
-    model = AnswerContextModel.from_json(json.loads((tmp_path / "calibration.json").read_text()))
-    fitted = set(model.pairs)
+    calibrations = read_calibrations(tmp_path / CALIBRATIONS_FILE)
+    (name,) = calibrations
+    calibration = calibrations[name]
+    assert calibration.hole_like and "ref.tsv" in calibration.population
+    overall = next(q for q in calibration.quality["strata"] if q["stratum"] == "all")
+    assert (overall["pairs"], overall["relevant"], overall["auc"]) == (60, 30, 1.0)  # cross-fitted by question
+    records = {(r.qid, r.docid): r for r in read_labels(tmp_path / "labels.jsonl")}
+    for i in range(30):
+        x = records[(f"q{i}", f"x{i}")]
+        assert x.label == 0 and 0 < x.p_yes < 0.2 and x.details["calibration"] == name
+        assert set(x.details["features"]) == {"question_in_passage", "question_near_answer", "question_in_title"}
+        assert records[(f"q{i}", f"n{i}")].label == 0  # the gate
     audited = {(a.pair.qid, a.pair.docid) for a in read_audit(tmp_path / "audit.jsonl")}
-    fit_part, audit_part = split_by_question(read_reference(reference), 0.5, 0)
-    assert fitted == {(p.qid, p.docid) for p in fit_part} and not fitted & audited
-    assert {(p.qid, p.docid) for p in audit_part} <= audited
-    llm = summary.audit.lanes["llm"]
-    assert llm.agreement.pairs == len(audit_part) and llm.agreement.balanced_accuracy == 1.0  # the headline
-    assert summary.audit.trusted and "reference" in llm.kinds
-    labels = {(r.qid, r.docid): r.label for r in read_labels(tmp_path / "labels.jsonl")}
-    assert all(labels[(f"q{i}", f"x{i}")] == 0 and labels[(f"q{i}", f"n{i}")] == 0 for i in range(30))
+    assert not audited & {(p.qid, p.docid) for p in read_reference(reference)}  # fitted on: never audited
+    assert name in summary.audit.extra["calibrations"]
+    again = run_label(ds, AnswerContextJudge(None, None, AnswerContextConfig(str(reference))), tmp_path,
+                      audit_pairs=10, evidence=EvidenceConfig())  # fmt: skip
+    assert again.judged == 0 and any("reused from" in line for line in again.lines())
 
 
 def test_an_unfitted_answer_context_judge_asks_for_a_reference(tmp_path):
@@ -141,12 +151,13 @@ def test_an_unfitted_answer_context_judge_asks_for_a_reference(tmp_path):
 
 def test_value_order_asks_the_costly_judge_only_where_a_label_can_change_a_comparison(tmp_path):
     """30 topics, Hit@10. A ranks the gold passage first, then x<i> (answer-bearing, open): x<i> cannot change A's
-    Hit. B's only chance is r<i>, C's is nothing: r<i> decides B's comparisons, so it is asked; x<i> never is."""
+    Hit. B's only chance is r<i>; C finds the gold passage in half of the topics: B against C is open, and only r<i>
+    can move it, so it is asked; x<i> never is."""
     ds = company_dataset()
     runs = {
         "A": {q.qid: {f"g{i}": 3.0, f"x{i}": 2.0, f"n{i}": 1.0} for i, q in enumerate(ds.queries)},
         "B": {q.qid: {f"r{i}": 3.0, f"n{i}": 2.0} for i, q in enumerate(ds.queries)},
-        "C": {q.qid: {f"n{i}": 3.0} for i, q in enumerate(ds.queries)},
+        "C": {q.qid: {(f"g{i}" if i % 2 else f"n{i}"): 3.0} for i, q in enumerate(ds.queries)},
     }
     entries = [PoolEntry(q.qid, d, ("A",), 1) for i, q in enumerate(ds.queries) for d in (f"x{i}", f"r{i}", f"n{i}")]
     write_pool(entries, tmp_path / "pool.tsv")

@@ -157,8 +157,8 @@ def test_eval_ranks_a_foreign_run_under_original_and_bridge_qrels(data, capsys):
                 "--bridge-compat",
                 "--orders",
                 "0",
-                "--stability",
-                "0",
+                "--draws",
+                "50",
                 "--permutations",
                 "100",
                 "--no-figures",
@@ -247,7 +247,7 @@ def test_id_mismatches_are_listed_never_dropped(data, caplog):
     caplog.clear()
     write_run({"test0": {"doc1": 2.0, "zzz": 1.0}, "test99": {"doc3": 1.0}}, data.parent / "mine.run", tag="mine")
     args = ["eval", "--dataset", "bridge:nq", "--data-dir", str(data), "--run", "mine.run", "--orders", "0"]
-    assert main([*args, "--stability", "0", "--significance", "none", "--no-figures", "--quiet"]) == 0
+    assert main([*args, "--draws", "50", "--significance", "none", "--no-figures", "--quiet"]) == 0
     warned = caplog.text
     assert "run mine: 1 of its 3 retrieved ids are not in the corpus (zzz)" in warned
     assert "run mine: 1 topics without results, scored 0 (test7)" in warned
@@ -258,7 +258,7 @@ def test_id_mismatches_are_listed_never_dropped(data, caplog):
 def test_lotte_without_original_qrels_evaluates_on_bridge_topics(data):
     write_run({"0": {"1": 2.0, "2": 1.0}, "1": {"2": 1.0}}, data.parent / "mine.run", tag="mine")
     args = ["eval", "--dataset", "bridge:lifestyle", "--data-dir", str(data), "--run", "mine.run"]
-    assert main([*args, "--orders", "0", "--stability", "0", "--significance", "none", "--no-figures", "-q"]) == 0
+    assert main([*args, "--orders", "0", "--draws", "50", "--significance", "none", "--no-figures", "-q"]) == 0
     rows = read_csv(data.parent / "reports" / "bridge-lifestyle" / "leaderboard.csv")
     hit = row(rows, "mine", "Hit@10")
     assert (float(hit["original"]), float(hit["bridge"])) == (0.0, 0.5)  # query 0 finds "1"; query 1 finds nothing

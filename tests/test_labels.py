@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+from collections import Counter
+
 import pytest
 from conftest import ScriptedLLM, agent_reply, run_label, speaker
 
@@ -88,12 +90,21 @@ def test_crash_mid_run_resumes_with_exactly_one_record_per_pair(staged):
     assert len({(r.qid, r.docid) for r in read_labels(tmp / "labels.jsonl")}) == 4
 
 
-def test_labels_from_another_configuration_are_not_mixed(staged):
+def test_labels_of_another_configuration_stay_side_by_side(staged):
+    """A second configuration judges its own pairs without asking for --restart; each configuration's labels are
+    kept and counted apart, and switching back is a warm re-run."""
     ds, tmp = staged
-    run_label(ds, DebateEngine(ScriptedLLM(relevant_if_rontgen)), tmp)
+    first = DebateEngine(ScriptedLLM(relevant_if_rontgen))
+    run_label(ds, first, tmp)
     other = DebateEngine(ScriptedLLM(relevant_if_rontgen), DebateConfig(rounds=3))
-    with pytest.raises(BridgeError, match="another dream configuration"):
-        run_label(ds, other, tmp)
+    summary = run_label(ds, other, tmp)
+    assert summary.judged == 4 and summary.resumed == 0
+    assert any("other judge configuration" in line for line in summary.lines())
+    records = read_labels(tmp / "labels.jsonl")
+    assert sorted(Counter(r.config_id for r in records).values()) == [4, 4]
+    back = ScriptedLLM(relevant_if_rontgen)
+    again = run_label(ds, DebateEngine(back), tmp)
+    assert again.judged == 0 and again.resumed == 4
     summary = run_label(ds, other, tmp, restart=True)
     assert summary.judged == 4
     assert list(tmp.glob("labels.jsonl.*.bak"))

@@ -12,10 +12,15 @@ logistic model over
 * ``llm_logit``            the logit of the LLM's one-pass P(true), asked with the evidence hint (when an
   LLM is given: a stronger model served to bridge makes this feature, and the judge, stronger),
 
-fitted on labelled answer-bearing pairs (a reference file read under the written criterion, e.g.
-``bench/data/nq-answer-reference/``), never on the pairs it is audited on. It records the fitted
-P(relevant) with every label and says relevant when P reaches the share of relevant pairs it was
-fitted on (the balanced decision: equal weight to both kinds of error). Pairs without an answer
+fitted on labelled answer-bearing pairs: a reference file read under the written criterion (e.g.
+``bench/data/nq-answer-reference/``, a random sample of nq's answer-bearing holes), which makes the fit a
+calibration **on pairs like the holes** (:mod:`bridge.judging.hole_calibration`): the features above, plus
+the strata the cross-validation picks from the pair's place in the pool (read from ``pairs.tsv`` beside the
+reference), with bootstrap draws for the calibration's own uncertainty and its cross-fitted quality per
+stratum. Every record carries the calibrated P (the mean over the draws), its features and the calibration's
+name, so the hole model (:mod:`bridge.holes`) draws from the same calibration; the label is 1 when P reaches
+the share of relevant pairs in the reference (the balanced decision). The fitted calibration is kept beside the
+labels under a digest of everything it was fitted from, so a later run reuses it. Pairs without an answer
 match go to ``fallback`` (None: undecided).
 """
 
@@ -24,9 +29,8 @@ from __future__ import annotations
 import hashlib
 import json
 import math
-from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
-from dataclasses import fields as dataclass_fields
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, cast
 
@@ -34,6 +38,7 @@ import numpy as np
 
 from bridge.errors import BridgeError
 from bridge.fsio import write_json_atomic
+from bridge.holes import Calibration, PairFacts, pool_candidates
 from bridge.judging.answer_swap import content_words
 from bridge.judging.base import (
     Case,
@@ -47,10 +52,11 @@ from bridge.judging.base import (
 )
 from bridge.judging.cascade import CalibratedJudge, Score
 from bridge.judging.evidence import answer_forms, normalize, occurrences
-from bridge.judging.reference_labels import HumanPair, read_reference, split_by_question
+from bridge.judging.hole_calibration import HoleCalibrationConfig, Sample, fit_hole_calibration
+from bridge.judging.reference_labels import HumanPair, read_reference
 from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import request_key
-from bridge.pool import PoolEntry
+from bridge.pool import PoolEntry, read_pool
 
 if TYPE_CHECKING:
     from bridge.judging.spec import JudgeSpec
@@ -66,13 +72,13 @@ class AnswerContextConfig:
     reference: str | None = None
     """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
     audits on the other (:func:`bridge.judging.reference_labels.split_by_question`)."""
-    fit_share: float = 0.5
-    """The share of the reference's questions the model is fitted on; the audit scores the rest."""
     seed: int = 0
     window: int = 20
     """Tokens on either side of an answer mention that count as its context."""
-    regularization: float = 1.0
-    """Inverse L2 strength of the logistic model (scikit-learn's C) over standardized features."""
+    calibration: HoleCalibrationConfig = field(default_factory=HoleCalibrationConfig)
+    """How the calibration on the reference is fitted, its strata chosen and its quality measured."""
+    report_strata: tuple[str, ...] = ("pooled_by:bm25s",)
+    """Strata whose quality is shown even when the cross-validation does not choose them."""
 
 
 def answer_spans(tokens: Sequence[str], answers: Sequence[str]) -> list[tuple[int, int]]:
@@ -100,98 +106,8 @@ def logit(p: float) -> float:
     return math.log(p / (1 - p))
 
 
-@dataclass(frozen=True)
-class AnswerContextModel:
-    """A fitted logistic model: standardized features -> P(relevant), and the balanced decision threshold."""
-
-    features: tuple[str, ...]
-    coef: tuple[float, ...]
-    intercept: float
-    mean: tuple[float, ...]
-    scale: tuple[float, ...]
-    threshold: float
-    """P at or above which the label is 1: the share of relevant pairs fitted on."""
-    fitted_on: int = 0
-    positives: int = 0
-    source: str = ""
-    scorer: str = ""
-    """The LLM scorer's config id (empty without an LLM feature)."""
-    pairs: tuple[tuple[str, str], ...] = ()
-    impute: tuple[float, ...] = ()
-    """Feature values used where a pair's LLM score failed (the fitting pairs' means)."""
-
-    def probability(self, x: np.ndarray) -> np.ndarray:
-        z = (np.atleast_2d(x) - np.array(self.mean)) / np.array(self.scale)
-        return 1.0 / (1.0 + np.exp(-(z @ np.array(self.coef) + self.intercept)))
-
-    @property
-    def identity(self) -> str:
-        payload = json.dumps([self.features, self.coef, self.intercept, self.mean, self.scale, self.threshold])
-        return "answer-context-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
-
-    def to_json(self) -> dict[str, Any]:
-        return {"identity": self.identity, **asdict(self)}
-
-    @classmethod
-    def from_json(cls, data: dict[str, Any]) -> AnswerContextModel:
-        fields = {k: v for k, v in data.items() if k != "identity"}
-        tuples = ("features", "coef", "mean", "scale", "impute")
-        fields.update({k: tuple(fields.get(k, ())) for k in tuples})
-        fields["pairs"] = tuple(tuple(p) for p in fields.get("pairs", ()))
-        known = {f.name for f in dataclass_fields(cls)}
-        unknown, missing = sorted(set(fields) - known), sorted(known - set(fields))
-        problems = []
-        if unknown:
-            problems.append(f"unknown field(s) {unknown}")
-        if missing:
-            problems.append(f"missing field(s) {missing}")
-        if problems:
-            raise BridgeError(
-                f"calibration: the answer-context model has {'; '.join(problems)} "
-                "(written by another bridge version? re-run `bridge label --restart`)"
-            )
-        return cls(**fields)
-
-    def save(self, path: Path) -> None:
-        write_json_atomic(path, self.to_json())
-
-
-def fit_model(
-    x: np.ndarray,
-    truth: Sequence[int],
-    features: Sequence[str],
-    regularization: float,
-    source: str,
-    scorer: str = "",
-    pairs: Sequence[tuple[str, str]] = (),
-) -> AnswerContextModel:
-    """Logistic regression (L2, standardized features) on labelled pairs; both classes must be present."""
-    from sklearn.linear_model import LogisticRegression
-
-    y = np.asarray(truth, dtype=int)
-    if len(set(y.tolist())) < 2:
-        raise BridgeError(f"the answer-context judge needs relevant and non-relevant pairs to fit on ({source})")
-    mean = x.mean(axis=0)
-    scale = np.where(x.std(axis=0) > 0, x.std(axis=0), 1.0)
-    model = LogisticRegression(C=regularization).fit((x - mean) / scale, y)
-    return AnswerContextModel(
-        tuple(features),
-        tuple(float(c) for c in model.coef_[0]),
-        float(model.intercept_[0]),
-        tuple(float(m) for m in mean),
-        tuple(float(s) for s in scale),
-        float(y.mean()),
-        len(y),
-        int(y.sum()),
-        source,
-        scorer,
-        tuple(pairs),
-        tuple(float(m) for m in mean),
-    )
-
-
 class AnswerContextJudge:
-    """Answer-bearing pairs: the fitted answer-context model (with the LLM's P when ``scorer`` is given);
+    """Answer-bearing pairs: the calibration fitted on the reference (with the LLM's P when ``scorer`` is given);
     other pairs: ``fallback``."""
 
     name = "answer-context"
@@ -202,13 +118,19 @@ class AnswerContextJudge:
         scorer: CalibratedJudge | None,
         fallback: Judge | None = None,
         config: AnswerContextConfig | None = None,
-        model: AnswerContextModel | None = None,
+        calibration: Calibration | None = None,
+        name: str | None = None,
     ) -> None:
         self.scorer = scorer
         self.fallback = fallback
         self.config = config or AnswerContextConfig()
-        self.model = model
+        self.calibration = calibration
+        self.name = name or ("answer-context" if scorer is not None else "answer-lexical")
         self.llm = scorer.llm if scorer is not None else None
+        self.impute: dict[str, float] = {}
+        """Feature values used where a pair's LLM score failed (the reference pairs' mean)."""
+        self.threshold = 0.5
+        """P at or above which the label is 1: the share of relevant pairs in the reference."""
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -221,13 +143,13 @@ class AnswerContextJudge:
                 "scorer": self.scorer.scorer_id if self.scorer else None,
                 "fallback": self.fallback.config_id if self.fallback else None,
                 "window": self.config.window,
-                "model": self.model.identity if self.model else "unfitted",
+                "calibration": self.calibration.name if self.calibration else "unfitted",
             },
             sort_keys=True,
         )
-        return "answer-context-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
+        return f"{self.name}-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
 
-    # -- features and fitting -------------------------------------------------------------------------------
+    # -- features ---------------------------------------------------------------------------------------------
     def feature_rows(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None]]:
         """Feature rows of ``cases`` (NaN where the LLM score failed) and their LLM scores (None without an LLM)."""
         rows = [lexical_features(c, self.config.window) for c in cases]
@@ -238,66 +160,83 @@ class AnswerContextJudge:
                 row.append(math.nan if score is None or score.raw is None else logit(score.raw))
         return np.array(rows, dtype=float).reshape(len(cases), len(self.features)), scores
 
-    def fit(
-        self, cases: Sequence[Case], truth: Sequence[int], source: str, pairs: Sequence[tuple[str, str]] = ()
-    ) -> tuple[AnswerContextModel, Usage]:
-        """Fit on labelled pairs, asked as pool pairs are (the evidence hint included); returns the model and the
-        LLM work its features took."""
-        x, scores = self.feature_rows(cases)
-        usable = ~np.isnan(x).any(axis=1)
-        if not usable.any():
-            raise BridgeError(f"no pair of {source} got a usable LLM score: nothing to fit the answer-context judge on")
-        kept = [p for p, keep in zip(pairs or [(c.qid, c.docid) for c in cases], usable, strict=True) if keep]
-        scorer = self.scorer.scorer_id if self.scorer else ""
-        y = np.asarray(truth)[usable]
-        self.model = fit_model(x[usable], y, self.features, self.config.regularization, source, scorer, kept)
-        return self.model, usage_of([r for s in scores if s is not None for r in s.responses])
+    def _facts(self, case: Case, x: np.ndarray) -> PairFacts:
+        extra = dict(zip(self.features, x, strict=True))
+        return PairFacts(systems=tuple(case.systems), min_rank=case.min_rank, extra=extra)
 
-    def probabilities(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None]]:
-        if self.model is None:
+    def probabilities(self, cases: Sequence[Case]) -> tuple[np.ndarray, np.ndarray, list[Score | None]]:
+        """Calibrated P of each pair (mean over the calibration's draws), its feature rows and LLM scores."""
+        if self.calibration is None:
             raise BridgeError(
                 "the answer-context judge is not fitted: give it labelled answer-bearing pairs (--reference)"
             )
         x, scores = self.feature_rows(cases)
-        impute = np.array(self.model.impute)
-        missing = np.isnan(x)
-        x[missing] = np.broadcast_to(impute, x.shape)[missing]
-        return self.model.probability(x), scores
+        for j, name in enumerate(self.features):
+            x[np.isnan(x[:, j]), j] = self.impute.get(name, 0.0)
+        facts = [self._facts(c, row) for c, row in zip(cases, x, strict=True)]
+        return self.calibration.mean(self.calibration.rows(facts)), x, scores
 
     # -- the Preparable protocol --------------------------------------------------------------------------------
-    def reference_parts(self) -> tuple[list[HumanPair], list[HumanPair]]:
-        """The reference's fitting part and its audit part (disjoint by question)."""
+    def reference_pairs(self) -> tuple[list[HumanPair], dict[tuple[str, str], PoolEntry]]:
+        """The reference's labelled pairs and, from ``pairs.tsv`` beside it, the pool facts each was drawn with."""
         if not self.config.reference:
             raise BridgeError(
                 "the answer-context judge needs labelled answer-bearing pairs to fit on: pass --reference FILE "
                 "(e.g. bench/data/nq-answer-reference/labels-first.tsv)"
             )
-        pairs = read_reference(Path(self.config.reference))
-        return split_by_question(pairs, self.config.fit_share, self.config.seed)
+        path = Path(self.config.reference)
+        facts_path = path.with_name("pairs.tsv")
+        facts = {(e.qid, e.docid): e for e in read_pool(facts_path)} if facts_path.exists() else {}
+        return read_reference(path), facts
+
+    def _digest(self, pairs: Sequence[HumanPair], facts: Mapping[tuple[str, str], PoolEntry]) -> str:
+        payload = json.dumps(
+            {
+                "pairs": [[p.qid, p.docid, int(p.relevant)] for p in pairs],
+                "facts": sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items()),
+                "features": self.features,
+                "scorer": self.scorer.scorer_id if self.scorer else None,
+                "window": self.config.window,
+                "calibration": asdict(self.config.calibration),
+                "report": self.config.report_strata,
+                "version": CALIBRATION_VERSION,
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
     def prepare(self, preparation: Preparation) -> Prepared:
-        """Fit on the reference's fitting part (none of its questions in the audit part), each pair asked as a pool
-        pair with the same evidence; the fallback prepares where a pair without evidence reaches the judge."""
+        """Fit the calibration on every reference pair that holds an answer (each asked as a pool pair, with the
+        same evidence), unless a fit from the same inputs is kept beside the labels; the fallback prepares where
+        a pair without evidence reaches the judge."""
         lines: list[str] = []
         usage = Usage()
         if preparation.reaches_llm and preparation.reaches_answer_bearing:
-            fitting, _ = self.reference_parts()
+            pairs, facts = self.reference_pairs()
             known = set(preparation.known)
-            fitting = [p for p in fitting if (p.qid, p.docid) not in known]
-            cases = cases_for(preparation.dataset.whole(), [PoolEntry(p.qid, p.docid, (), 0) for p in fitting])
-            seen = [(p, preparation.view(c)) for p, c in zip(fitting, cases, strict=True)]
+            pairs = [p for p in pairs if (p.qid, p.docid) not in known]
+            cases = cases_for(
+                preparation.dataset.whole(),
+                [facts.get((p.qid, p.docid), PoolEntry(p.qid, p.docid, (), 0)) for p in pairs],
+            )
+            seen = [(p, preparation.view(c)) for p, c in zip(pairs, cases, strict=True)]
             seen = [(p, v) for p, v in seen if v is not None and v.evidence]
-            source = (
-                f"{len(seen)} answer-bearing pairs of {self.config.reference} "
-                f"(labelled by reading; {self.config.fit_share:.0%} of its questions, none audited)"
-            )
-            truth, names = [int(p.relevant) for p, _ in seen], [(p.qid, p.docid) for p, _ in seen]
-            model, usage = self.fit([v for _, v in seen], truth, source, names)
-            model.save(preparation.calibration_path)
-            lines.append(
-                f"answer-context: logistic model on {source}: {model.positives} relevant, decision P >= "
-                f"{model.threshold:.3f} -> {preparation.calibration_path} ({model.identity})"
-            )
+            kept = preparation.calibration_path.with_name(f"{self.name}-fit-{self._digest(pairs, facts)}.json")
+            x, scores = self.feature_rows([v for _, v in seen])
+            usage = usage_of([r for s in scores if s is not None for r in s.responses])
+            self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
+                           for j, n in enumerate(self.features)}  # fmt: skip
+            truth = [int(p.relevant) for p, _ in seen]
+            self.threshold = float(np.mean(truth)) if truth else 0.5
+            if kept.exists():
+                self.calibration = Calibration.from_json(json.loads(kept.read_text(encoding="utf-8")), kept)
+                lines.append(f"{self.name}: calibration on the reference reused from {kept}")
+            else:
+                self.calibration = self._fit(seen, x, facts)
+                write_json_atomic(kept, self.calibration.to_json())
+                lines.append(f"{self.name}: calibration fitted on the reference -> {kept}")
+            lines += calibration_lines(self.calibration)
+            write_json_atomic(preparation.calibration_path, self.prepared_state())
         if isinstance(self.fallback, Preparable) and preparation.reaches_fallback:
             fallback_path = preparation.calibration_path.with_name("calibration-fallback.json")
             done = self.fallback.prepare(replace(preparation, calibration_path=fallback_path))
@@ -305,25 +244,80 @@ class AnswerContextJudge:
             usage = usage + done.usage
         return Prepared(lines, usage)
 
+    def fit(self, cases: Sequence[Case], truth: Sequence[int], source: str) -> Calibration:
+        """Calibrate on labelled pairs given directly (judge-eval's cross-fitting), asked as pool pairs are."""
+        x, _ = self.feature_rows(cases)
+        self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
+                       for j, n in enumerate(self.features)}  # fmt: skip
+        self.threshold = float(np.mean(truth)) if len(truth) else 0.5
+        pairs = [HumanPair(c.qid, c.docid, bool(t)) for c, t in zip(cases, truth, strict=True)]
+        facts = {(c.qid, c.docid): PoolEntry(c.qid, c.docid, tuple(c.systems), c.min_rank or 0) for c in cases}
+        self.calibration = self._fit(list(zip(pairs, cases, strict=True)), x, facts, source)
+        return self.calibration
+
+    def _fit(
+        self,
+        seen: Sequence[tuple[HumanPair, Case]],
+        x: np.ndarray,
+        facts: Mapping[tuple[str, str], PoolEntry],
+        source: str | None = None,
+    ) -> Calibration:
+        if len({int(p.relevant) for p, _ in seen}) < 2:
+            raise BridgeError(f"the {self.name} judge needs relevant and non-relevant reference pairs to fit on")
+        for j, name in enumerate(self.features):
+            x[np.isnan(x[:, j]), j] = self.impute[name]
+        systems = sorted({s for e in facts.values() for s in e.systems})
+        candidates = pool_candidates(systems) if systems else ()
+        pair_facts = [self._facts(v, row) for (_, v), row in zip(seen, x, strict=True)]
+        rows = [{n: f.value(n) for n in (*self.features, *candidates)} for f in pair_facts]
+        sample = Sample(rows, np.array([float(p.relevant) for p, _ in seen]), [p.qid for p, _ in seen])
+        population = (
+            source
+            or f"{len(seen)} answer-bearing pairs of {self.config.reference} (a random sample of the pool's "
+            "answer-bearing holes, labelled by reading: the maintainers' reading, not a crowd's)"
+        ) + (f"; pooled by {', '.join(systems)}" if systems else "")
+        report = tuple(r for r in self.config.report_strata if r in candidates)
+        fitted = fit_hole_calibration(
+            f"{self.name}-{self._digest([p for p, _ in seen], facts)[:8]}",
+            sample,
+            self.features,
+            candidates,
+            population,
+            self.config.calibration,
+            report,
+        )
+        return fitted.calibration
+
     def prepared_state(self) -> dict[str, Any]:
-        """The fitted model (and the fallback's state), for calibration.json."""
-        state: dict[str, Any] = {"model": self.model.to_json() if self.model else None}
+        """The fitted calibration (and the fallback's state), for calibration.json and a Ray worker."""
+        state: dict[str, Any] = {
+            "calibration": self.calibration.to_json() if self.calibration else None,
+            "impute": self.impute,
+            "threshold": self.threshold,
+        }
         if isinstance(self.fallback, Preparable):
             state["fallback"] = self.fallback.prepared_state()
         return state
 
     def restore(self, state: dict[str, Any]) -> None:
-        """Take back a fitted model saved by :meth:`prepared_state` (calibration.json)."""
-        if state.get("model") is not None:
-            model = AnswerContextModel.from_json(state["model"])
-            if tuple(model.features) != tuple(self.features):
+        """Take back a fitted calibration saved by :meth:`prepared_state`."""
+        if state.get("calibration") is not None:
+            calibration = Calibration.from_json(state["calibration"])
+            missing = [f for f in self.features if f not in calibration.features]
+            if missing:
                 raise BridgeError(
-                    f"calibration: the saved answer-context model uses features {list(model.features)}, this judge "
-                    f"{list(self.features)} (another --answer-judge or model?); re-run `bridge label --restart`"
+                    f"calibration: the saved {calibration.name} lacks features {missing} of this judge (another "
+                    "--answer-judge or model?); re-run `bridge label`"
                 )
-            self.model = model
+            self.calibration = calibration
+            self.impute = dict(state.get("impute") or {})
+            self.threshold = float(state.get("threshold", 0.5))
         if isinstance(self.fallback, Preparable) and state.get("fallback") is not None:
             self.fallback.restore(state["fallback"])
+
+    def calibrations(self) -> list[Calibration]:
+        """What the hole model draws this judge's P from (:data:`bridge.holes.CALIBRATIONS_FILE`)."""
+        return [self.calibration] if self.calibration is not None else []
 
     # -- judging -------------------------------------------------------------------------------------------
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
@@ -331,10 +325,14 @@ class AnswerContextJudge:
         rest = [c for c in cases if not c.evidence]
         if mine:
             config_id = self.config_id
-            probabilities, scores = self.probabilities(mine)  # raises unless fitted
-            model = cast(AnswerContextModel, self.model)
-            for case, p, score in zip(mine, probabilities, scores, strict=True):
-                details: dict[str, Any] = {"model": model.identity, "p": float(p)}
+            probabilities, x, scores = self.probabilities(mine)  # raises unless fitted
+            calibration = cast(Calibration, self.calibration)
+            for case, p, row, score in zip(mine, probabilities, x, scores, strict=True):
+                details: dict[str, Any] = {
+                    "calibration": calibration.name,
+                    "features": {n: round(float(v), 6) for n, v in zip(self.features, row, strict=True)},
+                    "p": float(p),
+                }
                 responses = []
                 if score is not None and self.scorer is not None:
                     prompt = request_key(self.scorer.llm.model_id, self.scorer.request(case))[:16]
@@ -343,7 +341,7 @@ class AnswerContextJudge:
                 record = LabelRecord(
                     qid=case.qid,
                     docid=case.docid,
-                    label=int(p >= self.model.threshold),
+                    label=int(p >= self.threshold),
                     route=STAGE,
                     judge=self.name,
                     config_id=config_id,
@@ -377,6 +375,30 @@ class AnswerContextJudge:
             min_rank=case.min_rank,
             stage=self.stage,
         )
+
+
+CALIBRATION_VERSION = 1
+"""Bumped when the fitting procedure changes, so a kept fit is not reused across it."""
+
+
+def calibration_lines(calibration: Calibration) -> list[str]:
+    """The calibration's strata and cross-fitted quality, a line each."""
+    quality = calibration.quality or {}
+    chosen = [name for name, _ in (quality.get("selection") or [])[1:]]
+    out = [
+        f"  on {calibration.population}",
+        "  strata chosen by cross-validated log loss: " + (", ".join(chosen) if chosen else "none (one calibration)"),
+    ]
+    for q in quality.get("strata") or []:
+        auc = "n/a" if q.get("auc") is None else f"{q['auc']:.3f}"
+        bacc = "n/a" if q.get("balanced_accuracy") is None else f"{q['balanced_accuracy']:.3f}"
+        ece = "n/a" if q.get("ece") is None else f"{q['ece']:.3f}"
+        cover = "n/a" if q.get("coverage") is None else f"{q['coverage']:.2f}"
+        out.append(
+            f"  cross-fitted, {q['stratum']}: {q['pairs']} pairs, {q['relevant']} relevant, mean P {q['mean_p']:.3f}, "
+            f"AUC {auc}, bAcc {bacc}, ECE {ece}, held-out share covered {cover}"
+        )
+    return out
 
 
 def _fallback(spec: JudgeSpec, llm: LLMBackend | None) -> Judge | None:

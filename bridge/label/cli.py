@@ -13,6 +13,7 @@ from dataclasses import replace
 from typing import TYPE_CHECKING, Any
 
 from bridge.errors import BridgeError
+from bridge.estimate import DEFAULT_MEASURES
 from bridge.judging.answer_context import AnswerContextConfig
 from bridge.judging.audit import AuditConfig
 from bridge.judging.cascade import CascadeConfig
@@ -29,11 +30,9 @@ from bridge.options import (
     at_least_two,
     dataset_from_args,
     llm_config_from_args,
-    open_unit_share,
     show_progress,
     workspace_from_args,
 )
-from bridge.settle import DEFAULT_MEASURES
 from bridge.trec import read_runs
 
 if TYPE_CHECKING:
@@ -141,24 +140,18 @@ def add_reference_options(g: argparse._ArgumentGroup) -> None:
         "--reference",
         default=None,
         metavar="FILE",
-        help="labelled answer-bearing pairs (qid<TAB>docid<TAB>label, read under a written criterion), e.g. "
-        "bench/data/nq-answer-reference/labels-first.tsv: the answer-context judge is fitted on part of their "
-        "questions and the audit measures it on the rest",
+        help="labelled answer-bearing pairs (qid<TAB>docid<TAB>label, read under a written criterion; a random "
+        "sample of the pool's answer-bearing holes, with their pool facts in pairs.tsv beside it), e.g. "
+        "bench/data/nq-answer-reference/labels-first.tsv: the answer judge is calibrated on them (strata chosen by "
+        "cross-validation, bootstrap draws) and its quality measured cross-fitted by question",
     )
     g.add_argument(
         "--answer-judge",
         choices=["answer-context", "answer-lexical", "off"],
         default="answer-context",
         help="label: with --reference, the judge of the pairs that hold an answer string (default: answer-context, "
-        "a logistic model over where the answer sits and the LLM's one-pass P; answer-lexical: the same without "
-        "the LLM; off: the fallback judge decides them too)",
-    )
-    g.add_argument(
-        "--reference-fit-share",
-        type=open_unit_share,
-        default=0.5,
-        metavar="S",
-        help="the share of the reference's questions the answer-context judge is fitted on (default: 0.5)",
+        "a calibration over where the answer sits and the LLM's one-pass P; answer-lexical: the same without "
+        "the LLM, no call; off: the fallback judge decides them too)",
     )
 
 
@@ -191,7 +184,7 @@ def judge_spec_from_args(args: argparse.Namespace, name: str) -> JudgeSpec:
         low, high, args.debate_share, args.max_debate_share, args.calibration, args.calibration_pairs
     )
     single = SingleCallConfig(temperature=args.temperature, grade_threshold=args.grade_threshold)
-    answer_context = AnswerContextConfig(args.reference, args.reference_fit_share)
+    answer_context = AnswerContextConfig(args.reference)
     if name == "answer-string":
         return JudgeSpec("constant", single, debate, cascade, constant_label=1, answer_context=answer_context)
     return JudgeSpec(
@@ -332,9 +325,18 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
         type=float,
         default=None,
         metavar="M",
-        help="start no new batch of pool pairs once the label runs of this judge configuration have spent M minutes "
-        "in all, fixed costs included (kept in budget.json beside labels.jsonl: a re-run after the budget is spent "
-        "asks nothing new; raise M to go on; --restart resets it; finished pairs are kept, audit pairs still run)",
+        help="start no new batch of pool pairs for a costly judge once the label runs of this configuration have "
+        "spent M minutes judging pool pairs in all (kept in budget.json beside labels.jsonl: a re-run after the "
+        "budget is spent asks nothing new; raise M to go on; --restart resets it). Fixed costs (a judge's fit on "
+        "the reference, the audit) are paid first, reported apart and reused by later runs",
+    )
+    g.add_argument(
+        "--refine",
+        choices=["answer-context"],
+        default=None,
+        help="a costly answer judge that re-judges, most valuable first and within the budget, the answer-bearing "
+        "pairs the free answer judge gave a P (answer-context: with the LLM's one-pass P; its own calibration on "
+        "--reference); its labels and P take the free judge's place",
     )
 
 
@@ -346,7 +348,7 @@ def add_value_options(p: argparse.ArgumentParser) -> None:
         dest="value_order",
         action="store_false",
         help="judge every pool pair, in priority order; by default the free stages decide first and the costly "
-        "judge (LLM, people) gets only the pairs whose label can change an unsettled comparison of adjacent systems "
+        "judge (LLM, people) gets only the pairs whose label can help decide an open comparison of adjacent systems "
         "in runs/<ds>/, most valuable first",
     )
     g.add_argument(
@@ -358,7 +360,7 @@ def add_value_options(p: argparse.ArgumentParser) -> None:
         "--settle-measures",
         default=DEFAULT_MEASURES,
         metavar="M@K,...",
-        help=f"the measures whose comparisons a judgment may settle (default: {DEFAULT_MEASURES})",
+        help=f"the measures whose comparisons a judgment may decide (default: {DEFAULT_MEASURES})",
     )
 
 
@@ -493,12 +495,18 @@ def cmd_label(args: argparse.Namespace) -> int:
         dataset = DatasetRef(args.dataset, args.data_dir, args.limit)
         runner, scorer = ray_runners(spec, dataset, RayConfig(args.workers, args.ray_address, args.worker_cpus))
         options = replace(options, runner=runner, scorer=scorer)
-    print(f"{ds.name}: {choice}")
+    if args.refine:
+        if not args.reference:
+            raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
+        refine_spec = replace(spec, judge=replace(spec.judge, name=args.refine), adapters="off")
+        refine, _, _ = build_chain(refine_spec, ds, llm=llm)
+        options = replace(options, refine=refine)
+    print(f"{ds.name}: {choice}" + (f"; costly answer judge {args.refine} in value order" if args.refine else ""))
     if ds.has_answers and not args.reference and spec.evidence != "off":
         print(
             f"note: {ds.name}'s answer-bearing pairs go to {spec.judge.name}; with --reference FILE (labelled "
-            "answer-bearing pairs, e.g. bench/data/nq-answer-reference/labels-first.tsv) the answer-context judge "
-            "decides them, fitted on one half and audited on the other"
+            "answer-bearing pairs, e.g. bench/data/nq-answer-reference/labels-first.tsv) an answer judge calibrated "
+            "on them gives every such pair a P"
         )
     summary = label_pool(ds, chain, paths, options)
     print(f"{ds.name} ({chain.pipeline.config_id})")

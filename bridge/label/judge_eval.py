@@ -271,7 +271,7 @@ def fit_on(judge: Judge, cases: Sequence[Case], truth: Sequence[int], source: st
     False for a judge that fits nothing."""
     pairs = [(c.qid, c.docid) for c in cases]
     if isinstance(judge, AnswerContextJudge):
-        judge.fit(cases, truth, source, pairs)
+        judge.fit(cases, truth, source)
     elif isinstance(judge, CascadeJudge):
         judge.calibrate_scores(judge.scores(cases), truth, source, pairs)
     elif isinstance(judge, CalibratedJudge):

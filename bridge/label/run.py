@@ -18,7 +18,7 @@ import random
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -28,16 +28,15 @@ from tqdm.auto import tqdm
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError
 from bridge.fsio import JsonlAppender, write_json_atomic
+from bridge.holes import CALIBRATIONS_FILE, Calibration, write_calibrations
 from bridge.judging.adapter import TopicAdapterJudge, TopicRoute, routing_summary
 from bridge.judging.adapter import summary_lines as adapter_lines
-from bridge.judging.answer_context import AnswerContextJudge
 from bridge.judging.audit import (
     ADAPTER_CV,
     GATE,
     LLM_STAGE,
     NO_LLM_STAGES,
     PIPELINE,
-    REFERENCE,
     AuditConfig,
     AuditPair,
     AuditRecord,
@@ -48,12 +47,21 @@ from bridge.judging.audit import (
     draw_gate_pairs,
     read_audit,
 )
-from bridge.judging.base import Case, Judge, cases_for
+from bridge.judging.base import Case, Judge, Prepared, cases_for
 from bridge.judging.cascade import ScoreRunner
 from bridge.judging.evidence import EvidenceRecall, gold_recall
+from bridge.judging.hole_calibration import known_pair_calibration
 from bridge.label.chain import JudgeChain
-from bridge.label.value import ValueConfig, free_stage_trust, judgment_values
-from bridge.label_records import HUMAN_JUDGE, LabelRecord, Usage, read_labels, write_augmented_qrels
+from bridge.label.value import VALUE_FLOOR, PairValues, ValueConfig, pair_values, value_summary
+from bridge.label_records import (
+    HUMAN_JUDGE,
+    LabelRecord,
+    Usage,
+    counted_records,
+    current_records,
+    read_labels,
+    write_augmented_qrels,
+)
 from bridge.pool import PoolEntry, read_pool
 from bridge.trec import Qrels, Run
 
@@ -100,13 +108,14 @@ class LabelOptions:
     pricing: Pricing = field(default_factory=Pricing)
     progress: bool = True
     max_pairs: int | None = None
-    """Budget: judge at most this many pool pairs with the LLM (pairs an earlier stage decides for free
-    are always judged), in priority order: more systems retrieving the pair first, then better rank."""
+    """Budget: ask a costly judge about at most this many pool pairs (pairs a free stage decides are always
+    judged), most valuable first (without runs: more systems retrieving the pair first, then better rank)."""
     max_minutes: float | None = None
-    """Budget: start no new batch of pool pairs once this configuration's label runs have spent this many minutes
-    in all (kept in budget.json beside labels.jsonl, so a re-run after the budget is spent asks nothing new; raise it
-    to go on; ``restart`` resets it). Audit pairs still finish. With the cascade the budget bounds its scoring pass;
-    the debates of the pairs scored in time follow (at most the debate share of them)."""
+    """Budget: start no new batch of pool pairs for a costly judge once this configuration's label runs have spent
+    this many minutes judging pool pairs in all (kept in budget.json beside labels.jsonl: a re-run after the budget
+    is spent asks nothing new; raise it to go on; ``restart`` resets it). Fixed costs (a judge's fit, the audit)
+    are paid before the clock starts, reported apart, and reused by later runs. With the cascade the budget bounds
+    its scoring pass; the debates of the pairs scored in time follow (at most the debate share of them)."""
     runner: Callable[[JudgeChain], Callable[..., int]] | None = None
     """Given the prepared chain, what runs the work items (``run_items``'s signature); None: this process.
     ``bridge.executors.DistributedRunner`` runs them on Ray workers."""
@@ -116,6 +125,9 @@ class LabelOptions:
     """The systems to settle (runs/<ds>/*.run): the free stages decide first, then the pairs for the costly judge
     go in value order (:mod:`bridge.label.value`), value-0 pairs not at all; None: every pair, priority order."""
     value: ValueConfig = field(default_factory=ValueConfig)
+    refine: JudgeChain | None = None
+    """A costly answer judge (its chain) that re-judges, in value order within the budget, the pairs a free
+    stage gave a P; its labels and calibrated P take the place of the free stage's."""
 
 
 @dataclass
@@ -140,6 +152,14 @@ class LabelSummary:
     scoring_usage: Usage = field(default_factory=Usage)
     """LLM work of the cascade's scoring pass over the pool pairs this run judges (their records later find those
     calls in the response cache, so ``usage`` alone would not count them)."""
+    fixed_s: float = 0.0
+    """Seconds of fixed cost (the judges' preparation, the audit), paid before the budget's clock starts."""
+    pool_s: float = 0.0
+    """Seconds spent judging pool pairs (what the budget counts)."""
+    refined: int = 0
+    """Pairs a costly answer judge re-judged this run."""
+    refine_left: int = 0
+    """Pairs of positive value the budget left to a later run of the costly answer judge."""
 
     @property
     def llm_calls(self) -> int:
@@ -175,6 +195,13 @@ class LabelSummary:
             f"  relevant (1):       {self.labels['1']}",
             f"  not relevant (0):   {self.labels['0']}",
             f"  escalated / failed: {self.labels['undecided']}",
+            *(
+                [f"refined by the costly answer judge: {self.refined} pairs in value order"
+                 + (f" ({self.refine_left} of positive value left by the budget; raise it to go on)"
+                    if self.refine_left else "")]
+                if self.refined or self.refine_left
+                else []
+            ),
             "  routes:             " + (", ".join(f"{r}={n}" for r, n in sorted(self.routes.items())) or "-"),
             f"LLM calls made:       {self.llm_calls} (calibration {self.calibration_usage.calls}, scoring pass "
             f"{self.scoring_usage.calls}, pool pairs {self.usage.calls}, audit {a.calls}); {self.cached_calls} "
@@ -182,7 +209,8 @@ class LabelSummary:
             f"pool LLM calls:       {u.calls} ({per_pair:.2f} per judged pair, scoring pass included)",
             f"tokens:               {u.prompt_tokens} prompt + {u.completion_tokens} completion (pool); "
             f"{a.prompt_tokens} + {a.completion_tokens} (audit)",
-            f"wall time:            {self.wall_s:.1f} s",
+            f"wall time:            {self.wall_s:.1f} s (fixed cost {self.fixed_s:.1f} s: preparation and audit, "
+            f"reused by later runs; pool judging {self.pool_s:.1f} s: what the budget counts)",
             f"cost estimate:        ${self.cost:.4f}",
         ]
         out += self.evidence_lines
@@ -191,17 +219,10 @@ class LabelSummary:
         return out
 
 
-def counted_records(records: Iterable[LabelRecord], config_ids: Collection[str]) -> list[LabelRecord]:
-    """The records that count for a judge configuration: its own plus every human decision.
-
-    Records of other configurations in the same labels.jsonl (an old run, another judge) are ignored.
-    """
-    return [r for r in records if r.config_id in config_ids or r.judge == HUMAN_JUDGE]
-
-
-def write_label_qrels(dataset: Dataset, labels_path: Path, augmented_path: Path, config_ids: Collection[str]) -> Qrels:
-    """Regenerate augmented qrels from the original qrels and the counted records of ``labels_path``."""
-    records = counted_records(read_labels(labels_path), config_ids)
+def write_label_qrels(dataset: Dataset, labels_path: Path, augmented_path: Path, config_ids: Sequence[str]) -> Qrels:
+    """Regenerate augmented qrels from the original qrels and the current record of each pair (people's, else the
+    latest of ``config_ids``)."""
+    records = current_records(read_labels(labels_path), config_ids)
     return write_augmented_qrels(dataset.qrels, records, augmented_path, dataset.qids)
 
 
@@ -238,21 +259,6 @@ def _add_spent(path: Path, config_id: str, seconds: float) -> None:
 def _backup(path: Path) -> None:
     if path.exists():
         shutil.move(path, path.with_name(path.name + f".{time.strftime('%Y%m%d-%H%M%S')}.bak"))
-
-
-def _check_foreign(existing: Sequence[LabelRecord], judge: Judge, wanted: set[tuple[str, str]], path: Path) -> None:
-    config_id = judge.config_id
-    foreign = {
-        r.config_id
-        for r in existing
-        if r.judge == judge.name and r.config_id != config_id and (r.qid, r.docid) in wanted
-    }
-    if foreign:
-        raise BridgeError(
-            f"{path} holds labels from another {judge.name} configuration ({', '.join(sorted(foreign))}; "
-            f"now {config_id}). Re-run with --restart to relabel (the old file is kept as a .bak and cached LLM "
-            "responses are reused), or write to another --qrels-dir."
-        )
 
 
 DEADLINE_PROBE = 8
@@ -358,7 +364,6 @@ def judge_pairs(
         _backup(labels_path)
     existing = read_labels(labels_path)
     wanted = {(e.qid, e.docid) for e in entries}
-    _check_foreign(existing, judge, wanted, labels_path)
     done = {(r.qid, r.docid) for r in counted_records(existing, {judge.config_id})}
     todo = [e for e in entries if (e.qid, e.docid) not in done]
     summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo))
@@ -377,22 +382,6 @@ def judge_pairs(
 def _audit_cases(dataset: Dataset, pairs: Sequence[AuditPair]) -> list[Case]:
     """Reference pairs may belong to any question of the dataset, not only to a ``--limit`` head's."""
     return cases_for(dataset.whole(), [PoolEntry(p.qid, p.docid, (), 0) for p in pairs])
-
-
-def reference_audit_pairs(chain: JudgeChain, dataset: Dataset, drawn: Collection[tuple[str, str]]) -> list[AuditPair]:
-    """The part of the judge's reference it is not fitted on (labelled answer-bearing pairs, read by people), as
-    known pairs of kind ``reference``: on nq the pool's own kind of pair that the LLM decides."""
-    judge = chain.judge
-    if not isinstance(judge, AnswerContextJudge) or not judge.config.reference:
-        return []
-    _, audited = judge.reference_parts()
-    whole = dataset.whole()
-    qids = set(whole.qids)
-    return [
-        AuditPair(p.qid, p.docid, int(p.relevant), REFERENCE)
-        for p in audited
-        if p.qid in qids and whole.corpus.get(p.docid) is not None and (p.qid, p.docid) not in drawn
-    ]
 
 
 def _budgeted(
@@ -458,25 +447,14 @@ def _evidence_facts(
     return absent
 
 
-def _value_order(
-    dataset: Dataset,
-    chain: JudgeChain,
-    paths: LabelPaths,
-    options: LabelOptions,
-    runs: Mapping[str, Run],
-    entries: Sequence[PoolEntry],
-    pool_items: list[WorkItem],
-    recall: EvidenceRecall | None,
-    summary: LabelSummary,
-    extra: dict[str, Any],
+def _judge_free(
+    chain: JudgeChain, paths: LabelPaths, options: LabelOptions, pool_items: list[WorkItem], summary: LabelSummary
 ) -> list[WorkItem]:
-    """Judge the pairs the free stages decide now; return the pairs for the costly judge in value order (against
-    ``runs``), value-0 pairs left out (unless ``ask_all``), at most ``max_pairs`` of them."""
+    """Judge the pairs the free stages decide (no budget: they cost no call); return the others."""
     free: list[WorkItem] = []
     paid: list[WorkItem] = []
     for item in pool_items:
-        (free if chain.llm_view(item.case) is None else paid).append(item)
-    pipeline = chain.pipeline
+        (free if chain.llm_view(item.case) is None or _free_answer(chain, item.case) else paid).append(item)
     if free:
         with JsonlAppender(paths.labels) as log:
 
@@ -484,34 +462,45 @@ def _value_order(
                 log.append(record.to_json())
                 summary.add(record)
 
-            desc = f"label ({pipeline.name}, free stages)"
-            run_items(free, {POOL: pipeline}, {POOL: keep}, options.batch_pairs, desc, options.progress)
-    records = counted_records(read_labels(paths.labels), {pipeline.config_id})
-    gate = None if recall is None else {"found": recall.found, "total": recall.total}
-    trust = free_stage_trust(chain, dataset, gate)
-    pairs = [(it.case.qid, it.case.docid) for it in paid]
-    pool = [(e.qid, e.docid) for e in entries]
-    found = judgment_values(dataset, runs, chain, records, pool, pairs, trust, options.value)
-    summary.evidence_lines.append(found.line())
-    value = {pair: found.values.get(pair, 0) for pair in pairs}
+            desc = f"label ({chain.pipeline.name}, free stages)"
+            run_items(free, {POOL: chain.pipeline}, {POOL: keep}, options.batch_pairs, desc, options.progress)
+    return paid
+
+
+def _free_answer(chain: JudgeChain, case: Case) -> bool:
+    """Whether the chain's own judge decides this pair without a call (a free answer judge, answer evidence)."""
+    view = chain.llm_view(case)
+    return view is not None and bool(view.evidence) and not getattr(chain.judge, "llm", None)
+
+
+def chain_calibrations(*chains: JudgeChain | None) -> dict[str, Calibration]:
+    """The hole-like calibrations the chains' judges fitted (the records name them)."""
+    out: dict[str, Calibration] = {}
+    for chain in chains:
+        if chain is not None:
+            for c in getattr(chain.judge, "calibrations", lambda: [])():
+                out[c.name] = c
+    return out
+
+
+def _value_order(
+    dataset: Dataset,
+    options: LabelOptions,
+    runs: Mapping[str, Run],
+    records: Sequence[LabelRecord],
+    pool: Sequence[tuple[str, str]],
+    items: list[WorkItem],
+    calibrations: Mapping[str, Calibration],
+    gate: tuple[int, int] | None,
+) -> tuple[list[WorkItem], PairValues]:
+    """``items`` most valuable first against ``runs`` (value-0 pairs left out unless ``ask_all``)."""
+    pairs = [(it.case.qid, it.case.docid) for it in items]
+    found = pair_values(dataset, runs, records, pool, calibrations, gate, options.value, pairs)
+    value = {pair: found.values.get(pair, 0.0) for pair in pairs}
     order = sorted(
-        range(len(paid)), key=lambda i: (-value[pairs[i]], -len(paid[i].case.systems), paid[i].case.min_rank or 0)
+        range(len(items)), key=lambda i: (-value[pairs[i]], -len(items[i].case.systems), items[i].case.min_rank or 0)
     )
-    ordered = [paid[i] for i in order if options.value.ask_all or value[pairs[i]] > 0]
-    summary.left_at_value_0 = len(paid) - len(ordered)
-    if options.max_pairs is not None and len(ordered) > options.max_pairs:
-        summary.left_by_budget += len(ordered) - options.max_pairs
-        ordered = ordered[: options.max_pairs]
-    extra["value"] = {
-        "measures": options.value.measures,
-        "for_costly_judge": len(paid),
-        "value_above_0": sum(1 for v in value.values() if v > 0),
-        "asked": len(ordered),
-        "unsettled_comparisons": found.unsettled,
-        "comparisons": found.comparisons,
-        "prior": found.prior,
-    }
-    return ordered
+    return [items[i] for i in order if options.value.ask_all or value[pairs[i]] > VALUE_FLOOR], found
 
 
 def audit_positives(chain: JudgeChain, dataset: Dataset, avoid: Collection[tuple[str, str]], size: int) -> int | None:
@@ -550,17 +539,20 @@ def adapter_lane(adapter: TopicAdapterJudge, routes: Sequence[TopicRoute]) -> La
 
 
 def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions) -> LabelSummary:
-    """Judge the pool's pairs and the audit's known pairs, resuming from earlier records; write
-    augmented qrels (pool pairs only) and ``judge-audit.json``."""
+    """Judge the pool's pairs and the audit's known pairs, resuming from earlier records; write augmented qrels,
+    the hole model's calibrations and ``judge-audit.json``.
+
+    Order: fixed costs first (each judge prepares: a fit, a calibration; the audit's known pairs), then the free
+    stages decide every pair they can, then the budget's clock starts: the pairs for the chain's costly judge and,
+    with ``options.refine``, the pairs a costly answer judge re-judges, most valuable first."""
     start = time.perf_counter()
-    ledger, budget_key = paths.labels.with_name(BUDGET_FILE), chain.pipeline.config_id  # named before preparation
+    refine = options.refine
+    ledger = paths.labels.with_name(BUDGET_FILE)
+    budget_key = chain.pipeline.config_id + (f"+{refine.pipeline.config_id}" if refine else "")  # before preparation
     if options.restart:
         _backup(paths.labels)
         _backup(paths.audit)
         _backup(ledger)
-    deadline = None
-    if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
-        deadline = time.monotonic() + 60 * options.max_minutes - _read_ledger(ledger).get(budget_key, 0.0)
     topics = set(dataset.qids)
     entries = [e for e in read_pool(paths.pool) if e.qid in topics]
     existing = read_labels(paths.labels)
@@ -568,32 +560,22 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     audit = options.audit
     share = audit_positives(chain, dataset, wanted, audit.pairs)
     known = draw_audit_pairs(dataset, wanted, audit.pairs, audit.seed, max_positives=share)
-    known += reference_audit_pairs(chain, dataset, {(p.qid, p.docid) for p in known})
     all_cases = cases_for(dataset, entries)
     prepared = chain.prepare(dataset, [(p.qid, p.docid) for p in known], all_cases, paths.calibration)
     pipeline, llm = chain.pipeline, chain.llm
-    _check_foreign(existing, pipeline, wanted, paths.labels)
+    others = sorted({r.config_id for r in existing if r.judge != HUMAN_JUDGE} - {pipeline.config_id})
     done = {(r.qid, r.docid) for r in counted_records(existing, {pipeline.config_id})}
     todo = [e for e in entries if (e.qid, e.docid) not in done]
     summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo))
+    if others:
+        summary.evidence_lines.append(
+            f"labels.jsonl also holds the records of {len(others)} other judge configuration(s) (kept side by side, "
+            "not counted by this one)"
+        )
     pool_items = [WorkItem(POOL, c) for c in all_cases if (c.qid, c.docid) not in done]  # todo's cases
     recall = gold_recall(dataset) if chain.evidence is not None and dataset.has_answers else None
+    gate = None if recall is None else (recall.found, recall.total)
     extra: dict[str, Any] = {}
-    if options.runs:
-        pool_items = _value_order(
-            dataset, chain, paths, options, options.runs, entries, pool_items, recall, summary, extra
-        )
-    elif options.max_pairs is not None or options.max_minutes is not None:
-        pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
-    scorer = options.scorer(chain) if options.scorer is not None else None
-    scoring = chain.score_pass([it.case for it in pool_items], scorer, options.batch_pairs, deadline, options.progress)
-    summary.evidence_lines = prepared.lines + summary.evidence_lines + scoring.lines
-    summary.calibration_usage, summary.scoring_usage = prepared.usage, scoring.usage
-    if scoring.scored is not None and deadline is not None:  # the time budget bounded the scoring pass
-        scored = scoring.scored
-        kept = [it for it in pool_items if chain.llm_view(it.case) is None or (it.case.qid, it.case.docid) in scored]
-        summary.left_by_budget += len(pool_items) - len(kept)
-        pool_items, deadline = kept, None
 
     if chain.adapter is not None:
         routes = chain.adapter.routes(dataset.qids)
@@ -602,6 +584,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     absent = _evidence_facts(chain, all_cases, recall, summary.evidence_lines, extra)
     evidence_on = recall is not None  # an evidence stage on a dataset with answers
 
+    # fixed cost: the audit's known pairs (resumed from audit.jsonl)
     lanes: dict[str, list[AuditPair]] = {}
     if known:
         lanes[PIPELINE] = known
@@ -619,13 +602,8 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         for pair, case in zip(pairs, _audit_cases(dataset, pairs), strict=True)
         if (lane, pair.qid, pair.docid) not in audited
     ]
-    items = _mix(pool_items, audit_items, audit.seed)
-
-    with JsonlAppender(paths.labels) as log, JsonlAppender(paths.audit) as audit_log:
-
-        def keep(_: WorkItem, record: LabelRecord) -> None:
-            log.append(record.to_json())
-            summary.add(record)
+    runner = options.runner(chain) if options.runner is not None else run_items
+    with JsonlAppender(paths.audit) as audit_log:
 
         def keep_audit(item: WorkItem, record: LabelRecord) -> None:
             assert item.pair is not None
@@ -633,23 +611,74 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
             audit_log.append(AuditRecord(item.lane, item.pair, record, gated).to_json())
             summary.audit_usage = summary.audit_usage + record.usage
 
-        sinks = {POOL: keep} | dict.fromkeys(lanes, keep_audit)
-        desc = f"label ({pipeline.name})"
-        runner = options.runner(chain) if options.runner is not None else run_items
-        summary.left_by_budget += runner(
-            items, lane_judge, sinks, options.batch_pairs, desc, options.progress, deadline
-        )
+        if audit_items:
+            sinks = dict.fromkeys(lanes, keep_audit)
+            runner(audit_items, lane_judge, sinks, options.batch_pairs, f"audit ({pipeline.name})", options.progress)
+    refine_prepared = _prepare_refine(refine, dataset, known, all_cases, paths)
+    summary.fixed_s = time.perf_counter() - start
 
+    # pool judging: the free stages, then the costly judges against the budget
+    pool_start = time.perf_counter()
+    deadline = None
+    if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
+        deadline = time.monotonic() + 60 * options.max_minutes - _read_ledger(ledger).get(budget_key, 0.0)
+    pool = [(e.qid, e.docid) for e in entries]
+    calibrations = chain_calibrations(chain, refine)
+    order_ids = [pipeline.config_id, *([refine.pipeline.config_id] if refine else [])]
+    if options.runs:
+        paid = _judge_free(chain, paths, options, pool_items, summary)
+        records = current_records(read_labels(paths.labels), order_ids)
+        pool_items, found = _value_order(dataset, options, options.runs, records, pool, paid, calibrations, gate)
+        summary.evidence_lines.append(found.line())
+        summary.left_at_value_0 = len(paid) - len(pool_items)
+        extra["value"] = value_summary(found, len(pool_items), len(paid))
+        if options.max_pairs is not None and len(pool_items) > options.max_pairs:
+            summary.left_by_budget += len(pool_items) - options.max_pairs
+            pool_items = pool_items[: options.max_pairs]
+    elif options.max_pairs is not None or options.max_minutes is not None:
+        pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
+    scorer = options.scorer(chain) if options.scorer is not None else None
+    scoring = chain.score_pass([it.case for it in pool_items], scorer, options.batch_pairs, deadline, options.progress)
+    summary.evidence_lines = prepared.lines + refine_prepared.lines + summary.evidence_lines + scoring.lines
+    summary.calibration_usage = prepared.usage + refine_prepared.usage
+    summary.scoring_usage = scoring.usage
+    if scoring.scored is not None and deadline is not None:  # the time budget bounded the scoring pass
+        scored = scoring.scored
+        kept = [it for it in pool_items if chain.llm_view(it.case) is None or (it.case.qid, it.case.docid) in scored]
+        summary.left_by_budget += len(pool_items) - len(kept)
+        pool_items, deadline = kept, None
+    with JsonlAppender(paths.labels) as log:
+
+        def keep(_: WorkItem, record: LabelRecord) -> None:
+            log.append(record.to_json())
+            summary.add(record)
+
+        desc = f"label ({pipeline.name})"
+        summary.left_by_budget += runner(pool_items, lane_judge, {POOL: keep}, options.batch_pairs, desc,
+                                         options.progress, deadline)  # fmt: skip
+    if refine is not None:
+        _refine(dataset, refine, paths, options, entries, order_ids, calibrations, gate, deadline, summary, extra)
+    summary.pool_s = time.perf_counter() - pool_start
     if options.max_minutes is not None:
-        _add_spent(ledger, budget_key, time.perf_counter() - start)
-    write_label_qrels(dataset, paths.labels, paths.augmented, {pipeline.config_id})
-    records = [
-        r for r in counted_records(read_labels(paths.labels), {pipeline.config_id}) if (r.qid, r.docid) in wanted
-    ]
+        _add_spent(ledger, budget_key, summary.pool_s)
+
+    write_label_qrels(dataset, paths.labels, paths.augmented, order_ids)
+    records = [r for r in counted_records(read_labels(paths.labels), set(order_ids)) if (r.qid, r.docid) in wanted]
     llm_decided = any(r.label is not None and r.stage not in NO_LLM_STAGES and r.judge != HUMAN_JUDGE for r in records)
-    extra["coverage"] = {"pool_pairs": len(entries), "judged": len(records), "unjudged": len(entries) - len(records)}
+    extra["coverage"] = {"pool_pairs": len(entries), "judged": len({(r.qid, r.docid) for r in records})}
+    extra["coverage"]["unjudged"] = len(entries) - extra["coverage"]["judged"]
+    extra["counted_configs"] = order_ids
     drawn = {(lane, p.qid, p.docid) for lane, pairs in lanes.items() for p in pairs}
     audit_records = [a for a in read_audit(paths.audit) if (a.lane, a.pair.qid, a.pair.docid) in drawn]
+    llm_calibration = known_pair_calibration(
+        [(a.record, a.pair.truth) for a in audit_records if a.lane == (LLM_STAGE if LLM_STAGE in lanes else PIPELINE)
+         and a.record.config_id == config_ids.get(a.lane) and a.record.stage not in NO_LLM_STAGES],
+    )  # fmt: skip
+    if llm_calibration is not None:
+        calibrations[llm_calibration.name] = llm_calibration
+    write_calibrations(paths.labels.with_name(CALIBRATIONS_FILE), calibrations)
+    extra["calibrations"] = {name: {"population": c.population, "hole_like": c.hole_like, **c.quality}
+                             for name, c in calibrations.items()}  # fmt: skip
     model = next((a.record.model for a in audit_records if a.record.model), "")
     summary.audit = audit_report(dataset, audit_records, config_ids, llm_decided, audit, pipeline.name, model, extra)
     if chain.adapter is not None:
@@ -662,3 +691,61 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         summary.usage + summary.audit_usage + summary.calibration_usage + summary.scoring_usage
     )
     return summary
+
+
+def _prepare_refine(
+    refine: JudgeChain | None,
+    dataset: Dataset,
+    known: Sequence[AuditPair],
+    cases: Sequence[Case],
+    paths: LabelPaths,
+) -> Prepared:
+    """The costly answer judge's fixed cost: its fit on the reference (kept beside the labels for later runs)."""
+    if refine is None:
+        return Prepared()
+    path = paths.calibration.with_name("calibration-refine.json")
+    return refine.prepare(dataset, [(p.qid, p.docid) for p in known], cases, path)
+
+
+def _refine(
+    dataset: Dataset,
+    refine: JudgeChain,
+    paths: LabelPaths,
+    options: LabelOptions,
+    entries: Sequence[PoolEntry],
+    order_ids: Sequence[str],
+    calibrations: Mapping[str, Calibration],
+    gate: tuple[int, int] | None,
+    deadline: float | None,
+    summary: LabelSummary,
+    extra: dict[str, Any],
+) -> None:
+    """The costly answer judge re-judges, most valuable first and within the budget, the answer-bearing pairs a
+    free stage gave a P (every pair of positive value, in value order, when no runs give values)."""
+    records = current_records(read_labels(paths.labels), order_ids)
+    refined = {(r.qid, r.docid) for r in records if r.config_id == refine.pipeline.config_id}
+    by_pair = {(r.qid, r.docid): r for r in records}
+    cases = cases_for(dataset, [e for e in entries if (e.qid, e.docid) not in refined])
+    items = []
+    for case in cases:
+        r = by_pair.get((case.qid, case.docid))
+        view = refine.llm_case(case)
+        if r is not None and r.judge != HUMAN_JUDGE and view is not None and view.evidence and r.stage != "evidence":
+            items.append(WorkItem(POOL, case))
+    pool = [(e.qid, e.docid) for e in entries]
+    if options.runs:
+        items, found = _value_order(dataset, options, options.runs, records, pool, items, calibrations, gate)
+        extra["refine_value"] = value_summary(found, len(items), len(items))
+    if options.max_pairs is not None:
+        items = items[: options.max_pairs]
+    with JsonlAppender(paths.labels) as log:
+
+        def keep(_: WorkItem, record: LabelRecord) -> None:
+            log.append(record.to_json())
+            summary.refined += 1
+            summary.usage = summary.usage + record.usage
+
+        desc = f"refine ({refine.judge.name})"
+        summary.refine_left = run_items(
+            items, {POOL: refine.llm}, {POOL: keep}, options.batch_pairs, desc, options.progress, deadline
+        )

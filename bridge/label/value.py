@@ -1,11 +1,11 @@
-"""Which pool pairs are worth a costly judgment, decided before any is made.
+"""Which pool pairs are worth a costly judgment: the value of asking, from the same hole model as every estimate.
 
-After the free stages (the evidence gate, topic adapters) have decided what their own measurements let them
-decide, every pair that would go to the LLM or to people is open. Against the runs, the bounds of each
-system's score over the open pairs say which comparisons of adjacent systems are already settled
-(:mod:`bridge.settle`); a pair whose label can change the bounds of no unsettled comparison has value 0:
-it is not asked, and stays open and bounded. The others are asked most valuable first, so a budget
-(``--max-pairs``, ``--max-minutes``) goes where it can change a ranking.
+After the free stages (the evidence gate, topic adapters, a free answer judge) have given every pair they can a
+calibrated P, the leaderboard of the runs is estimated (:mod:`bridge.estimate`) and each pair a costly judge (an
+LLM, a stronger answer judge, people) could ask about gets its **value**: the expected number of open
+comparisons of adjacent systems its label would make likely or settled. Pairs are asked most valuable first, so
+a budget (``--max-pairs``, ``--max-minutes``) goes where it can change a ranking; a pair of value 0 cannot
+change any comparison whatever its label. A resumed run recomputes the values with the labels it has.
 """
 
 from __future__ import annotations
@@ -15,89 +15,129 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.datasets import Dataset
-from bridge.judging.answer_context import AnswerContextJudge
-from bridge.judging.metrics import CHANCE_LINE
-from bridge.label.chain import JudgeChain
+from bridge.estimate import DEFAULT_MEASURES, EstimateConfig, Leaderboard, parse_measures, ranked_lists
+from bridge.holes import RANDOM_SAMPLING, Calibration, HoleModel, HoleModelConfig, Pair, build_hole_model
 from bridge.label_records import LabelRecord
-from bridge.settle import DEFAULT_MEASURES, Leaderboard, Pair, SettleConfig, label_state, parse_measures
 from bridge.trec import Run
+
+VALUE_FLOOR = 1e-9
+"""Values at or below this are 0: the pair's label moves no open comparison."""
 
 
 @dataclass(frozen=True)
 class ValueConfig:
     measures: str = DEFAULT_MEASURES
-    """The leaderboard's measures whose comparisons a judgment may settle."""
-    settle: SettleConfig = field(default_factory=lambda: SettleConfig(resamples=500, simulations=100))
+    """The leaderboard's measures whose comparisons a judgment may decide."""
+    estimate: EstimateConfig = field(default_factory=EstimateConfig)
+    holes: HoleModelConfig = field(default_factory=HoleModelConfig)
     ask_all: bool = False
     """Ask the costly judge about value-0 pairs too (in value order, after the others)."""
 
 
 @dataclass(frozen=True)
 class PairValues:
-    values: dict[Pair, int]
-    """Open pair that would go to the costly judge -> how many unsettled comparisons its label can change."""
-    unsettled: int
+    values: dict[Pair, float]
+    """Pair -> the expected number of open comparisons its label would decide."""
+    open_comparisons: int
     comparisons: int
-    prior: float | None
-    """P(relevant) of an open pair without one of its own (the judge's prior)."""
 
     def line(self) -> str:
-        asked = sum(1 for v in self.values.values() if v > 0)
+        asked = sum(1 for v in self.values.values() if v > VALUE_FLOOR)
         return (
-            f"value: {asked} of {len(self.values)} pairs for the costly judge can change one of {self.unsettled} "
-            f"unsettled adjacent comparisons (of {self.comparisons}); the other {len(self.values) - asked} have "
-            "value 0: they cannot change a ranking whatever their label, and stay open and bounded"
+            f"value: {asked} of {len(self.values)} pairs for the costly judge can help decide one of "
+            f"{self.open_comparisons} open adjacent comparisons (of {self.comparisons}); the other "
+            f"{len(self.values) - asked} cannot move any (value 0) and keep their calibrated P"
         )
 
 
-def free_stage_trust(chain: JudgeChain, dataset: Dataset, gate_recall: Mapping[str, Any] | None) -> dict[str, Any]:
-    """What the free stages' trust rests on before any LLM call, in judge-audit.json's shape: the gate's recall on
-    known relevant passages and each adapter topic's cross-validation; the LLM is not trusted yet."""
-    from bridge.judging.adapter import routing_summary
-
-    trust: dict[str, Any] = {"trusted": False, "chance_line": CHANCE_LINE}
-    if gate_recall is not None:
-        trust["evidence"] = {"recall_on_gold": dict(gate_recall)}
-    if chain.adapter is not None:
-        trust["adapter"] = routing_summary(chain.adapter.routes(dataset.qids))
-        trust["chance_line"] = chain.adapter.config.chance_low
-    return trust
-
-
-def judgment_values(
+def hole_model_of(
     dataset: Dataset,
-    runs: Mapping[str, Run],
-    chain: JudgeChain,
     records: Iterable[LabelRecord],
     pool: Sequence[Pair],
-    asked: Sequence[Pair],
-    trust: Mapping[str, Any],
-    config: ValueConfig,
-) -> PairValues:
-    """The value of each pair of ``asked`` (the pool pairs the costly judge would see) given ``records`` (what the
-    free stages decided). Open pairs are relevant with the judge's prior (an answer-context judge: the share of
-    relevant pairs it was fitted on), which orders the systems; the bounds do not depend on it."""
-    judge = chain.judge
-    prior = judge.model.threshold if isinstance(judge, AnswerContextJudge) and judge.model is not None else None
-    return open_pair_values(dataset, runs, records, pool, trust, config, prior, asked)
+    calibrations: Mapping[str, Calibration],
+    gate_recall: tuple[int, int] | None,
+    runs: Mapping[str, Run] | None,
+    depth: int,
+    config: HoleModelConfig | None = None,
+) -> HoleModel:
+    """The hole model of a label run's current records (pass them with :func:`bridge.label_records.current_records`)
+    over the dataset's judged topics, every pair the runs rank in their top ``depth`` included."""
+    topics = list(dataset.judged_topics())
+    seen = ranked_lists(runs, topics, depth) if runs else set()
+    return build_hole_model(
+        dataset.qrels, records, pool, topics, dataset.relevance_threshold, calibrations, gate_recall, seen,
+        config or HoleModelConfig(),
+    )
 
 
-def open_pair_values(
+def pair_values(
     dataset: Dataset,
     runs: Mapping[str, Run],
     records: Iterable[LabelRecord],
     pool: Sequence[Pair],
-    trust: Mapping[str, Any] | None,
+    calibrations: Mapping[str, Calibration],
+    gate_recall: tuple[int, int] | None,
     config: ValueConfig,
-    prior: float | None = None,
     pairs: Sequence[Pair] | None = None,
 ) -> PairValues:
-    """The value of the open pairs (those of ``pairs``, default all), given the records, the trust of the stages
-    that made them (judge-audit.json's shape) and the runs."""
-    topics = list(dataset.judged_topics())
-    state = label_state(
-        dataset.qrels, records, pool, trust, topics, dataset.relevance_threshold, config.settle.gate_max_miss, prior
-    )
-    board = Leaderboard(runs, state, topics, parse_measures(config.measures), config.settle)
-    wanted = state.open if pairs is None else [p for p in pairs if p in state.open]
-    return PairValues(board.values(wanted), len(board.unsettled()), len(board.comparisons), prior)
+    """The value of the pairs ``pairs`` (default: every open pair) given the current records."""
+    measures = parse_measures(config.measures)
+    depth = max(m.k for m in measures)
+    model = hole_model_of(dataset, records, pool, calibrations, gate_recall, runs, depth, config.holes)
+    board = Leaderboard(runs, model, list(dataset.judged_topics()), measures, config.estimate)
+    values = board.values(pairs)
+    return PairValues(values, len(board.open_comparisons()), len(board.comparisons))
+
+
+RANDOM_SHARE = 0.25
+"""The share of the pairs people are asked that is drawn at random (their answers calibrate the hole model on holes;
+the rest go most valuable first)."""
+
+
+def ask_order(
+    values: Mapping[Pair, float],
+    random_share: float = RANDOM_SHARE,
+    seed: int = 0,
+    random_pairs: Sequence[Pair] | None = None,
+) -> list[tuple[Pair, str]]:
+    """The order people are asked in, each pair with how it was chosen: ``random`` for a share ``random_share`` of
+    the slots (evenly spread), ``value`` for the others, most valuable first. A random slot takes the next of
+    ``random_pairs`` (drawn at random already, e.g. the review queue's random holes), or, without them, a pair
+    drawn uniformly from those of ``values`` not asked yet. The random answers are a sample of the holes: the hole
+    model calibrates on them."""
+    import random as _random
+
+    rng = _random.Random(seed)
+    by_value = sorted(values, key=lambda p: (-values[p], p))
+    if random_pairs is None:  # draw from the valued pairs themselves: a seeded shuffle, taken in turn
+        random_pairs = list(by_value)
+        rng.shuffle(random_pairs)
+    left = set(by_value) | set(random_pairs)
+    out: list[tuple[Pair, str]] = []
+    owed, at_value, at_random = 0.0, 0, 0
+    while left:
+        owed += random_share
+        while at_value < len(by_value) and by_value[at_value] not in left:
+            at_value += 1
+        while at_random < len(random_pairs) and random_pairs[at_random] not in left:
+            at_random += 1
+        has_random, has_value = at_random < len(random_pairs), at_value < len(by_value)
+        if has_random and (owed >= 1.0 - 1e-9 or not has_value):
+            owed = max(owed - 1.0, 0.0)
+            pair, how = random_pairs[at_random], RANDOM_SAMPLING
+        else:
+            pair, how = by_value[at_value], "value"
+        left.discard(pair)
+        out.append((pair, how))
+    return out
+
+
+def value_summary(values: PairValues, asked: int, candidates: int) -> dict[str, Any]:
+    """What judge-audit.json keeps of a run's value order."""
+    return {
+        "candidates": candidates,
+        "value_above_0": sum(1 for v in values.values.values() if v > VALUE_FLOOR),
+        "asked": asked,
+        "open_comparisons": values.open_comparisons,
+        "comparisons": values.comparisons,
+    }

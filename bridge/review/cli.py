@@ -115,9 +115,17 @@ def open_db(args: argparse.Namespace):
     return db
 
 
+def label_run_order(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord]) -> list[str]:
+    """The label run's judge configurations in precedence order (judge-audit.json), else those of labels.jsonl."""
+    from bridge.judging.audit import read_audit_report
+
+    audit = read_audit_report(ws.audit_report(ds.slug)) or {}
+    return list(audit.get("counted_configs") or dict.fromkeys(r.config_id for r in records))
+
+
 def synced_db(args: argparse.Namespace):
     """Open the database and bring its cases and attention checks up to date with labels.jsonl."""
-    from bridge.label_records import read_labels
+    from bridge.label_records import current_records, read_labels
     from bridge.review.items import attention_checks, review_cases
 
     ws = workspace_from_args(args)
@@ -127,10 +135,11 @@ def synced_db(args: argparse.Namespace):
         raise BridgeError(f"{labels} not found: run `bridge label` first (escalated pairs are reviewed from it)")
     db = open_db(args)
     db.bind_dataset(ds.slug)
-    records = read_labels(labels)
-    cases, reviewed = review_cases(ds, records)
+    every = read_labels(labels)
+    records = current_records(every, label_run_order(ws, ds, every))
     seed = db.config.seed
-    values = case_values(ws, ds, records, [(c.qid, c.docid) for c in cases])
+    cases, reviewed = review_cases(ds, records, seed=seed)
+    values = case_values(ws, ds, records, cases)
     summary = db.sync(cases, reviewed, lambda count, taken: attention_checks(ds, count, seed, taken), values)
     print(
         f"review of {ds.name}: {summary.active_cases} cases ({summary.new_cases} new, {summary.closed_cases} closed), "
@@ -141,23 +150,30 @@ def synced_db(args: argparse.Namespace):
     return db
 
 
-def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], pairs: Sequence[Pair]) -> dict[Pair, float]:
-    """How many unsettled comparisons of adjacent systems each case's label can change (runs/<ds>/, the pool and
-    the label run's audit); people get the most valuable cases first. Empty without runs or a pool."""
-
+def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], cases: Sequence) -> dict[Pair, float]:
+    """The order cases are handed out in, as priorities: escalated cases most valuable first (the expected number
+    of open comparisons of adjacent systems in runs/<ds>/ each label would decide), the random holes spread among
+    them (:func:`bridge.label.value.ask_order`). Without runs or a pool: escalated cases first, in file order."""
+    from bridge.holes import CALIBRATIONS_FILE, RANDOM_SAMPLING, read_calibrations
     from bridge.judging.audit import read_audit_report
-    from bridge.label.value import ValueConfig, open_pair_values
+    from bridge.label.value import ValueConfig, ask_order, pair_values
     from bridge.pool import read_pool
     from bridge.trec import read_runs
 
+    escalated = [(c.qid, c.docid) for c in cases if c.source.get("sampling") != RANDOM_SAMPLING]
+    drawn = [(c.qid, c.docid) for c in cases if c.source.get("sampling") == RANDOM_SAMPLING]
     runs = read_runs(ws.runs(ds.slug))
-    pool_path, audit_path = ws.pool_file(ds.slug), ws.audit_report(ds.slug)
-    if not runs or not pool_path.exists() or not pairs:
-        return {}
-    audit = read_audit_report(audit_path)
-    pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
-    found = open_pair_values(ds, runs, records, pool, audit, ValueConfig(), pairs=pairs)
-    return {pair: float(v) for pair, v in found.values.items()}
+    pool_path = ws.pool_file(ds.slug)
+    values: dict[Pair, float] = dict.fromkeys(escalated, 0.0)
+    if runs and pool_path.exists() and escalated:
+        audit = read_audit_report(ws.audit_report(ds.slug)) or {}
+        recall = (audit.get("evidence") or {}).get("recall_on_gold") or {}
+        gate = (int(recall.get("found") or 0), int(recall["total"])) if recall.get("total") else None
+        calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(CALIBRATIONS_FILE))
+        pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
+        values.update(pair_values(ds, runs, records, pool, calibrations, gate, ValueConfig(), escalated).values)
+    order = ask_order(values, random_pairs=drawn)
+    return {pair: float(len(order) - i) for i, (pair, _) in enumerate(order)}
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
@@ -218,7 +234,10 @@ def cmd_merge(args: argparse.Namespace) -> int:
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
     db = open_db(args)
-    summary = merge(db, ds, ws.labels_file(ds.slug), ws.augmented_qrels(ds.slug))
+    from bridge.label_records import read_labels
+
+    order = label_run_order(ws, ds, read_labels(ws.labels_file(ds.slug)))
+    summary = merge(db, ds, ws.labels_file(ds.slug), ws.augmented_qrels(ds.slug), order)
     print(
         f"{summary.decided} decided cases: {summary.appended} human labels appended, "
         f"{summary.unchanged} already merged; {summary.undecided} undecided cases left out"

@@ -1,7 +1,10 @@
-"""What annotators judge: escalated cases from labels.jsonl and known-answer attention checks.
+"""What annotators judge: escalated cases from labels.jsonl, a random share of the holes, and known-answer
+attention checks.
 
 Cases are the pairs whose latest record is undecided (``escalated`` / ``parse-failure``), shown
-with the record's debate history. Attention checks come from the dataset's original judgments:
+with the record's debate history, and a random sample of the pairs a model labelled with an uncertain P
+(:func:`random_holes`: each pair drawn with a known probability, recorded with the case), whose answers the
+hole model calibrates on. Attention checks come from the dataset's original judgments:
 positives are gold pairs (grade at or above the dataset's relevance threshold); negatives are
 pairs judged 0 where the qrels have any, otherwise a query paired with another query's gold
 passage that none of its answers occurs in.
@@ -9,12 +12,14 @@ passage that none of its answers occurs in.
 
 from __future__ import annotations
 
+import hashlib
 import random
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.datasets import Dataset
+from bridge.holes import RANDOM_SAMPLING
 from bridge.judging import cases_for
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.pool import PoolEntry
@@ -37,27 +42,62 @@ class ItemSpec:
     gold: int | None = None
 
 
-def review_cases(dataset: Dataset, records: Iterable[LabelRecord]) -> tuple[list[ItemSpec], set[Pair]]:
+RANDOM_PER_GROUP = 20
+"""Holes drawn at random per calibration group for people (the calibration's sample of the holes)."""
+
+
+def review_cases(
+    dataset: Dataset, records: Iterable[LabelRecord], random_per_group: int = RANDOM_PER_GROUP, seed: int = 0
+) -> tuple[list[ItemSpec], set[Pair]]:
     """Cases for the dataset's queries, and the pairs still under human review.
 
-    ``records`` holds the latest record per pair (``read_labels``). A pair stays under review while
-    its latest record is undecided or a human decision; a pair decided since by another judge
-    (e.g. relabelled with a new configuration) leaves the review.
+    ``records`` holds the current record per pair (:func:`bridge.label_records.current_records`). A pair stays
+    under review while its record is undecided, a human decision or one of the random holes; a pair decided since
+    by another judge (e.g. relabelled with a new configuration) leaves the review.
     """
     topics = set(dataset.qids)
-    undecided = [r for r in records if r.qid in topics and r.label is None]
-    reviewed = {(r.qid, r.docid) for r in records if r.qid in topics and r.judge == HUMAN_JUDGE}
-    entries = [PoolEntry(r.qid, r.docid, tuple(r.systems), r.min_rank) for r in undecided]  # type: ignore[arg-type]
+    records = [r for r in records if r.qid in topics]
+    undecided = [r for r in records if r.label is None]
+    reviewed = {(r.qid, r.docid) for r in records if r.judge == HUMAN_JUDGE}
+    drawn = random_holes(records, random_per_group, seed)
+    chosen = undecided + [r for r, _ in drawn]
+    entries = [PoolEntry(r.qid, r.docid, tuple(r.systems), r.min_rank) for r in chosen]  # type: ignore[arg-type]
+    probability = {(r.qid, r.docid): p for r, p in drawn}
     specs = []
-    for record, case in zip(undecided, cases_for(dataset, entries), strict=True):
+    for record, case in zip(chosen, cases_for(dataset, entries), strict=True):
         source = record.to_json()
         del source["rounds"], source["qid"], source["docid"]
         if record.judge == HUMAN_JUDGE:  # a withdrawn human decision: keep the escalation's provenance
             source.update(record.details.get("escalated", {}))
+        if (record.qid, record.docid) in probability:
+            source.update(sampling=RANDOM_SAMPLING, sampling_probability=probability[(record.qid, record.docid)])
         specs.append(
             ItemSpec("case", case.qid, case.docid, case.query, case.answers, case.chunk, record.rounds, source)
         )
     return specs, reviewed | {(s.qid, s.docid) for s in specs}
+
+
+def random_holes(
+    records: Sequence[LabelRecord], per_group: int, seed: int = 0
+) -> list[tuple[LabelRecord, float]]:
+    """About ``per_group`` pairs of each calibration group (the records' calibration, else their stage) whose mean
+    P is uncertain (between 0.02 and 0.98), each drawn with probability ``per_group / group size`` by a coin
+    seeded by the pair (so a later sync draws the same pairs): (record, its inclusion probability)."""
+    groups: dict[str, list[LabelRecord]] = {}
+    for r in records:
+        if r.judge != HUMAN_JUDGE and r.label is not None and r.p_yes is not None:
+            groups.setdefault(str(r.details.get("calibration") or r.stage), []).append(r)
+    out = []
+    for members in groups.values():
+        mean = sum(float(r.p_yes or 0) for r in members) / len(members)
+        if not 0.02 < mean < 0.98 or per_group <= 0:
+            continue
+        probability = min(1.0, per_group / len(members))
+        for r in members:
+            digest = hashlib.sha256(f"{seed}|{r.qid}|{r.docid}".encode()).digest()
+            if int.from_bytes(digest[:8], "big") / 2**64 < probability:
+                out.append((r, probability))
+    return out
 
 
 def attention_checks(dataset: Dataset, count: int, seed: int = 0, exclude: Iterable[Pair] = ()) -> list[ItemSpec]:

@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -62,7 +63,11 @@ def human_record(item: Item, votes: CaseVotes, config: ReviewConfig) -> LabelRec
             "votes": [_vote(j) for j in votes.valid],
             "excluded_votes": [_vote(j) for j in votes.excluded],
             "judgments_per_case": config.judgments_per_case,
-            "escalated": {k: source.get(k) for k in ("route", "judge", "config_id", "model", "details")},
+            "escalated": {
+                k: source.get(k) for k in ("route", "judge", "config_id", "model", "details", "label", "stage")
+            },
+            **({"sampling": source["sampling"]} if source.get("sampling") else {}),
+            **({"sampling_probability": source["sampling_probability"]} if "sampling_probability" in source else {}),
         },
         p_yes=source.get("p_yes"),
         systems=list(source.get("systems", [])),
@@ -81,7 +86,11 @@ def case_records(db: ReviewDB) -> list[LabelRecord]:
     return [human_record(c, votes[c.id], config) for c in cases]
 
 
-def merge(db: ReviewDB, dataset: Dataset, labels_path: Path, augmented_path: Path) -> MergeSummary:
+def merge(
+    db: ReviewDB, dataset: Dataset, labels_path: Path, augmented_path: Path, config_order: Sequence[str] = ()
+) -> MergeSummary:
+    """People's decisions into labels.jsonl; augmented qrels rewritten with the current record of each pair
+    (``config_order``: the label run's configurations in precedence order, judge-audit.json's)."""
     summary = MergeSummary()
     latest = {(r.qid, r.docid): r for r in read_labels(labels_path)}
     with JsonlAppender(labels_path) as log:
@@ -96,13 +105,14 @@ def merge(db: ReviewDB, dataset: Dataset, labels_path: Path, augmented_path: Pat
                     summary.withdrawn += 1
                 continue
             summary.decided += 1
+            random_hole = bool(record.details.get("sampling"))  # a model's label on purpose: people still answer
             if by_human and current.to_json() == record.to_json():  # type: ignore[union-attr]
                 summary.unchanged += 1
-            elif current is not None and current.label is not None and not by_human:
+            elif current is not None and current.label is not None and not by_human and not random_hole:
                 summary.superseded.append(pair)
             else:
                 log.append(record.to_json())
                 summary.appended += 1
-    config_ids = {str(item.source.get("config_id")) for item in db.items("case", active_only=False)}
-    write_label_qrels(dataset, labels_path, augmented_path, config_ids)
+    sources = [str(item.source.get("config_id")) for item in db.items("case", active_only=False)]
+    write_label_qrels(dataset, labels_path, augmented_path, list(dict.fromkeys([*sources, *config_order])))
     return summary

@@ -1,0 +1,202 @@
+"""The augmented leaderboard as an estimate (``bridge eval``): from the label run's files, the hole model
+(:mod:`bridge.holes`) and the estimate (:mod:`bridge.estimate`) give every system's expected score with its
+intervals and exact bounds, each adjacent comparison's verdict as a probability, each system's rank stability
+over the draws, and the open pairs whose labels would decide the most open comparisons. This module runs them
+for an evaluation and writes what they found; it states none of their rules.
+"""
+
+from __future__ import annotations
+
+import csv
+from collections import Counter
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bridge.estimate import (
+    LIKELY,
+    OPEN,
+    SETTLED,
+    Comparison,
+    EstimateConfig,
+    Leaderboard,
+    Measure,
+    SystemEstimate,
+    most_valuable,
+    ranked_lists,
+    settle_measure,
+)
+from bridge.fsio import atomic_write
+from bridge.holes import Calibration, HoleModelConfig, Pair, build_hole_model
+from bridge.label_records import LabelRecord, current_records
+from bridge.trec import Qrels, Run
+from eval.measures import MeasureSpec
+
+
+@dataclass(frozen=True)
+class RankStability:
+    """How often a system keeps its rank over the draws of the open labels (these topics)."""
+
+    measure: str
+    system: str
+    rank: int
+    rank_kept: float
+    mean_abs_shift: float
+
+
+@dataclass(frozen=True)
+class EstimatedLeaderboard:
+    """Estimates, bounds, verdicts and what they rest on, for one evaluation's augmented leaderboard."""
+
+    scores: list[SystemEstimate]
+    comparisons: list[Comparison]
+    stages: dict[str, tuple[int, float]]
+    """Open pairs by the stage whose P they carry: (pairs, expected relevant)."""
+    calibrations: dict[str, dict[str, Any]]
+    """Calibration name -> population, hole_like and cross-fitted quality (what each P rests on)."""
+    stability: list[RankStability] = field(default_factory=list)
+    valuable: list[tuple[Pair, float, float]] = field(default_factory=list)
+    """The open pairs whose labels would decide the most open comparisons: (pair, value, P)."""
+    notes: list[str] = field(default_factory=list)
+    people_random: int = 0
+    draws: int = 0
+
+    def score(self, system: str, measure: str) -> SystemEstimate | None:
+        return next((s for s in self.scores if s.system == system and s.measure == measure), None)
+
+    def next_comparison(self, system: str, measure: str) -> Comparison | None:
+        """The comparison of ``system`` with the system ranked just below it (estimate)."""
+        return next((c for c in self.comparisons if c.upper == system and c.measure == measure), None)
+
+    def counts(self) -> Counter[str]:
+        return Counter(c.status for c in self.comparisons)
+
+    def lines(self) -> list[str]:
+        """The terminal summary."""
+        by = self.counts()
+        total = len(self.comparisons)
+        pairs = sum(n for n, _ in self.stages.values())
+        out = [
+            f"estimate: {by.get(SETTLED, 0)} of {total} adjacent comparisons settled by the bounds, "
+            f"{by.get(LIKELY, 0)} likely (P >= 0.95 either way), {by.get(OPEN, 0)} open; {pairs} open pairs ("
+            + ", ".join(f"{n} {stage} ({e:.1f} expected relevant)" for stage, (n, e) in self.stages.items())
+            + ")"
+        ]
+        out += [f"note: {n}" for n in self.notes]
+        if self.valuable:
+            shown = ", ".join(f"{q}/{d} ({v:.2f})" for (q, d), v, _ in self.valuable[:10])
+            out.append(f"the most valuable open pairs (expected open comparisons each would decide): {shown}")
+        return out
+
+
+def estimate_measures(specs: Sequence[MeasureSpec], threshold: int = 1) -> list[Measure]:
+    """The leaderboard's measures that are estimated (Hit, nDCG, P, Recall, RR with a cutoff, relevance at
+    ``threshold``)."""
+    return [m for m in (settle_measure(s.label, s.measure, threshold) for s in specs) if m is not None]
+
+
+def counted_configs(audit: Mapping[str, Any] | None, labels: Sequence[LabelRecord]) -> list[str]:
+    """The judge configurations whose records count, in precedence order: the label run's (judge-audit.json), else
+    every configuration of labels.jsonl in file order."""
+    if audit and audit.get("counted_configs"):
+        return list(audit["counted_configs"])
+    if audit and audit.get("config_id"):
+        return [str(audit["config_id"])]
+    return list(dict.fromkeys(r.config_id for r in labels))
+
+
+def gate_recall(audit: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    recall = ((audit or {}).get("evidence") or {}).get("recall_on_gold")
+    if not recall or recall.get("total") is None:
+        return None
+    return int(recall.get("found") or 0), int(recall["total"])
+
+
+def estimate_leaderboard(
+    runs: Mapping[str, Run],
+    original: Qrels,
+    labels: Sequence[LabelRecord],
+    pool: Sequence[Pair],
+    audit: Mapping[str, Any] | None,
+    calibrations: Mapping[str, Calibration],
+    topics: Sequence[str],
+    specs: Sequence[MeasureSpec],
+    threshold: int,
+    config: EstimateConfig,
+    holes: HoleModelConfig = HoleModelConfig(),
+    valuable: int = 50,
+) -> EstimatedLeaderboard:
+    measures = estimate_measures(specs, threshold)
+    records = current_records(labels, counted_configs(audit, labels))
+    depth = max(m.k for m in measures)
+    seen = ranked_lists(runs, topics, depth)
+    model = build_hole_model(original, records, pool, topics, threshold, calibrations, gate_recall(audit), seen, holes)
+    board = Leaderboard(runs, model, topics, measures, config)
+    used = {
+        name: {"population": c.population, "hole_like": c.hole_like, **dict(c.quality)}
+        for name, c in model.calibrations.items()
+    }
+    return EstimatedLeaderboard(
+        board.scores(),
+        list(board.comparisons),
+        model.by_stage(),
+        used,
+        rank_stability(board),
+        most_valuable(board, valuable) if valuable else [],
+        list(model.notes),
+        model.people_random,
+        config.draws,
+    )
+
+
+def rank_stability(board: Leaderboard) -> list[RankStability]:
+    """Per measure and system: the share of draws in which its rank is its estimated rank, and the mean shift."""
+    out = []
+    for m in board.measures:
+        means = board.means[m.label]
+        ranks = 1 + (means[:, None, :] > means[:, :, None]).sum(axis=2)  # draws x systems
+        estimate = means.mean(axis=0)
+        rank = 1 + (estimate[None, :] > estimate[:, None]).sum(axis=1)
+        for i, s in enumerate(board.systems):
+            out.append(
+                RankStability(
+                    m.label,
+                    s,
+                    int(rank[i]),
+                    float(np.mean(ranks[:, i] == rank[i])),
+                    float(np.mean(np.abs(ranks[:, i] - rank[i]))),
+                )
+            )
+    return out
+
+
+def write_comparisons(estimated: EstimatedLeaderboard, path: Path) -> None:
+    """comparisons.csv: every adjacent comparison, its status, verdict, P(upper beats lower) and the bounds'
+    bootstrap intervals."""
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle)
+        intervals = ("worst_low", "worst_high", "best_low", "best_high")
+        writer.writerow(["measure", "upper", "lower", "status", "verdict", "p_upper", *intervals])
+        for c in estimated.comparisons:
+            writer.writerow(
+                [c.measure, c.upper, c.lower, c.status, c.verdict, f"{c.p_upper:.4f}"]
+                + [f"{x:+.6f}" for x in (*c.worst, *c.best)]
+            )
+
+
+def write_valuable_pairs(estimated: EstimatedLeaderboard, path: Path) -> None:
+    """valuable-pairs.tsv: the open pairs whose labels would decide the most open comparisons, best first."""
+    with atomic_write(path) as handle:
+        handle.write("qid\tdocid\tvalue\tp_relevant\n")
+        for (qid, docid), value, p in estimated.valuable:
+            handle.write(f"{qid}\t{docid}\t{value:.4f}\t{p:.4f}\n")
+
+
+def counted(counts: Counter[str], joiner: str = "") -> str:
+    """``Counter({"unjudged": 6, "undecided": 2})`` -> ``6 unjudged, 2 undecided`` (``joiner`` between count and
+    name, e.g. ``by``), or ``none``."""
+    space = f" {joiner} " if joiner else " "
+    return ", ".join(f"{n}{space}{what}" for what, n in counts.most_common()) or "none"

@@ -1,0 +1,285 @@
+"""The estimate of a leaderboard: exact bounds, expected scores and intervals against hand-computed answers and
+against ir_measures on every assignment of the open labels, interval coverage on synthetic truth, verdicts and
+the value of a judgment."""
+
+from __future__ import annotations
+
+import itertools
+import math
+import random
+
+import numpy as np
+import pytest
+
+from bridge.estimate import (
+    LIKELY,
+    OPEN,
+    SETTLED,
+    Bounds,
+    EstimateConfig,
+    Leaderboard,
+    Measure,
+    TopicView,
+    difference_bounds,
+    settle_measure,
+    verdict_of,
+)
+from bridge.holes import INTERCEPT, Calibration, HoleModel, HoleModelConfig, build_hole_model, constant_calibration
+from bridge.label_records import LabelRecord
+from bridge.trec import top_k
+from eval.measures import per_query_scores, resolve_measures
+
+# Three systems, two topics, top 3. q1: a relevant (original), z judged 0, x and y open. q2: b relevant, w open.
+FIXED = {"q1": {"a": 1, "z": 0}, "q2": {"b": 1}}
+RUNS = {
+    "A": {"q1": {"a": 3.0, "x": 2.0, "z": 1.0}, "q2": {"w": 3.0, "b": 2.0, "c": 1.0}},
+    "B": {"q1": {"x": 3.0, "y": 2.0, "a": 1.0}, "q2": {"c": 3.0, "d": 2.0, "b": 1.0}},
+    "C": {"q1": {"z": 3.0, "y": 2.0, "e": 1.0}, "q2": {"b": 3.0, "w": 2.0, "d": 1.0}},
+}
+OPEN_P = {("q1", "x"): 0.8, ("q1", "y"): 0.3, ("q2", "w"): 0.5}
+MEASURES = [Measure(f"{n}@3", n, 3) for n in ("Hit", "P", "RR", "Recall", "nDCG")]
+
+
+def known_p_model(fixed, open_p, threshold=1) -> HoleModel:
+    """Open pairs with known P (no calibration uncertainty)."""
+    pairs = list(open_p)
+    p = np.array([open_p[x] for x in pairs])
+    calibration = Calibration("known", ("logit_p", INTERCEPT), np.array([[1.0, 0.0]]), "test")
+    x = np.column_stack([np.log(p / (1 - p)), np.ones(len(p))])
+    return HoleModel(threshold, fixed, pairs, ["known"] * len(pairs), {"known": (np.arange(len(p)), x)},
+                     {"known": calibration})  # fmt: skip
+
+
+def ranked(runs, topics, depth):
+    return {s: {q: top_k(run.get(q, {}), depth) for q in topics} for s, run in runs.items()}
+
+
+def test_bounds_by_hand_on_three_systems_and_two_topics():
+    bounds = Bounds(ranked(RUNS, ["q1", "q2"], 3), FIXED, OPEN_P, 1, ["q1", "q2"], MEASURES)
+    ig1, ig2 = 1 + 1 / math.log2(3), 1 + 1 / math.log2(3) + 0.5  # ideal DCG with 1 and 2 more relevant
+    d2 = 1 / math.log2(3)  # discount at rank 2
+    expected = {  # system -> measure -> ((q1 low, q1 high), (q2 low, q2 high))
+        "A": {
+            "Hit@3": ((1, 1), (1, 1)),
+            "P@3": ((1 / 3, 2 / 3), (1 / 3, 2 / 3)),
+            "RR@3": ((1, 1), (1 / 2, 1)),
+            "Recall@3": ((1 / 2, 1), (1, 1)),  # q1: y outside counts against A when relevant
+            "nDCG@3": ((1 / ig1, 1), (d2, 1)),  # q1: x not relevant, y relevant outside: 1 / IDCG(2 relevant)
+        },
+        "B": {
+            "Hit@3": ((1, 1), (1, 1)),
+            "P@3": ((1 / 3, 1), (1 / 3, 1 / 3)),
+            "RR@3": ((1 / 3, 1), (1 / 3, 1 / 3)),
+            "Recall@3": ((1, 1), (1 / 2, 1)),
+            "nDCG@3": ((0.5, 1), (0.5 / ig1, 0.5)),  # q1 high: x and y relevant, (1 + d2 + 0.5) / ig2 = 1
+        },
+        "C": {
+            "Hit@3": ((0, 1), (1, 1)),
+            "P@3": ((0, 1 / 3), (1 / 3, 2 / 3)),
+            "RR@3": ((0, 1 / 2), (1, 1)),
+            "Recall@3": ((0, 1 / 2), (1, 1)),
+            "nDCG@3": ((0, d2 / ig1), (1, 1)),
+        },
+    }
+    assert ig2 == pytest.approx(1 + d2 + 0.5)
+    for i, system in enumerate(bounds.systems):
+        for measure, (q1, q2) in expected[system].items():
+            got = [x for t in range(2) for x in (bounds.low[measure][i, t], bounds.high[measure][i, t])]
+            assert got == pytest.approx([*q1, *q2]), (system, measure)
+
+
+def test_expected_scores_on_a_two_topic_fixture_by_hand():
+    """System A, labels of x (0.8), y (0.3), w (0.5) independent: P@3 = ((1 + .8) + (.5 + 1)) / 6, Hit@3 = 1,
+    RR@3 = (1 + (.5 + .5 / 2)) / 2; nDCG@3 and Recall@3 by ir_measures on all 8 assignments, weighted."""
+    board = Leaderboard(RUNS, known_p_model(FIXED, OPEN_P), ["q1", "q2"], MEASURES, EstimateConfig(draws=20000))
+    est = {(s.system, s.measure): s for s in board.scores()}
+    assert est[("A", "P@3")].estimate == pytest.approx((1.8 / 3 + 1.5 / 3) / 2, abs=0.003)
+    assert est[("A", "Hit@3")].estimate == 1.0
+    assert est[("A", "RR@3")].estimate == pytest.approx((1 + 0.75) / 2, abs=0.004)
+    assert est[("C", "Hit@3")].estimate == pytest.approx((0.3 + 1) / 2, abs=0.004)  # C's q1 hit is y
+    specs = resolve_measures(["nDCG@3", "Recall@3"], 1)
+    exact = {s: {spec.label: 0.0 for spec in specs} for s in RUNS}
+    pairs = list(OPEN_P)
+    for labels in itertools.product((0, 1), repeat=len(pairs)):
+        weight = math.prod(OPEN_P[p] if y else 1 - OPEN_P[p] for p, y in zip(pairs, labels, strict=True))
+        qrels = {q: dict(d) for q, d in FIXED.items()}
+        for (q, d), y in zip(pairs, labels, strict=True):
+            qrels[q][d] = y
+        for s, run in RUNS.items():
+            values = per_query_scores(run, qrels, ["q1", "q2"], specs, 1)
+            for spec in specs:
+                exact[s][spec.label] += weight * float(np.mean(values[spec.label]))
+    for s in RUNS:
+        for spec in specs:
+            assert est[(s, spec.label)].estimate == pytest.approx(exact[s][spec.label], abs=0.004), (s, spec.label)
+            low, high = est[(s, spec.label)].interval
+            assert est[(s, spec.label)].low - 1e-9 <= low <= high <= est[(s, spec.label)].high + 1e-9
+
+
+def synthetic(seed: int, topics: int = 20, systems: int = 3, open_per_topic: int = 10):
+    """Topics with one relevant judged document and ``open_per_topic`` open documents of known P in every system's
+    top 10 (systems rank different subsets)."""
+    rng = random.Random(seed)
+    fixed, runs, open_p = {}, {f"S{s}": {} for s in range(systems)}, {}
+    for t in range(topics):
+        q = f"q{t}"
+        fixed[q] = {"g": 1, "n": 0}
+        docs = [f"d{i}" for i in range(open_per_topic)]
+        for d in docs:
+            open_p[(q, d)] = rng.uniform(0.05, 0.6)
+        for s in range(systems):
+            picked = rng.sample(["g", "n", *docs], 10)
+            runs[f"S{s}"][q] = {d: 10.0 - r for r, d in enumerate(picked)}
+    return fixed, runs, open_p
+
+
+def test_intervals_cover_synthetic_truth_drawn_from_known_p():
+    """The truth is drawn from the P the model holds, and the calibration's own uncertainty is real: each trial
+    draws a fresh sample of 60 labelled holes, calibrates a constant P on it (Jeffreys posterior) and a fresh
+    truth. Over 400 trials the 95% intervals hold the truth's score 93-97% of the time."""
+    fixed, runs, open_p = synthetic(0)
+    topics = sorted(fixed)
+    pairs = list(open_p)
+    measures = [Measure("P@10", "P", 10), Measure("nDCG@10", "nDCG", 10)]
+    rng = np.random.default_rng(7)
+    prevalence = 0.3
+    covered = {m.label: [] for m in measures}
+    for _ in range(400):
+        sample = rng.random(60) < prevalence
+        k = int(sample.sum())
+        calibration = constant_calibration("c", rng.beta(k + 0.5, 60 - k + 0.5, 400), "60 random holes")
+        model = HoleModel(1, fixed, pairs, ["c"] * len(pairs), {"c": (np.arange(len(pairs)), np.ones((len(pairs), 1)))},
+                          {"c": calibration})  # fmt: skip
+        board = Leaderboard(runs, model, topics, measures, EstimateConfig(draws=400, seed=int(rng.integers(1 << 30))))
+        truth = {q: dict(d) for q, d in fixed.items()}
+        for (q, d), y in zip(pairs, rng.random(len(pairs)) < prevalence, strict=True):
+            truth[q][d] = int(y)
+        specs = resolve_measures(["P@10", "nDCG@10"], 1)
+        for s in board.systems[:1]:
+            values = per_query_scores(runs[s], truth, topics, specs, 1)
+            for m, spec in zip(measures, specs, strict=True):
+                low, high = next(x.interval for x in board.scores() if x.system == s and x.measure == m.label)
+                covered[m.label].append(low <= float(np.mean(values[spec.label])) <= high)
+    for label, hits in covered.items():
+        assert 0.93 <= np.mean(hits) <= 0.97, (label, np.mean(hits))
+
+
+def test_a_pool_shallower_than_the_cutoff_widens_the_bounds_and_says_so():
+    """Pooled at depth 1, scored at 3: the documents below rank 1 nobody labelled are open (prior P), not silently
+    non-relevant."""
+    runs = {"A": {"q": {"g": 3.0, "u": 2.0, "v": 1.0}}, "B": {"q": {"n": 3.0, "g": 2.0, "w": 1.0}}}
+    original = {"q": {"g": 1, "n": 0}}
+    pool = [("q", "x")]  # the pool at depth 1 held nothing unjudged but an old pair
+    seen = {("q", d) for run in runs.values() for d in top_k(run["q"], 3)}
+    model = build_hole_model(original, [], pool, ["q"], 1, {}, None, seen)
+    assert {p for p, s in zip(model.pairs, model.stage, strict=True) if s == "unpooled"} == {("q", d) for d in "uvw"}
+    assert any("outside the pool" in n for n in model.notes)
+    board = Leaderboard(runs, model, ["q"], [Measure("P@3", "P", 3)])
+    a = next(s for s in board.scores() if s.system == "A")
+    assert (a.low, a.high) == pytest.approx((1 / 3, 1.0))  # u and v may be relevant
+    assert 1 / 3 < a.estimate < 1.0
+
+
+def test_the_verdict_rule():
+    assert verdict_of(0.5, (0.01, 0.2), (0.1, 0.3), 0.95) == (SETTLED, ">")
+    assert verdict_of(0.5, (-0.3, -0.2), (-0.2, -0.01), 0.95) == (SETTLED, "<")
+    assert verdict_of(0.9, (-0.1, 0.0), (0.0, 0.2), 0.95) == (SETTLED, "n.s.")  # no extreme separates them
+    assert verdict_of(0.96, (-0.1, 0.05), (0.01, 0.2), 0.95) == (LIKELY, ">")
+    assert verdict_of(0.03, (-0.1, 0.05), (0.01, 0.2), 0.95) == (LIKELY, "<")
+    assert verdict_of(0.6, (-0.1, 0.05), (0.01, 0.2), 0.95) == (OPEN, "?")
+
+
+def test_a_pair_whose_label_can_move_no_open_comparison_has_value_0():
+    """30 topics: A and B rank the relevant g first everywhere; C's only chance is the open y_t it ranks first.
+    A also ranks an open x_t, which cannot change A's Hit (g is there); nobody ranks the open z_t."""
+    topics = [f"t{i}" for i in range(30)]
+    original = {t: {"g": 1} for t in topics}
+    runs = {
+        "A": {t: {"g": 3.0, f"x{t}": 2.0, "n1": 1.0} for t in topics},
+        "B": {t: {"g": 3.0, "n1": 2.0, "n2": 1.0} for t in topics},
+        "C": {t: {f"y{t}": 3.0, "n1": 2.0, "n2": 1.0} for t in topics},
+    }
+    open_p = {(t, d): 0.93 if d.startswith("y") else 0.5 for t in topics for d in (f"x{t}", f"y{t}", f"z{t}")}
+    board = Leaderboard(runs, known_p_model(original, open_p), topics, [Measure("Hit@3", "Hit", 3)])
+    by_pair = {(c.upper, c.lower): c for c in board.comparisons}
+    assert by_pair[("B", "C")].status == OPEN  # C's hits are each 0.93 likely: B ahead, not sure enough
+    values = board.values()
+    assert all(values[(t, f"x{t}")] == 0 for t in topics)  # A already has a hit there
+    assert all(values[(t, f"z{t}")] == 0 for t in topics)  # in nobody's top 3
+    assert all(values[(t, f"y{t}")] > 0 for t in topics)  # it moves C in its open comparison
+
+
+@pytest.mark.parametrize("seed", range(6))
+def test_difference_bounds_are_the_exact_extremes_over_every_assignment(seed):
+    """Two systems' top 4 over 7 documents, 4 of them open (graded fixed labels): the joint bounds of a - b equal the
+    min and max over all 16 assignments (RR's are only valid, not tight); with open grades up to 3 on a threshold-2
+    collection (how the estimate draws them) the nDCG bounds hold every one of the 256 assignments."""
+    rng = random.Random(seed)
+    docs = [f"d{i}" for i in range(7)]
+    open_docs = set(rng.sample(docs, 4))
+    grades = {d: rng.choice([0, 1, 2]) for d in docs if d not in open_docs}
+    run_a = {d: rng.random() for d in rng.sample(docs, 4)}
+    run_b = {d: rng.random() for d in rng.sample(docs, 4)}
+    specs = resolve_measures(["Hit@4", "P@4", "MRR@4", "Recall@4", "nDCG@4"], 2)
+    names = ["Hit", "P", "RR", "Recall", "nDCG"]
+    ranked_a = sorted(run_a, key=lambda d: (-run_a[d], d))
+    ranked_b = sorted(run_b, key=lambda d: (-run_b[d], d))
+
+    def differences(levels):
+        out = {name: [] for name in names}
+        for assignment in itertools.product(levels, repeat=len(open_docs)):
+            qrels = {"q": {**grades, **dict(zip(sorted(open_docs), assignment, strict=True))}}
+            a = per_query_scores({"q": run_a}, qrels, ["q"], specs, 2)
+            b = per_query_scores({"q": run_b}, qrels, ["q"], specs, 2)
+            for name, spec in zip(names, specs, strict=True):
+                out[name].append(float(a[spec.label][0] - b[spec.label][0]))
+        return out
+
+    binary = differences((0, 2))
+    view = TopicView(grades, open_docs, threshold=2, k=4)
+    for name in names:
+        low, high = difference_bounds(name, ranked_a, ranked_b, view)
+        if name == "RR":
+            assert low <= min(binary[name]) + 1e-9 and max(binary[name]) <= high + 1e-9
+        else:
+            assert (low, high) == pytest.approx((min(binary[name]), max(binary[name]))), name
+    graded = differences((0, 1, 2, 3))["nDCG"]
+    low, high = difference_bounds("nDCG", ranked_a, ranked_b, TopicView(grades, open_docs, 2, 4, gain=3))
+    assert low <= min(graded) + 1e-9 and max(graded) <= high + 1e-9
+
+
+def test_two_systems_that_rank_the_same_open_documents_alike_differ_by_nothing_they_share():
+    view = TopicView({"g": 1}, {"x", "y"}, threshold=1, k=3)
+    same = ["x", "g", "y"]
+    for name in ("Hit", "P", "Recall", "nDCG"):
+        assert difference_bounds(name, same, same, view) == (0.0, 0.0), name
+    assert difference_bounds("P", ["x", "g", "y"], ["x", "g", "z"], view) == pytest.approx((0.0, 1 / 3))
+
+
+def test_a_measure_at_another_relevance_level_is_not_estimated():
+    assert settle_measure("P@5", "P(rel=2)@5", 2) == Measure("P@5", "P", 5)
+    assert settle_measure("P(rel=3)@5", "P(rel=3)@5", 2) is None
+    assert settle_measure("AP", "AP", 1) is None
+
+
+def test_scores_stay_within_the_bounds_whatever_the_draws():
+    """Graded qrels (threshold 2): the estimate draws grades 2-3 for relevant holes and 0-1 for the others; every
+    draw lies within the bounds."""
+    rng = random.Random(3)
+    docs = [f"d{i}" for i in range(8)]
+    original = {f"q{t}": {d: rng.choice([0, 1, 2, 3]) for d in rng.sample(docs, 4)} for t in range(12)}
+    runs = {f"S{s}": {q: {d: rng.random() for d in rng.sample(docs, 5)} for q in original} for s in range(4)}
+    records = [
+        LabelRecord(q, d, 1, "r", "adapter", "cfg", "", p_yes=rng.random(), stage="adapter")
+        for q in original
+        for d in docs
+        if d not in original[q]
+    ]
+    model = build_hole_model(original, records, [], sorted(original), 2, {}, None, config=HoleModelConfig(draws=50))
+    assert model.grading is not None and model.top_grade == 3
+    measures = [Measure(f"{n}@5", n, 5) for n in ("Hit", "P", "RR", "Recall", "nDCG")]
+    board = Leaderboard(runs, model, sorted(original), measures, EstimateConfig(draws=200))
+    for m in measures:
+        low = board.bounds.low[m.label].mean(axis=1)
+        high = board.bounds.high[m.label].mean(axis=1)
+        assert np.all(board.means[m.label] >= low - 1e-9) and np.all(board.means[m.label] <= high + 1e-9), m.label
