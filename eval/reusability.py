@@ -275,7 +275,9 @@ def estimate_fill(
     for e in experiments:
         mine = [records[p] for p in e.removed if p in records and p not in answered]
         mine += [
-            simulated_answer(records.get(p), p, y, qrels[p[0]][p[1]]) for p, (y, _) in answered.items() if p in e.removed
+            simulated_answer(records.get(p), p, y, qrels[p[0]][p[1]])
+            for p, (y, _) in answered.items()
+            if p in e.removed
         ]
         model = build_hole_model(
             holey_qrels(qrels, e.removed), mine, sorted(e.removed), topics, threshold, calibrations, gate, (),

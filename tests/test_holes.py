@@ -26,8 +26,8 @@ from bridge.holes import (
 from bridge.judging.hole_calibration import (
     HoleCalibrationConfig,
     Sample,
+    audit_calibration,
     fit_hole_calibration,
-    known_pair_calibration,
 )
 from bridge.label_records import LabelRecord
 
@@ -149,6 +149,6 @@ def test_a_judge_calibrated_on_known_pairs_reads_its_label_and_p():
     records = [
         (LabelRecord("q", f"d{i}", i % 2, "r", "j", "c", "", p_yes=0.2 + 0.6 * (i % 2)), i % 2) for i in range(30)
     ]
-    c = known_pair_calibration(records, config=HoleCalibrationConfig(draws=20))
+    c = audit_calibration(records)
     assert c is not None and not c.hole_like and c.features == (INTERCEPT, "label", "logit_p")
-    assert known_pair_calibration(records[:5]) is None  # too few to calibrate on
+    assert audit_calibration(records[:5]) is None  # too few to calibrate on

@@ -27,7 +27,9 @@ import numpy as np
 from bridge.datasets import Dataset
 from bridge.embeddings import PassageEmbeddings
 from bridge.fsio import write_json_atomic
+from bridge.holes import ADAPTER, Calibration, PairFacts
 from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared
+from bridge.judging.hole_calibration import known_pair_calibration
 from bridge.judging.metrics import Agreement, agreement_of
 from bridge.judging.topic_models import (
     ADAPTER_VERSION,
@@ -281,6 +283,21 @@ class TopicAdapterJudge:
         )
 
     # -- the adapter's own audit -----------------------------------------------------------------
+    def calibration(self, qids: Iterable[str]) -> Calibration | None:
+        """The adapters' P calibrated on every out-of-fold prediction of the topics they decide (pooled over topics,
+        resampled by topic): each topic's own Platt curve is fitted on few pairs; what the hole model draws an
+        adapter's P from (:mod:`bridge.holes`)."""
+        facts, truth, groups = [], [], []
+        for route in self.routes(qids):
+            if route.judge != "adapter":
+                continue
+            model = self.model(route.qid)
+            facts += [PairFacts(p=p) for p in model.oof_p]
+            truth += list(model.truth)
+            groups += [route.qid] * len(model.truth)
+        population = f"out-of-fold predictions of {len(truth)} judged pairs over {len(set(groups))} adapter topics"
+        return known_pair_calibration(ADAPTER, facts, truth, groups, ("logit_p",), population)
+
     def routes(self, qids: Iterable[str]) -> list[TopicRoute]:
         return [self.route(q) for q in qids]
 

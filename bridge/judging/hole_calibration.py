@@ -29,6 +29,7 @@ from typing import Any
 import numpy as np
 
 from bridge.holes import INTERCEPT, Calibration, PairFacts
+from bridge.judging.calibration import expected_calibration_error
 from bridge.judging.metrics import roc_auc
 
 
@@ -245,14 +246,6 @@ class StratumQuality:
         return {k: getattr(self, k) for k in self.__dataclass_fields__}
 
 
-def expected_calibration_error(p: np.ndarray, y: np.ndarray, bins: int = 10) -> float | None:
-    if not len(y):
-        return None
-    edges = np.minimum((p * bins).astype(int), bins - 1)
-    gaps = [abs(p[edges == b].mean() - y[edges == b].mean()) * np.sum(edges == b) for b in np.unique(edges)]
-    return float(sum(gaps) / len(y))
-
-
 def balanced_accuracy(p: np.ndarray, y: np.ndarray, threshold: float) -> float | None:
     pos, neg = y == 1, y == 0
     if not pos.any() or not neg.any():
@@ -339,7 +332,7 @@ def cross_fitted_quality(
                 float(p.mean()) if len(p) else math.nan,
                 auc,
                 balanced_accuracy(p, y, threshold),
-                expected_calibration_error(p, y),
+                expected_calibration_error(p.tolist(), y.astype(int).tolist()) if len(y) else None,
                 float(np.mean(covered[name])) if covered[name] else None,
                 float(np.mean(widths[name])) if widths[name] else None,
             )
@@ -381,18 +374,32 @@ def fit_hole_calibration(
 
 
 def known_pair_calibration(
-    records: Sequence[tuple[Any, int]], name: str = "llm", config: HoleCalibrationConfig = HoleCalibrationConfig()
+    name: str,
+    facts: Sequence[PairFacts],
+    truth: Sequence[int],
+    groups: Sequence[str],
+    base: Sequence[str],
+    population: str,
+    config: HoleCalibrationConfig = HoleCalibrationConfig(),
 ) -> Calibration | None:
-    """A judge calibrated on the audit's known pairs (records and their truth): P(relevant) from its label and, where
-    every record has one, the logit of its P. Known pairs are not holes: the hole model shifts it by the transfer
-    uncertainty. None with fewer than 10 decided records or only one class."""
-    decided = [(r, t) for r, t in records if r.label is not None]
-    if len(decided) < 10 or len({t for _, t in decided}) < 2:
+    """A stage calibrated on known pairs (``facts`` and their truth, resampled by ``groups``: questions, topics):
+    P(relevant) from ``base`` features of its own output (its label, the logit of its P). Known pairs are not holes:
+    the hole model adds the transfer uncertainty. None with fewer than 10 pairs or only one class."""
+    if len(truth) < 10 or len(set(truth)) < 2:
         return None
-    with_p = all(r.p_yes is not None for r, _ in decided)
-    base = ("label", "logit_p") if with_p else ("label",)
-    rows = [{n: PairFacts.of(r).value(n) for n in base} for r, _ in decided]
-    sample = Sample(rows, np.array([float(t) for _, t in decided]), [r.qid for r, _ in decided])
+    rows = [{n: f.value(n) for n in base} for f in facts]
+    sample = Sample(rows, np.array([float(t) for t in truth]), list(groups))
     names, draws = bootstrap_draws(sample, base, (), config)
-    population = f"{len(decided)} known pairs of the audit (gold positives and judged or rule negatives, not holes)"
     return Calibration(name, (INTERCEPT, *names), draws, population, hole_like=False)
+
+
+def audit_calibration(records: Sequence[tuple[Any, int]], name: str = "llm") -> Calibration | None:
+    """An LLM judge calibrated on the audit's known pairs it decided (its records and their truth): from its label
+    and, where every record has one, the logit of its P."""
+    decided = [(r, t) for r, t in records if r.label is not None]
+    base = ("label", "logit_p") if decided and all(r.p_yes is not None for r, _ in decided) else ("label",)
+    population = f"{len(decided)} known pairs of the audit (gold positives and judged or rule negatives, not holes)"
+    return known_pair_calibration(
+        name, [PairFacts.of(r) for r, _ in decided], [t for _, t in decided], [r.qid for r, _ in decided], base,
+        population,
+    )  # fmt: skip

@@ -637,6 +637,7 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     from bridge.judging.reference_labels import read_reference, subsample
     from bridge.label.judge_eval import reliability_figure, run_reference_eval, write_report
     from bridge.llm import open_llm
+    from bridge.pool import read_pool
 
     unknown = sorted(set(methods) - set(REFERENCE_METHODS))
     if unknown:
@@ -647,6 +648,8 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     path = Path(args.reference)
     everything = read_reference(path)
     pairs = subsample(everything, args.sample, args.seed)
+    facts_path = path.with_name("pairs.tsv")
+    facts = {(e.qid, e.docid): e for e in read_pool(facts_path)} if facts_path.exists() else {}
     qids = set(ds.qids)
     missing = [p for p in pairs if ds.corpus.get(p.docid) is None or p.qid not in qids]
     if missing:
@@ -663,7 +666,9 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     out_dir = ws.reports(ds.slug) / name
     relevant = sum(p.relevant for p in pairs)
     source = f"{path}"
-    qualities = run_reference_eval(ds, judges, pairs, out_dir, source, args.folds, args.seed, show_progress(args))
+    qualities = run_reference_eval(
+        ds, judges, pairs, out_dir, source, args.folds, args.seed, show_progress(args), facts
+    )
     model = llm.model_id if llm is not None else "-"
     population = (
         f"{len(pairs)} pairs of the reference `{path}` ({relevant} relevant; labels by reading under its written "
@@ -678,5 +683,31 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     )
     print(f"judge quality on {len(pairs)} reference pairs of {ds.name} ({relevant} relevant) with {model}")
     print_quality_table(qualities)
-    print(f"-> {md}\n-> {csv_path}")
+    calibrated = answer_calibrations(ds, [m for m in methods if m in ("answer-lexical", "answer-context")], judges,
+                                     pairs, facts, source)  # fmt: skip
+    if calibrated:
+        (out_dir / "calibrations.md").write_text("\n".join(calibrated) + "\n", encoding="utf-8")
+        print("\n".join(calibrated))
+    print(f"-> {md}\n-> {csv_path}" + (f"\n-> {out_dir / 'calibrations.md'}" if calibrated else ""))
     return 0
+
+
+def answer_calibrations(ds, methods, judges, pairs, facts, source) -> list[str]:
+    """Each answer judge calibrated on every reference pair as ``bridge label`` calibrates it (strata chosen by
+    cross-validation, its quality cross-fitted by question: ECE, AUC, bAcc and the coverage of the held-out share
+    relevant, overall and per stratum)."""
+    from bridge.judging import cases_for
+    from bridge.judging.answer_context import calibration_lines
+    from bridge.judging.evidence import matched_answers
+    from bridge.pool import PoolEntry
+
+    out: list[str] = []
+    cases = cases_for(ds, [facts.get((p.qid, p.docid), PoolEntry(p.qid, p.docid, (), 0)) for p in pairs])
+    views = [replace(c, evidence=matched_answers(c.answers, c.chunk)) for c in cases]
+    kept = [(p, v) for p, v in zip(pairs, views, strict=True) if v.evidence]
+    for method in methods:
+        judge = judges[method]()
+        calibration = judge.fit([v for _, v in kept], [int(p.relevant) for p, _ in kept], source)
+        out += [f"calibration of {method} on the reference (as `bridge label` fits it):"]
+        out += calibration_lines(calibration)
+    return out

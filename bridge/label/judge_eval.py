@@ -290,14 +290,17 @@ def run_reference_eval(
     folds: int = 2,
     seed: int = 0,
     progress: bool = True,
+    facts: Mapping[tuple[str, str], PoolEntry] | None = None,
 ) -> list[JudgeQuality]:
     """Every judge on reference pairs, asked as the label pipeline asks pool pairs (behind the evidence gate,
     with the matched answers as a hint). A judge that fits on known pairs (``calibrated``, ``cascade``,
     ``answer-context``) is cross-fitted: fitted on ``folds - 1`` parts of the reference's questions, scored on
-    the remaining one, so no pair is scored by a judge that saw its question (resumable per part)."""
+    the remaining one, so no pair is scored by a judge that saw its question (resumable per part). ``facts``: each
+    pair's place in the pool it was drawn from (the reference's pairs.tsv), which an answer judge's strata read."""
+    facts = facts or {}
     entries = [PoolEntry(p.qid, p.docid, (SAMPLE_TAG,), 0) for p in reference]
     fold_of = question_folds(reference, folds, seed)
-    cases = cases_for(dataset, [PoolEntry(p.qid, p.docid, (), 0) for p in reference])
+    cases = cases_for(dataset, [facts.get((p.qid, p.docid), PoolEntry(p.qid, p.docid, (), 0)) for p in reference])
     views = [replace(c, evidence=matched_answers(c.answers, c.chunk)) for c in cases]  # as the gate hands them on
     qualities = []
     for method, make in judges.items():
@@ -312,6 +315,7 @@ def run_reference_eval(
             scored = [entries[i] for i, f in enumerate(fold_of) if f == k or not fitted]
             name = f"{method}.part{k + 1}of{folds}" if fitted else method
             path = out_dir / f"{name}.labels.jsonl"
+            scored = [facts.get((e.qid, e.docid), e) for e in scored]
             _, got = judge_pairs(dataset, EvidenceStage(judge, EvidenceConfig("gate")), scored, path, progress=progress)
             records += got
             if not fitted:

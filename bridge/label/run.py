@@ -50,7 +50,7 @@ from bridge.judging.audit import (
 from bridge.judging.base import Case, Judge, Prepared, cases_for
 from bridge.judging.cascade import ScoreRunner
 from bridge.judging.evidence import EvidenceRecall, gold_recall
-from bridge.judging.hole_calibration import known_pair_calibration
+from bridge.judging.hole_calibration import audit_calibration
 from bridge.label.chain import JudgeChain
 from bridge.label.value import VALUE_FLOOR, PairValues, ValueConfig, pair_values, value_summary
 from bridge.label_records import (
@@ -670,12 +670,14 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     extra["counted_configs"] = order_ids
     drawn = {(lane, p.qid, p.docid) for lane, pairs in lanes.items() for p in pairs}
     audit_records = [a for a in read_audit(paths.audit) if (a.lane, a.pair.qid, a.pair.docid) in drawn]
-    llm_calibration = known_pair_calibration(
+    llm_calibration = audit_calibration(
         [(a.record, a.pair.truth) for a in audit_records if a.lane == (LLM_STAGE if LLM_STAGE in lanes else PIPELINE)
          and a.record.config_id == config_ids.get(a.lane) and a.record.stage not in NO_LLM_STAGES],
     )  # fmt: skip
-    if llm_calibration is not None:
-        calibrations[llm_calibration.name] = llm_calibration
+    adapter_cal = chain.adapter.calibration(dataset.qids) if chain.adapter is not None else None
+    for c in (llm_calibration, adapter_cal):
+        if c is not None:
+            calibrations[c.name] = c
     write_calibrations(paths.labels.with_name(CALIBRATIONS_FILE), calibrations)
     extra["calibrations"] = {name: {"population": c.population, "hole_like": c.hole_like, **c.quality}
                              for name, c in calibrations.items()}  # fmt: skip
