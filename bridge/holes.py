@@ -68,8 +68,11 @@ class PairFacts:
 
     @classmethod
     def of(cls, record: LabelRecord) -> PairFacts:
-        extra = record.details.get("features") if isinstance(record.details.get("features"), dict) else {}
-        return cls(record.label, record.p_yes, tuple(record.systems), record.min_rank, extra or {})
+        extra = dict(record.details.get("features") or {}) if isinstance(record.details.get("features"), dict) else {}
+        adapter = record.details.get("adapter")
+        if isinstance(adapter, dict) and "trained_on" in adapter:  # a topic adapter: its topic's prevalence
+            extra.setdefault("logit_prior", prior_logit(adapter["relevant_in_training"], adapter["trained_on"]))
+        return cls(record.label, record.p_yes, tuple(record.systems), record.min_rank, extra)
 
     def value(self, name: str) -> float:
         """One feature by name: ``1``, ``logit_p``, ``label``, ``log_systems`` (log of how many systems pooled
@@ -89,6 +92,12 @@ class PairFacts:
         if name in self.extra:
             return float(self.extra[name])
         raise KeyError(f"no feature {name!r} for this pair")
+
+
+def prior_logit(relevant: int, judged: int) -> float:
+    """The logit of a topic's share of relevant judgments (Jeffreys-smoothed): a class-balanced classifier's P
+    assumes an even share, and this moves it to the topic's."""
+    return logit((relevant + 0.5) / (judged + 1.0))
 
 
 def pool_candidates(systems: Iterable[str]) -> tuple[str, ...]:
@@ -214,12 +223,17 @@ class HoleModelConfig:
     draws: int = 400
     """Calibration draws each calibration is brought to (coefficients x shifts)."""
     transfer_sd: float = 0.5
-    """Logit shift (sd) of a calibration on known pairs applied to holes (bench/RESULTS.md, "transfer")."""
+    """Logit shift (sd) of a calibration on known pairs applied to holes, once for all of its pairs and once more
+    per stratum (the set of systems that pooled a pair): known pairs are not holes, and how unlike them differs by
+    the systems whose holes they are (bench/RESULTS.md, "transfer")."""
     prior_sd: float = 1.0
     """Logit shift (sd) of the prior P of a pair nobody could calibrate."""
     reading_sd: float = 1.0
     """Prior sd of the logit shift people's random answers estimate for a hole-like calibration (their reading
     may differ from the one it was fitted on)."""
+    grade_sd: float = 0.5
+    """Log-normal sd of each grade's odds in a hole's grade mix (graded qrels): holes are graded like the judged
+    pairs the systems retrieve, up to this."""
     gate_max_share: float = 0.5
     """Cap on a gate zero's P (the gate's miss rate says how many relevant holes it drops, not more)."""
     seed: int = 0
@@ -245,6 +259,10 @@ class HoleModel:
     """People's answers on random open pairs used to update the calibrations."""
     grading: GradeModel | None = None
     """Graded qrels: the grade a relevant (or not relevant) hole gets, drawn from its topic's judgments."""
+    strata: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
+    """Calibration name -> (its pairs x strata membership, one-hot by the set of systems that pooled a pair; the sd
+    of each stratum's own logit shift): a calibration on known pairs may be off differently for each system's
+    holes."""
 
     def __post_init__(self) -> None:
         self.index = {pair: i for i, pair in enumerate(self.pairs)}
@@ -261,7 +279,11 @@ class HoleModel:
                 continue
             draws = self.calibrations[name].draws
             b = rng.integers(0, len(draws), n)
-            out[:, idx] = sigmoid(draws[b] @ x.T)
+            z = draws[b] @ x.T
+            if name in self.strata:
+                membership, sd = self.strata[name]
+                z = z + rng.normal(0.0, sd, (n, membership.shape[1])) @ membership.T
+            out[:, idx] = sigmoid(z)
         return out
 
     def draw_labels(self, rng: np.random.Generator, n: int) -> np.ndarray:
@@ -311,53 +333,73 @@ class HoleModel:
             list(self.notes),
             self.people_random,
             self.grading.without(i) if self.grading is not None else None,
-        )
+            {name: (m[np.arange(len(m)) != list(self.groups[name][0]).index(i)] if i in self.groups[name][0] else m, sd)
+             for name, (m, sd) in self.strata.items()},
+        )  # fmt: skip
 
 
 @dataclass(frozen=True)
 class GradeModel:
-    """Per open pair, the cumulative distribution of its grade if relevant and if not (over ``values``): the
-    grades of its topic's original judgments on that side of the threshold (all topics' where it has none)."""
+    """Per open pair, the distribution of its grade if relevant and if not (over ``values``): the grades of its
+    topic's judged pairs on that side of the threshold. No judged pair is a hole, so the mix is uncertain: in each
+    draw every grade's odds are multiplied by a common log-normal factor (sd ``sd``) before a grade is drawn."""
 
     values: np.ndarray
     relevant: np.ndarray
-    """(open pairs, grades) cumulative probabilities of a relevant hole's grade."""
+    """(open pairs, grades) probabilities of a relevant hole's grade."""
     other: np.ndarray
+    sd: float = 0.5
 
     def draw(self, labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        u = rng.random(labels.shape)[..., None]
-        cdf = np.where(labels[..., None] == 1, self.relevant, self.other)
+        """Grades for (draws, open pairs) 0/1 ``labels``."""
+        factor = np.exp(rng.normal(0.0, self.sd, (labels.shape[0], 1, len(self.values))))  # draws x 1 x grades
+        pdf = np.where(labels[..., None] == 1, self.relevant[None], self.other[None]) * factor
+        cdf = np.cumsum(pdf, axis=-1)
+        u = rng.random(labels.shape)[..., None] * cdf[..., -1:]
         return self.values[np.minimum((u > cdf).sum(axis=-1), len(self.values) - 1)]
 
     @classmethod
-    def of(cls, original: Qrels, pairs: Sequence[Pair], threshold: int) -> GradeModel | None:
-        """None where grades say no more than relevance (every judged grade 0 or the threshold)."""
+    def of(
+        cls,
+        original: Qrels,
+        pairs: Sequence[Pair],
+        threshold: int,
+        like: Iterable[Pair] = (),
+        strength: float = 5.0,
+        sd: float = 0.5,
+    ) -> GradeModel | None:
+        """None where grades say no more than relevance (every judged grade 0 or the threshold). ``like``: the pairs
+        the systems rank (a hole's grade is drawn from its topic's judged pairs among them: retrieved judged
+        pairs are graded like holes, the deeper ones less often "related"), each topic's counts shrunk toward all
+        such pairs' by ``strength`` pseudo-counts; without any, every judged pair."""
         every = [g for docs in original.values() for g in docs.values()]
         values = np.array(sorted({0, threshold, *every}), dtype=float)
         if len(values) <= 2:
             return None
+        retrieved = {p for p in like if p[1] in original.get(p[0], {})}
+        judged = retrieved or {(q, d) for q, docs in original.items() for d in docs}
+        by_topic: dict[str, list[int]] = {}
+        for q, d in judged:
+            by_topic.setdefault(q, []).append(original[q][d])
+        pooled = [g for grades in by_topic.values() for g in grades]
 
-        def cdf(grades: Sequence[int], fallback: Sequence[int], default: int) -> np.ndarray:
-            counts = np.array([np.sum(np.array(grades or fallback or [default]) == v) for v in values], dtype=float)
-            return np.cumsum(counts) / counts.sum()
+        def cdf(grades: Sequence[int], relevant: bool) -> np.ndarray:
+            side = [g for g in grades if (g >= threshold) == relevant]
+            base = [g for g in pooled if (g >= threshold) == relevant] or [threshold if relevant else 0]
+            counts = np.array([np.sum(np.array(side) == v) if side else 0.0 for v in values], dtype=float)
+            prior = np.array([np.mean(np.array(base) == v) for v in values], dtype=float)
+            counts = counts + strength * prior
+            return counts / counts.sum()
 
-        relevant_all = [g for g in every if g >= threshold]
-        other_all = [g for g in every if g < threshold]
-        by_topic: dict[str, tuple[np.ndarray, np.ndarray]] = {}
-        for qid in {q for q, _ in pairs}:
-            grades = list(original.get(qid, {}).values())
-            by_topic[qid] = (
-                cdf([g for g in grades if g >= threshold], relevant_all, threshold),
-                cdf([g for g in grades if g < threshold], other_all, 0),
-            )
+        topics = {q: (cdf(by_topic.get(q, []), True), cdf(by_topic.get(q, []), False)) for q in {q for q, _ in pairs}}
         empty = np.zeros((0, len(values)))
-        relevant = np.array([by_topic[q][0] for q, _ in pairs]) if pairs else empty
-        other = np.array([by_topic[q][1] for q, _ in pairs]) if pairs else empty
-        return cls(values, relevant, other)
+        relevant = np.array([topics[q][0] for q, _ in pairs]) if pairs else empty
+        other = np.array([topics[q][1] for q, _ in pairs]) if pairs else empty
+        return cls(values, relevant, other, sd)
 
     def without(self, i: int) -> GradeModel:
         keep = np.arange(len(self.relevant)) != i
-        return GradeModel(self.values, self.relevant[keep], self.other[keep])
+        return GradeModel(self.values, self.relevant[keep], self.other[keep], self.sd)
 
 
 def _human_grade(record: LabelRecord, threshold: int) -> int:
@@ -415,6 +457,8 @@ def build_hole_model(
     seen: Iterable[Pair] = (),
     config: HoleModelConfig = HoleModelConfig(),
     people_answers: Sequence[tuple[LabelRecord, int]] = (),
+    graded_like: Iterable[Pair] | None = None,
+    families: Mapping[str, str] | None = None,
 ) -> HoleModel:
     """The model of a label run's holes.
 
@@ -424,7 +468,10 @@ def build_hole_model(
     evidence gate. ``seen``: pairs the leaderboard scores that may lie outside the pool (each system's top k);
     those nobody labelled are open with the prior, and the model notes how many. ``people_answers``: more answers
     of people on random holes (the model's record of each, and the answer), kept elsewhere, to calibrate with.
+    ``graded_like``: the pairs whose judged grades a hole's grade is drawn like (default ``seen``). ``families``:
+    system -> retrieval family; a pair's stratum is then the set of families that pooled it (else of systems).
     """
+    seen = list(seen)
     rng = np.random.default_rng(config.seed)
     keep = set(topics)
     calibrations = dict(calibrations or {})
@@ -524,9 +571,29 @@ def build_hole_model(
         name: (np.array(idx, dtype=int), applied[name].rows([facts[i] for i in idx])) for name, idx in groups.items()
     }
     used = {name: applied[name] for name in index_groups}
+    strata = {
+        name: (_membership([facts[i] for i in idx], families or {}), config.transfer_sd)
+        for name, idx in groups.items()
+        if not used[name].hole_like and name not in (GATE, PRIOR, UNPOOLED) and config.transfer_sd > 0
+    }
     people_random = sum(len(v) for v in people.values())
-    grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, pairs, threshold)
-    return HoleModel(threshold, fixed, pairs, stage, index_groups, used, labels, notes, people_random, grading)
+    like = seen if graded_like is None else graded_like
+    grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, pairs, threshold, like,
+                            sd=config.grade_sd)  # fmt: skip
+    return HoleModel(threshold, fixed, pairs, stage, index_groups, used, labels, notes, people_random, grading, strata)
+
+
+def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.ndarray:
+    """(pairs, strata) one-hot: a pair's stratum is the set of retrieval families (where ``families`` names them,
+    else of systems) that pooled it: pairs the same retrievers found share their shift; a row of zeros where no
+    system did."""
+    keys = [tuple(sorted({families.get(s, s) for s in f.systems})) for f in facts]
+    column = {k: j for j, k in enumerate(sorted({k for k in keys if k}))}
+    out = np.zeros((len(facts), len(column)))
+    for i, k in enumerate(keys):
+        if k:
+            out[i, column[k]] = 1.0
+    return out
 
 
 def _with_people(

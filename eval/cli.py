@@ -94,6 +94,12 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stability, the most valuable open pairs)",
     )
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    p.add_argument(
+        "--pool-config",
+        default="default",
+        help="pool file naming each system's retrieval family (the strata of the estimate's per-stratum "
+        "uncertainty; default: default)",
+    )
     p.set_defaults(func=cmd_eval)
 
     checks = p.add_subparsers(dest="eval_command", title="subcommand", metavar="{check}")
@@ -246,8 +252,17 @@ def load_inputs(args: argparse.Namespace):
         audit=audit,
         pool=tuple((e.qid, e.docid) for e in entries),
         calibrations=calibrations,
+        families=pool_families(args, runs),
     )
     return ws, ds, inputs
+
+
+def pool_families(args: argparse.Namespace, runs) -> dict[str, str]:
+    """System -> retrieval family from the pool file (``--pool-config``; systems it does not list: their own)."""
+    from eval.reusability_cli import pool_specs
+
+    specs = pool_specs(getattr(args, "pool_config", "default"))
+    return {s: specs[s].family if s in specs else s for s in runs}
 
 
 def cmd_eval(args: argparse.Namespace) -> int:

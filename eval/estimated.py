@@ -128,14 +128,16 @@ def estimate_leaderboard(
     config: EstimateConfig,
     holes: HoleModelConfig | None = None,
     valuable: int = 50,
+    families: Mapping[str, str] | None = None,
 ) -> EstimatedLeaderboard:
     measures = estimate_measures(specs, threshold)
     records = current_records(labels, counted_configs(audit, labels))
     depth = max(m.k for m in measures)
     seen = ranked_lists(runs, topics, depth)
     model = build_hole_model(
-        original, records, pool, topics, threshold, calibrations, gate_recall(audit), seen, holes or HoleModelConfig()
-    )
+        original, records, pool, topics, threshold, calibrations, gate_recall(audit), seen, holes or HoleModelConfig(),
+        families=families,
+    )  # fmt: skip
     board = Leaderboard(runs, model, topics, measures, config)
     used = {
         name: {"population": c.population, "hole_like": c.hole_like, **dict(c.quality)}

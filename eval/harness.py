@@ -77,6 +77,8 @@ class EvalInputs:
     """The pool's pairs (pool.tsv): what the labels complete, and what stays open where they do not."""
     calibrations: Mapping[str, Calibration] = field(default_factory=dict)
     """The label run's calibrations (hole-calibrations.json): what each open pair's P is drawn from."""
+    families: Mapping[str, str] = field(default_factory=dict)
+    """System -> retrieval family (the pool file's), the strata of a calibration's per-stratum uncertainty."""
 
     def qid_issues(self) -> list[QidIssue]:
         return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
@@ -171,6 +173,7 @@ def _estimated(
         specs,
         inputs.threshold,
         config.estimate,
+        families=inputs.families,
     )
     return estimated, note
 

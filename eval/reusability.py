@@ -261,6 +261,7 @@ def estimate_fill(
     answered: Mapping[Pair, tuple[int, str]] | None = None,
     compare: bool = True,
     people: tuple[str, float] | None = None,
+    families: Mapping[str, str] | None = None,
 ) -> tuple[Fill, list[Coverage]]:
     """Each left-out system estimated as ``bridge eval`` would: its removed pairs open with the judge's calibrated P
     (the hole model), every system scored under the same draws. ``answered``: removed pairs people answered (answer,
@@ -270,6 +271,8 @@ def estimate_fill(
     scorer = LeaveOutScorer(runs, qrels, topics, threshold)
     full = {m.label: {s: float(scorer.full(s, m).mean()) for s in runs} for m in measures}
     random_answers = [(records[p], y) for p, (y, how) in answered.items() if how == RANDOM_SAMPLING and p in records]
+    depth = max(m.k for m in measures)
+    ranked = {(q, d) for run in runs.values() for q in topics for d in top_k(run.get(q, {}), depth)}
     values: dict[str, dict[str, np.ndarray]] = {m.label: {} for m in measures}
     tallies = {m.label: [0, 0, 0.0, 0, 0, 0, 0] for m in measures}
     for e in experiments:
@@ -281,7 +284,7 @@ def estimate_fill(
         ]
         model = build_hole_model(
             holey_qrels(qrels, e.removed), mine, sorted(e.removed), topics, threshold, calibrations, gate, (),
-            holes or HoleModelConfig(), random_answers,
+            holes or HoleModelConfig(), random_answers, ranked, families,
         )  # fmt: skip
         board = Leaderboard(runs if compare else {e.system: runs[e.system]}, model, topics, measures, config)
         i = board.systems.index(e.system)

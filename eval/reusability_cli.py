@@ -203,7 +203,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
 
     estimate = EstimateConfig(draws=args.draws, seed=args.seed)
     common = (runs, ds.qrels, topics, experiments, measures, threshold, records, calibrations, gate, estimate)
-    main, coverage = estimate_fill("estimate", *common)
+    main, coverage = estimate_fill("estimate", *common, families=families)
     thresholded = judge_fill(THRESHOLDED, records.values(), threshold)
     fills = [main, thresholded, *baseline_fills(union, holey.qrels, ds.qrels, threshold, args.seed)]
     if shares and union:
@@ -219,7 +219,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
                 asked = answered(order, share, ds.qrels, threshold)
                 fill, cover = estimate_fill(
                     f"people {name} {share:.0%}", *common, answered=asked, compare=name == "random",
-                    people=(name, share),
+                    people=(name, share), families=families,
                 )  # fmt: skip
                 fills.append(fill)
                 coverage += cover

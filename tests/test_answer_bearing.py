@@ -190,3 +190,57 @@ def test_the_gate_is_measured_on_the_whole_dataset_under_a_limit():
     assert len(head.queries) == 2 and head.whole() is ds
     recall = gold_recall(head)
     assert (recall.found, recall.total, recall.missed) == (5, 6, (("q5", "g5"),))  # q5 lies outside the head
+
+
+def test_a_costly_answer_judge_refines_in_value_order_and_a_larger_budget_goes_on(tmp_path, monkeypatch):
+    """The free answer judge gives every answer-bearing pair a P; the costly one (scripted LLM P, each call 2 s on a
+    fake clock) re-judges the most valuable pairs within the budget: 0.5 minute takes some, a second run with 1
+    minute in all takes others, never the same pair twice; its fit on the reference is a fixed cost outside it."""
+    import math
+
+    from bridge.judging.cascade import CalibratedJudge
+    from bridge.label import run as label_run
+    from bridge.label.chain import JudgeChain
+
+    clock = [0.0]
+    monkeypatch.setattr(label_run.time, "monotonic", lambda: clock[0])
+    ds = company_dataset()
+    reference = tmp_path / "ref.tsv"
+    write_reference(reference)
+    runs = {
+        "A": {q.qid: {f"g{i}": 3.0, f"x{i}": 2.0} for i, q in enumerate(ds.queries)},
+        "B": {q.qid: {f"r{i}": 3.0, f"n{i}": 2.0} for i, q in enumerate(ds.queries)},
+        "C": {q.qid: {(f"g{i}" if i % 2 else f"n{i}"): 3.0} for i, q in enumerate(ds.queries)},
+    }
+    write_pool(
+        [PoolEntry(q.qid, d, ("B",), 1) for i, q in enumerate(ds.queries) for d in (f"x{i}", f"r{i}", f"n{i}")],
+        tmp_path / "pool.tsv",
+    )
+
+    def p_true(request):
+        clock[0] += 2.0
+        chunk = request.messages[-1].content.split("<chunk>")[1]
+        p = 0.9 if "company" in chunk else 0.1
+        return json.dumps({"is_supported": p > 0.5}), {"true": math.log(p), "false": math.log(1 - p)}
+
+    llm = ScriptedLLM(p_true)
+    config = AnswerContextConfig(str(reference))
+
+    def refine() -> JudgeChain:
+        return JudgeChain.of(AnswerContextJudge(CalibratedJudge(llm), None, config), EvidenceConfig())
+
+    def label(minutes: float):
+        return run_label(ds, AnswerContextJudge(None, None, config), tmp_path, evidence=EvidenceConfig(), runs=runs,
+                         value=ValueConfig("Hit@10"), max_minutes=minutes, refine=refine())  # fmt: skip
+
+    first = label(0.5)
+    fixed_calls = 60  # the costly judge's fit: one call per reference pair, before the budget's clock starts
+    refined_first = [r for r in read_labels(tmp_path / "labels.jsonl") if r.judge == "answer-context"]
+    assert len(llm.requests) == fixed_calls + len(refined_first) and 5 <= len(refined_first) <= 16
+    assert first.refined == len(refined_first) and first.refine_left > 0
+    assert all(r.docid.startswith("r") for r in refined_first)  # x<i> cannot move A's Hit: never worth asking
+    clock[0] = 0.0
+    second = label(1.0)
+    refined = [r for r in read_labels(tmp_path / "labels.jsonl") if r.judge == "answer-context"]
+    assert second.refined > 0 and len({(r.qid, r.docid) for r in refined}) == len(refined) > len(refined_first)
+    assert len(llm.requests) == fixed_calls + len(refined)  # the fit is kept beside the labels: no call again

@@ -27,7 +27,7 @@ import numpy as np
 from bridge.datasets import Dataset
 from bridge.embeddings import PassageEmbeddings
 from bridge.fsio import write_json_atomic
-from bridge.holes import ADAPTER, Calibration, PairFacts
+from bridge.holes import ADAPTER, Calibration, PairFacts, prior_logit
 from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared
 from bridge.judging.hole_calibration import known_pair_calibration
 from bridge.judging.metrics import Agreement, agreement_of
@@ -285,18 +285,20 @@ class TopicAdapterJudge:
     # -- the adapter's own audit -----------------------------------------------------------------
     def calibration(self, qids: Iterable[str]) -> Calibration | None:
         """The adapters' P calibrated on every out-of-fold prediction of the topics they decide (pooled over topics,
-        resampled by topic): each topic's own Platt curve is fitted on few pairs; what the hole model draws an
-        adapter's P from (:mod:`bridge.holes`)."""
+        resampled by topic), from its logit and the logit of its topic's share of relevant judgments: each topic's
+        Platt curve is class-balanced (P = 0.5 at the balanced boundary), so a P on a topic with few relevant
+        judgments overstates relevance. What the hole model draws an adapter's P from (:mod:`bridge.holes`)."""
         facts, truth, groups = [], [], []
         for route in self.routes(qids):
             if route.judge != "adapter":
                 continue
             model = self.model(route.qid)
-            facts += [PairFacts(p=p) for p in model.oof_p]
+            prior = {"logit_prior": prior_logit(model.n_relevant, model.n_train)}
+            facts += [PairFacts(p=p, extra=prior) for p in model.oof_p]
             truth += list(model.truth)
             groups += [route.qid] * len(model.truth)
         population = f"out-of-fold predictions of {len(truth)} judged pairs over {len(set(groups))} adapter topics"
-        return known_pair_calibration(ADAPTER, facts, truth, groups, ("logit_p",), population)
+        return known_pair_calibration(ADAPTER, facts, truth, groups, ("logit_p", "logit_prior"), population)
 
     def routes(self, qids: Iterable[str]) -> list[TopicRoute]:
         return [self.route(q) for q in qids]

@@ -222,18 +222,17 @@ class AnswerContextJudge:
             seen = [(p, preparation.view(c)) for p, c in zip(pairs, cases, strict=True)]
             seen = [(p, v) for p, v in seen if v is not None and v.evidence]
             kept = preparation.calibration_path.with_name(f"{self.name}-fit-{self._digest(pairs, facts)}.json")
-            x, scores = self.feature_rows([v for _, v in seen])
-            usage = usage_of([r for s in scores if s is not None for r in s.responses])
-            self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
-                           for j, n in enumerate(self.features)}  # fmt: skip
-            truth = [int(p.relevant) for p, _ in seen]
-            self.threshold = float(np.mean(truth)) if truth else 0.5
-            if kept.exists():
-                self.calibration = Calibration.from_json(json.loads(kept.read_text(encoding="utf-8")), kept)
+            if kept.exists():  # a fixed cost paid once: the fit (features, calibration) is reused without a call
+                self.restore(json.loads(kept.read_text(encoding="utf-8")))
                 lines.append(f"{self.name}: calibration on the reference reused from {kept}")
             else:
+                x, scores = self.feature_rows([v for _, v in seen])
+                usage = usage_of([r for s in scores if s is not None for r in s.responses])
+                self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
+                               for j, n in enumerate(self.features)}  # fmt: skip
+                self.threshold = float(np.mean([int(p.relevant) for p, _ in seen])) if seen else 0.5
                 self.calibration = self._fit(seen, x, facts)
-                write_json_atomic(kept, self.calibration.to_json())
+                write_json_atomic(kept, {k: v for k, v in self.prepared_state().items() if k != "fallback"})
                 lines.append(f"{self.name}: calibration fitted on the reference -> {kept}")
             lines += calibration_lines(self.calibration)
             write_json_atomic(preparation.calibration_path, self.prepared_state())

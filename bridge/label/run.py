@@ -154,8 +154,10 @@ class LabelSummary:
     calls in the response cache, so ``usage`` alone would not count them)."""
     fixed_s: float = 0.0
     """Seconds of fixed cost (the judges' preparation, the audit), paid before the budget's clock starts."""
+    free_s: float = 0.0
+    """Seconds the free stages took over the pool (and the value order), before the budget's clock starts."""
     pool_s: float = 0.0
-    """Seconds spent judging pool pairs (what the budget counts)."""
+    """Seconds costly judges spent on pool pairs (what the budget counts)."""
     refined: int = 0
     """Pairs a costly answer judge re-judged this run."""
     refine_left: int = 0
@@ -210,7 +212,8 @@ class LabelSummary:
             f"tokens:               {u.prompt_tokens} prompt + {u.completion_tokens} completion (pool); "
             f"{a.prompt_tokens} + {a.completion_tokens} (audit)",
             f"wall time:            {self.wall_s:.1f} s (fixed cost {self.fixed_s:.1f} s: preparation and audit, "
-            f"reused by later runs; pool judging {self.pool_s:.1f} s: what the budget counts)",
+            f"reused by later runs; free stages {self.free_s:.1f} s; costly judges on pool pairs {self.pool_s:.1f} s: "
+            "what the budget counts)",
             f"cost estimate:        ${self.cost:.4f}",
         ]
         out += self.evidence_lines
@@ -548,7 +551,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     start = time.perf_counter()
     refine = options.refine
     ledger = paths.labels.with_name(BUDGET_FILE)
-    budget_key = chain.pipeline.config_id + (f"+{refine.pipeline.config_id}" if refine else "")  # before preparation
+    budget_key = chain.pipeline.config_id + (f"+{refine.llm.config_id}" if refine else "")  # before preparation
     if options.restart:
         _backup(paths.labels)
         _backup(paths.audit)
@@ -617,14 +620,11 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     refine_prepared = _prepare_refine(refine, dataset, known, all_cases, paths)
     summary.fixed_s = time.perf_counter() - start
 
-    # pool judging: the free stages, then the costly judges against the budget
-    pool_start = time.perf_counter()
-    deadline = None
-    if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
-        deadline = time.monotonic() + 60 * options.max_minutes - _read_ledger(ledger).get(budget_key, 0.0)
+    # pool judging: the free stages, then (the budget's clock running) the costly judges in value order
+    free_start = time.perf_counter()
     pool = [(e.qid, e.docid) for e in entries]
     calibrations = chain_calibrations(chain, refine)
-    order_ids = [pipeline.config_id, *([refine.pipeline.config_id] if refine else [])]
+    order_ids = [pipeline.config_id, *([refine.llm.config_id] if refine else [])]
     if options.runs:
         paid = _judge_free(chain, paths, options, pool_items, summary)
         records = current_records(read_labels(paths.labels), order_ids)
@@ -637,6 +637,12 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
             pool_items = pool_items[: options.max_pairs]
     elif options.max_pairs is not None or options.max_minutes is not None:
         pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
+    summary.free_s = time.perf_counter() - free_start
+    costly_start = time.perf_counter()
+    budget_end = None
+    if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
+        budget_end = time.monotonic() + 60 * options.max_minutes - _read_ledger(ledger).get(budget_key, 0.0)
+    deadline = budget_end
     scorer = options.scorer(chain) if options.scorer is not None else None
     scoring = chain.score_pass([it.case for it in pool_items], scorer, options.batch_pairs, deadline, options.progress)
     summary.evidence_lines = prepared.lines + refine_prepared.lines + summary.evidence_lines + scoring.lines
@@ -657,8 +663,8 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         summary.left_by_budget += runner(pool_items, lane_judge, {POOL: keep}, options.batch_pairs, desc,
                                          options.progress, deadline)  # fmt: skip
     if refine is not None:
-        _refine(dataset, refine, paths, options, entries, order_ids, calibrations, gate, deadline, summary, extra)
-    summary.pool_s = time.perf_counter() - pool_start
+        _refine(dataset, refine, paths, options, entries, order_ids, calibrations, gate, budget_end, summary, extra)
+    summary.pool_s = time.perf_counter() - costly_start
     if options.max_minutes is not None:
         _add_spent(ledger, budget_key, summary.pool_s)
 
@@ -725,7 +731,7 @@ def _refine(
     """The costly answer judge re-judges, most valuable first and within the budget, the answer-bearing pairs a
     free stage gave a P (every pair of positive value, in value order, when no runs give values)."""
     records = current_records(read_labels(paths.labels), order_ids)
-    refined = {(r.qid, r.docid) for r in records if r.config_id == refine.pipeline.config_id}
+    refined = {(r.qid, r.docid) for r in records if r.config_id == refine.llm.config_id}
     by_pair = {(r.qid, r.docid): r for r in records}
     cases = cases_for(dataset, [e for e in entries if (e.qid, e.docid) not in refined])
     items = []
