@@ -2,9 +2,10 @@
 
     python bench/reusability_table.py system=reports/dl19/reusability.json family=/path/to/family/reusability.json
 
-One block per leave-out mode: each fill (the judge, the floors, the qrels check) x measure with mean |score - full|,
-rank displacement, Kendall tau and tau_AP (95% bootstrap intervals over topics), then the judge's verdicts against
-each floor and the people curve.
+One block per leave-out mode: the estimate's coverage (the share of left-out systems whose full-qrels score lies in
+its 95% interval, the mean width, the likely comparisons in the full order), then each fill (the estimate, the
+thresholded labels, the floors, the qrels check) x measure with mean |score - full|, rank displacement, Kendall tau
+and tau_AP (95% bootstrap intervals over topics), the estimate's verdicts against each floor and the people curve.
 """
 
 from __future__ import annotations
@@ -23,7 +24,19 @@ def table(label: str, data: dict) -> list[str]:
         f"**{label} leave-out** ({data['dataset']}, {len(data['systems'])} systems, {data['topics']} topics, "
         f"{data['removed_pairs']} removed pairs, judge `{data['judge']}`, {data['grading']} grades)",
         "",
-        "| judge | measure | mean \\|score - full\\| | rank displacement | Kendall tau | tau_AP |",
+        "| estimate | measure | covered | mean width | likely in the full order | adjacent likely |",
+        "|---|---|---|---|---|---|",
+    ]
+    for c in data.get("coverage", []):
+        if c.get("people") and c["people"]["order"] != "random":
+            continue
+        lines.append(
+            f"| {c['fill']} | {c['measure']} | {c['covered']}/{c['systems']} ({c['coverage']:.3f}) | "
+            f"{c['mean_width']:.4f} | {c['agree']}/{c['likely']} | {c['adjacent_agree']}/{c['adjacent_likely']} |"
+        )
+    lines += [
+        "",
+        "| fill | measure | mean \\|score - full\\| | rank displacement | Kendall tau | tau_AP |",
         "|---|---|---|---|---|---|",
     ]
     for r in data["judges"]:
@@ -37,7 +50,7 @@ def table(label: str, data: dict) -> list[str]:
     for v in data["verdicts"]:
         if v["figure"] == "mean_abs_error":
             lines.append(
-                f"- {v['measure']}: judge vs {v['baseline']}: {v['verdict']} (error {v['baseline_value']:.4f} -> "
+                f"- {v['measure']}: estimate vs {v['baseline']}: {v['verdict']} (error {v['baseline_value']:.4f} -> "
                 f"{v['judge_value']:.4f}, gain {ci(v['gain'], v['interval'], 4)})"
             )
     people = [r for r in data["judges"] if r["kind"] == "people"]
@@ -55,9 +68,6 @@ def table(label: str, data: dict) -> list[str]:
                     + " | ".join(f"{cells[s]['mean_abs_error']:.4f} / {cells[s]['kendall_tau']:.3f}" for s in shares)
                     + " |"
                 )
-    for m, errors in data.get("grading_effect", {}).items():
-        lines.append("")
-        lines.append(f"Graded filling, {m}: " + ", ".join(f"{g} grades {e:.4f}" for g, e in errors.items()))
     for c in data.get("circularity", []):
         lines.append(
             f"Circularity, {c['measure']}: signed error on {len(c['sharing_systems'])} systems sharing "

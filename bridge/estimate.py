@@ -41,9 +41,6 @@ from bridge.scoring import FlatQrels, RunMatrix, normaliser, per_topic, topic_va
 from bridge.trec import Qrels, Run, top_k
 
 SETTLED, LIKELY, OPEN = "settled", "likely", "open"
-RANKED_ONLY = frozenset({"Hit", "P", "RR"})
-"""Measures a document outside a system's top k cannot change (nDCG and Recall: it can, through their
-normalisers)."""
 IR_MEASURES = {"Success": "Hit", "nDCG": "nDCG", "P": "P", "R": "Recall", "RR": "RR"}
 """ir_measures' names of the measures estimated here, and the vectorized names (:mod:`bridge.scoring`)."""
 
@@ -571,7 +568,7 @@ class Leaderboard:
 
 
 def _normal_quantile(q: float) -> float:
-    """Phi^-1(q) (Acklam's rational approximation is more than enough here; scipy is not needed)."""
+    """Phi^-1(q)."""
     from statistics import NormalDist
 
     return NormalDist().inv_cdf(q)
@@ -587,7 +584,3 @@ def most_valuable(board: Leaderboard, limit: int = 50) -> list[tuple[Pair, float
 def ranked_lists(runs: Mapping[str, Run], topics: Sequence[str], depth: int) -> set[Pair]:
     """Every pair some system ranks in its top ``depth``: what a leaderboard at that cutoff can see."""
     return {(q, d) for run in runs.values() for q in topics for d in top_k(run.get(q, {}), depth)}
-
-
-def mean_interval(values: Sequence[float]) -> float:
-    return float(np.mean(values)) if len(values) else math.nan

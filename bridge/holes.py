@@ -311,32 +311,6 @@ class HoleModel:
             out[s] = (int(mask.sum()), float(self.p[mask].sum()))
         return out
 
-    def fix(self, pair: Pair, label: int) -> HoleModel:
-        """A copy in which people answered ``pair`` (the calibrations are kept)."""
-        i = self.index[pair]
-        keep = np.array([j for j in range(len(self.pairs)) if j != i], dtype=int)
-        position = {old: new for new, old in enumerate(keep)}
-        groups = {}
-        for name, (idx, x) in self.groups.items():
-            mask = idx != i
-            groups[name] = (np.array([position[j] for j in idx[mask]], dtype=int), x[mask])
-        fixed = {q: dict(d) for q, d in self.fixed.items()}
-        fixed.setdefault(pair[0], {})[pair[1]] = self.threshold if label else 0
-        return HoleModel(
-            self.threshold,
-            fixed,
-            [self.pairs[j] for j in keep],
-            [self.stage[j] for j in keep],
-            groups,
-            self.calibrations,
-            {p: v for p, v in self.labels.items() if p != pair},
-            list(self.notes),
-            self.people_random,
-            self.grading.without(i) if self.grading is not None else None,
-            {name: (m[np.arange(len(m)) != list(self.groups[name][0]).index(i)] if i in self.groups[name][0] else m, sd)
-             for name, (m, sd) in self.strata.items()},
-        )  # fmt: skip
-
 
 @dataclass(frozen=True)
 class GradeModel:
@@ -383,7 +357,7 @@ class GradeModel:
             by_topic.setdefault(q, []).append(original[q][d])
         pooled = [g for grades in by_topic.values() for g in grades]
 
-        def cdf(grades: Sequence[int], relevant: bool) -> np.ndarray:
+        def mix(grades: Sequence[int], relevant: bool) -> np.ndarray:
             side = [g for g in grades if (g >= threshold) == relevant]
             base = [g for g in pooled if (g >= threshold) == relevant] or [threshold if relevant else 0]
             counts = np.array([np.sum(np.array(side) == v) if side else 0.0 for v in values], dtype=float)
@@ -391,15 +365,11 @@ class GradeModel:
             counts = counts + strength * prior
             return counts / counts.sum()
 
-        topics = {q: (cdf(by_topic.get(q, []), True), cdf(by_topic.get(q, []), False)) for q in {q for q, _ in pairs}}
+        topics = {q: (mix(by_topic.get(q, []), True), mix(by_topic.get(q, []), False)) for q in {q for q, _ in pairs}}
         empty = np.zeros((0, len(values)))
         relevant = np.array([topics[q][0] for q, _ in pairs]) if pairs else empty
         other = np.array([topics[q][1] for q, _ in pairs]) if pairs else empty
         return cls(values, relevant, other, sd)
-
-    def without(self, i: int) -> GradeModel:
-        keep = np.arange(len(self.relevant)) != i
-        return GradeModel(self.values, self.relevant[keep], self.other[keep], self.sd)
 
 
 def _human_grade(record: LabelRecord, threshold: int) -> int:

@@ -1,6 +1,6 @@
 """Vectorized trec_eval measures over many variants of one set of judgments.
 
-Rank stability, score bounds and the point estimates of :mod:`bridge.settle` re-score every system
+The estimate of :mod:`bridge.estimate` re-scores every system
 under hundreds of label assignments. Here every judged (topic, document) pair sits in one array of
 grades, a run's top-k is a matrix of indices into it, and a measure is a few array operations per
 assignment. Semantics are trec_eval's (ties broken as :func:`bridge.trec.top_k` does): nDCG@k with the

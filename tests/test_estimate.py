@@ -283,3 +283,25 @@ def test_scores_stay_within_the_bounds_whatever_the_draws():
         low = board.bounds.low[m.label].mean(axis=1)
         high = board.bounds.high[m.label].mean(axis=1)
         assert np.all(board.means[m.label] >= low - 1e-9) and np.all(board.means[m.label] <= high + 1e-9), m.label
+
+
+def test_vectorized_scores_equal_ir_measures_also_over_many_draws():
+    """bridge.scoring against ir_measures on graded qrels; a batch of grade vectors (draws x pairs) scores each
+    row as that row alone would, normaliser shared or not."""
+    from bridge.scoring import FlatQrels, RunMatrix, normaliser, per_topic
+
+    rng = random.Random(1)
+    topics = [f"q{i}" for i in range(12)]
+    docs = [f"d{j}" for j in range(25)]
+    qrels = {q: {d: rng.choice([0, 1, 2, 3]) for d in rng.sample(docs, 8)} for q in topics}
+    run = {q: {d: rng.random() for d in rng.sample(docs, 15)} for q in topics}
+    flat = FlatQrels(qrels, qrels, topics, threshold=2)
+    matrix = RunMatrix(run, flat, 10)
+    names = {"nDCG": "nDCG@10", "Hit": "Hit@10", "P": "P@10", "Recall": "Recall@10", "RR": "MRR@10"}
+    expected = per_query_scores(run, qrels, topics, resolve_measures(list(names.values()), 2), 2)
+    draws = np.stack([flat.grades, np.zeros_like(flat.grades), np.roll(flat.grades, 3)])
+    for measure, label in names.items():
+        assert np.allclose(per_topic(measure, matrix, flat, flat.grades, 10), expected[label]), measure
+        batch = per_topic(measure, matrix, flat, draws, 10, normaliser(measure, flat.slots, draws, 10, 2))
+        for row, grades in zip(batch, draws, strict=True):
+            assert np.allclose(row, per_topic(measure, matrix, flat, grades, 10)), measure

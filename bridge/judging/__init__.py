@@ -12,8 +12,10 @@ names the stage that decided it:
 * ``dream``      the DREAM debate between two agents, escalation to people (``dream.py``);
 * ``reference``  judges that call no model: a qrels file, a constant (``reference.py``);
 * ``audit``      known pairs mixed blind into every run measure the judge itself (``audit.py``);
-* ``answer_context`` answer-bearing pairs: a logistic model over where the answer sits, with the LLM's P
-  (``answer_context.py``), fitted on a reference read by people (``reference_labels.py``);
+* ``answer_context`` answer-bearing pairs: where the answer sits (and the LLM's P), calibrated on a random sample
+  of the holes read by people (``answer_context.py``, ``reference_labels.py``);
+* ``hole_calibration`` a judge calibrated on hole-like pairs: strata chosen by cross-validation, bootstrap
+  draws, cross-fitted quality per stratum; and on known pairs where no hole sample exists (``hole_calibration.py``);
 * ``answer_swap`` known non-relevant pairs that hold an answer string, for the audit (``answer_swap.py``);
 * ``metrics``    balanced accuracy, kappa, AUC and their Jeffreys intervals (``metrics.py``);
 * ``spec``       the frozen settings a judge is built from (``spec.py``).

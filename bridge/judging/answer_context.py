@@ -71,7 +71,7 @@ STAGE = "answer-context"
 class AnswerContextConfig:
     reference: str | None = None
     """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
-    audits on the other (:func:`bridge.judging.reference_labels.split_by_question`)."""
+    calibrates on all of them: they are a random sample of the holes (:mod:`bridge.judging.hole_calibration`)."""
     seed: int = 0
     window: int = 20
     """Tokens on either side of an answer mention that count as its context."""

@@ -2,8 +2,10 @@
 
 * ``chain.py``        the judge chain (answer evidence -> topic adapters -> the judge), built from one
   frozen :class:`ChainSpec`; judges prepare themselves (hold-outs, calibration);
-* ``run.py``          the label run: resume from labels.jsonl, budget, batches, the audit mixed in blind,
-  records, augmented qrels and judge-audit.json;
+* ``run.py``          the label run: resume from labels.jsonl, fixed costs (preparation, audit) first, the free
+  stages, then the budget for costly judges in value order (and ``--refine``), records, augmented qrels, the
+  hole model's calibrations and judge-audit.json;
+* ``value.py``        the value of asking about a pair, from the hole model's estimate of the runs;
 * ``distributed.py``  the same run on Ray workers that rebuild the chain from the pickled spec;
 * ``judge_eval.py``   judges measured against human labels (``bridge judge-eval``);
 * ``cli.py``          ``bridge label``, ``judge-eval``, ``evidence``: argparse -> ChainSpec, nothing else.

@@ -122,7 +122,7 @@ class LabelOptions:
     scorer: Callable[[JudgeChain], ScoreRunner] | None = None
     """Given the chain before its preparation, what runs the cascade's scoring pass; None: this process."""
     runs: Mapping[str, Run] | None = None
-    """The systems to settle (runs/<ds>/*.run): the free stages decide first, then the pairs for the costly judge
+    """The systems to estimate (runs/<ds>/*.run): the free stages decide first, then the pairs for the costly judge
     go in value order (:mod:`bridge.label.value`), value-0 pairs not at all; None: every pair, priority order."""
     value: ValueConfig = field(default_factory=ValueConfig)
     refine: JudgeChain | None = None
@@ -146,7 +146,7 @@ class LabelSummary:
     left_by_budget: int = 0
     """Pool pairs not judged because the budget (--max-pairs / --max-minutes) ran out."""
     left_at_value_0: int = 0
-    """Pool pairs not asked because their label can change no unsettled comparison (they stay open, bounded)."""
+    """Pool pairs not asked because their label can move no open comparison (they keep their calibrated P)."""
     calibration_usage: Usage = field(default_factory=Usage)
     """LLM work of the cascade's calibration on known pairs."""
     scoring_usage: Usage = field(default_factory=Usage)

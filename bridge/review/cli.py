@@ -20,8 +20,9 @@ DESCRIPTION = """\
 Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided by people.
 Each case collects N judgments from distinct annotators (majority vote); known-answer attention
 checks from the dataset's gold pairs are mixed in, and annotators who fail them are flagged.
-Cases are handed out (and exported) most valuable first: by how many unsettled comparisons of
-adjacent systems in runs/<ds>/ their label can change.
+Cases are handed out (and exported) most valuable first (the expected number of open comparisons of
+adjacent systems in runs/<ds>/ their label would decide), with about 20 model-labelled holes per
+calibration drawn at random spread among them: people's answers on those calibrate the estimate.
 
   bridge review add-annotator NAME      create an annotator, print their secret token
   bridge review serve                   the web page on 127.0.0.1 (prints the URL)
