@@ -488,13 +488,13 @@ def build_hole_model(
 
     applied: dict[str, Calibration] = {}
     for name, c in calibrations.items():
-        if not c.hole_like and config.transfer_sd > 0:
-            c = c.shifted(rng.normal(0.0, config.transfer_sd, config.draws), rng, config.draws)
         answers = people.get(name)
-        if answers:
+        if answers:  # the common shift's posterior given people's random answers (its prior: the transfer's)
             x = c.rows([f for f, _ in answers])
             sd = config.reading_sd if c.hole_like else config.transfer_sd
             c = c.updated(x, np.array([y for _, y in answers]), sd, rng)
+        elif not c.hole_like and config.transfer_sd > 0:
+            c = c.shifted(rng.normal(0.0, config.transfer_sd, config.draws), rng, config.draws)
         applied[name] = c
     if ADAPTER not in applied:
         applied[ADAPTER] = _with_people(

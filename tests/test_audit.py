@@ -132,7 +132,7 @@ def test_a_judge_scripted_to_be_right_is_not_flagged_and_a_warm_rerun_calls_noth
     llm = ScriptedLLM(right)
     summary = run_label(ds, SupportJudge(llm), tmp_path, audit_pairs=40, batch_pairs=200)
     assert summary.audit.trusted and summary.audit.lanes["pipeline"].agreement.balanced_accuracy == 1.0
-    assert llm.batches[:2] == [40, 80]  # the audit first (a fixed cost, before any budget's clock), then the pool
+    assert llm.batches[:2] == [80, 40]  # the pool, then the audit (a fixed cost, outside any budget)
     warm = ScriptedLLM(right)
     again = run_label(ds, SupportJudge(warm), tmp_path, audit_pairs=40)
     assert warm.requests == [] and again.judged == 0 and again.audit.trusted

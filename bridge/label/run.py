@@ -545,9 +545,10 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     """Judge the pool's pairs and the audit's known pairs, resuming from earlier records; write augmented qrels,
     the hole model's calibrations and ``judge-audit.json``.
 
-    Order: fixed costs first (each judge prepares: a fit, a calibration; the audit's known pairs), then the free
-    stages decide every pair they can, then the budget's clock starts: the pairs for the chain's costly judge and,
-    with ``options.refine``, the pairs a costly answer judge re-judges, most valuable first."""
+    Order: each judge prepares (a fit, a calibration: a fixed cost), the free stages decide every pair they can,
+    then the budget's clock runs for the pairs of the chain's costly judge and, with ``options.refine``, those a
+    costly answer judge re-judges, most valuable first; last the audit's known pairs (a fixed cost too, judged
+    after the pool so that a judge whose pool pairs set its state is audited as it judged them)."""
     start = time.perf_counter()
     refine = options.refine
     ledger = paths.labels.with_name(BUDGET_FILE)
@@ -587,7 +588,6 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     absent = _evidence_facts(chain, all_cases, recall, summary.evidence_lines, extra)
     evidence_on = recall is not None  # an evidence stage on a dataset with answers
 
-    # fixed cost: the audit's known pairs (resumed from audit.jsonl)
     lanes: dict[str, list[AuditPair]] = {}
     if known:
         lanes[PIPELINE] = known
@@ -605,18 +605,6 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         for pair, case in zip(pairs, _audit_cases(dataset, pairs), strict=True)
         if (lane, pair.qid, pair.docid) not in audited
     ]
-    runner = options.runner(chain) if options.runner is not None else run_items
-    with JsonlAppender(paths.audit) as audit_log:
-
-        def keep_audit(item: WorkItem, record: LabelRecord) -> None:
-            assert item.pair is not None
-            gated = chain.llm_case(item.case) is None
-            audit_log.append(AuditRecord(item.lane, item.pair, record, gated).to_json())
-            summary.audit_usage = summary.audit_usage + record.usage
-
-        if audit_items:
-            sinks = dict.fromkeys(lanes, keep_audit)
-            runner(audit_items, lane_judge, sinks, options.batch_pairs, f"audit ({pipeline.name})", options.progress)
     refine_prepared = _prepare_refine(refine, dataset, known, all_cases, paths)
     summary.fixed_s = time.perf_counter() - start
 
@@ -653,6 +641,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         kept = [it for it in pool_items if chain.llm_view(it.case) is None or (it.case.qid, it.case.docid) in scored]
         summary.left_by_budget += len(pool_items) - len(kept)
         pool_items, deadline = kept, None
+    runner = options.runner(chain) if options.runner is not None else run_items  # after the scoring pass: its band
     with JsonlAppender(paths.labels) as log:
 
         def keep(_: WorkItem, record: LabelRecord) -> None:
@@ -667,6 +656,22 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     summary.pool_s = time.perf_counter() - costly_start
     if options.max_minutes is not None:
         _add_spent(ledger, budget_key, summary.pool_s)
+
+    # fixed cost: the audit's known pairs (resumed from audit.jsonl), after the pool so that a judge whose pool
+    # pairs set its state (the cascade's band) is audited as it judged them
+    audit_start = time.perf_counter()
+    with JsonlAppender(paths.audit) as audit_log:
+
+        def keep_audit(item: WorkItem, record: LabelRecord) -> None:
+            assert item.pair is not None
+            gated = chain.llm_case(item.case) is None
+            audit_log.append(AuditRecord(item.lane, item.pair, record, gated).to_json())
+            summary.audit_usage = summary.audit_usage + record.usage
+
+        if audit_items:
+            sinks = dict.fromkeys(lanes, keep_audit)
+            runner(audit_items, lane_judge, sinks, options.batch_pairs, f"audit ({pipeline.name})", options.progress)
+    summary.fixed_s += time.perf_counter() - audit_start
 
     write_label_qrels(dataset, paths.labels, paths.augmented, order_ids)
     records = [r for r in counted_records(read_labels(paths.labels), set(order_ids)) if (r.qid, r.docid) in wanted]
