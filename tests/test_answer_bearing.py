@@ -137,6 +137,9 @@ def test_a_label_run_calibrates_on_the_whole_reference_and_reuses_the_fit(tmp_pa
     audited = {(a.pair.qid, a.pair.docid) for a in read_audit(tmp_path / "audit.jsonl")}
     assert not audited & {(p.qid, p.docid) for p in read_reference(reference)}  # fitted on: never audited
     assert name in summary.audit.extra["calibrations"]
+    # trust is decided on the pairs the judge decides: its cross-fitted labels on the reference, not known pairs
+    assert summary.audit.decisive == "reference" and summary.audit.trusted
+    assert summary.audit.lanes["reference"].agreement.pairs == 60
     again = run_label(ds, AnswerContextJudge(None, None, AnswerContextConfig(str(reference))), tmp_path,
                       audit_pairs=10, evidence=EvidenceConfig())  # fmt: skip
     assert again.judged == 0 and any("reused from" in line for line in again.lines())

@@ -376,7 +376,7 @@ class AnswerContextJudge:
         )
 
 
-CALIBRATION_VERSION = 1
+CALIBRATION_VERSION = 2
 """Bumped when the fitting procedure changes, so a kept fit is not reused across it."""
 
 

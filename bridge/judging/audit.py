@@ -20,7 +20,7 @@ import hashlib
 import json
 import random
 from collections import Counter
-from collections.abc import Iterable, Sequence
+from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
@@ -88,9 +88,8 @@ SWAP_SHARE = 2 / 3
 """On datasets with answers: the share of the audit's negatives that are answer-swap pairs (the kind of pair
 the LLM decides in the pool); answer-free negatives make up the rest."""
 REFERENCE = "reference"
-"""Audit kind: pairs of a reference file, labelled by people reading them (e.g. nq's answer-bearing pool pairs)."""
+"""Audit lane: a judge's cross-fitted labels on a random sample of the holes read by people (nq's reference)."""
 KINDS = {
-    REFERENCE: "reference pairs (read by people)",
     "qrels-relevant": "gold positives",
     "qrels-non-relevant": "judged negatives",
     "answer-swap": "answer-swap negatives",
@@ -463,6 +462,7 @@ class AuditReport:
         """The audit as the label summary prints it."""
         out = []
         titles = {
+            REFERENCE: "the judge on a random sample of the holes, labelled by reading (cross-fitted)",
             PIPELINE: "whole pipeline",
             LLM_STAGE: "LLM stage alone (gate and adapters bypassed; same prompt and hint as the pool)",
             ADAPTER_CV: "topic adapters, k-fold cross-validation on their topics' judged pairs",
@@ -520,6 +520,17 @@ class AuditReport:
 ADAPTER_CV = "adapter-cv"
 
 
+def reference_lane(quality: Mapping[str, Any], population: str, config: AuditConfig) -> LaneResult | None:
+    """A hole-like calibration's cross-fitted labels (its quality's ``cross_fitted``) as the audit's reference lane."""
+    fitted = quality.get("cross_fitted") or {}
+    truth, labels = fitted.get("truth"), fitted.get("labels")
+    if not truth or not labels:
+        return None
+    agreement = agreement_of(truth, labels, config.resamples, config.seed)
+    return LaneResult(REFERENCE, agreement, {}, {"reference": len(truth)}, {},
+                      f"{population}, cross-fitted by question")  # fmt: skip
+
+
 def lane_result(
     lane: str,
     records: Sequence[AuditRecord],
@@ -549,11 +560,14 @@ def audit_report(
     judge: str = "",
     model: str = "",
     extra: dict[str, Any] | None = None,
+    reference: LaneResult | None = None,
 ) -> AuditReport:
     """Score the audit lanes of one judge configuration (``config_ids``: lane -> config id).
 
     The LLM lane's headline covers only the pairs the evidence gate would not decide, the kind of pair the
-    LLM decides in the pool; the kinds it leaves out are still listed.
+    LLM decides in the pool; the kinds it leaves out are still listed. ``reference``: the judge's cross-fitted
+    quality on a random sample of the holes (:func:`reference_lane`); where it exists it decides trust, since the
+    known pairs are not the kind of pair the judge decides.
     """
     lanes: dict[str, LaneResult] = {}
     gate = None
@@ -567,13 +581,6 @@ def audit_report(
             gate = GateResult(
                 len(mine), sum(1 for a in mine if a.record.label == 1), sum(1 for a in mine if a.record.label is None)
             )
-        elif lane == LLM_STAGE and any(a.pair.source == REFERENCE for a in mine):
-            reference = [a for a in mine if a.pair.source == REFERENCE]
-            population = (
-                "reference pairs: pool pairs of the kind the LLM decides, labelled by people reading them (on nq the "
-                "maintainers' reading, not a crowd's); the other kinds are listed below"
-            )
-            lanes[lane] = lane_result(lane, mine, config.resamples, config.seed, population, reference)
         elif lane == LLM_STAGE and any(a.gated for a in mine):
             reaching = [a for a in mine if not a.gated]
             population = "the pairs that reach the LLM in the pool: the evidence gate decides the others"
@@ -581,7 +588,10 @@ def audit_report(
         else:
             lanes[lane] = lane_result(lane, mine, config.resamples, config.seed)
     decisive = None
-    if LLM_STAGE in lanes and llm_decided_pool_pairs:
+    if reference is not None:
+        lanes[REFERENCE] = reference
+        decisive = REFERENCE
+    elif LLM_STAGE in lanes and llm_decided_pool_pairs:
         decisive = LLM_STAGE
     elif PIPELINE in lanes:
         decisive = PIPELINE

@@ -361,14 +361,19 @@ def fit_hole_calibration(
     cross-fitted; ``report``: binary facts whose strata the quality table shows even when not chosen."""
     idx = np.arange(len(sample.truth))
     names, draws, path = fit_procedure(sample, base, candidates, config, idx)
-    quality, _ = cross_fitted_quality(sample, base, candidates, config, report)
+    quality, oof = cross_fitted_quality(sample, base, candidates, config, report)
+    threshold = float(sample.truth.mean())
     calibration = Calibration(
         name,
         (INTERCEPT, *names),
         draws,
         population,
         hole_like=True,
-        quality={"strata": [q.to_json() for q in quality], "selection": [list(s) for s in path]},
+        quality={
+            "strata": [q.to_json() for q in quality],
+            "selection": [list(s) for s in path],
+            "cross_fitted": {"truth": [int(t) for t in sample.truth], "labels": [int(p >= threshold) for p in oof]},
+        },
     )
     return FittedCalibration(calibration, quality, path)
 

@@ -46,6 +46,7 @@ from bridge.judging.audit import (
     draw_audit_pairs,
     draw_gate_pairs,
     read_audit,
+    reference_lane,
 )
 from bridge.judging.base import Case, Judge, Prepared, cases_for
 from bridge.judging.cascade import ScoreRunner
@@ -693,7 +694,11 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     extra["calibrations"] = {name: {"population": c.population, "hole_like": c.hole_like, **c.quality}
                              for name, c in calibrations.items()}  # fmt: skip
     model = next((a.record.model for a in audit_records if a.record.model), "")
-    summary.audit = audit_report(dataset, audit_records, config_ids, llm_decided, audit, pipeline.name, model, extra)
+    hole_like = [c for c in chain_calibrations(chain).values() if c.hole_like]
+    reference = reference_lane(hole_like[0].quality, hole_like[0].population, audit) if hole_like else None
+    summary.audit = audit_report(
+        dataset, audit_records, config_ids, llm_decided, audit, pipeline.name, model, extra, reference
+    )
     if chain.adapter is not None:
         lane = adapter_lane(chain.adapter, chain.adapter.routes(dataset.qids))
         if lane is not None:
