@@ -309,7 +309,7 @@ def audit_lines(audit: dict | None) -> list[str]:
         bi, ki = lane["intervals"].get("balanced_accuracy"), lane["intervals"].get("kappa")
         mark = " (decides trust)" if name == audit.get("decisive") else ""
         lines.append(
-            f"judge audit [{name}]{mark}: bAcc {_fmt_ci(b, bi)}, kappa {_fmt_ci(k, ki)} on {lane['pairs']} known pairs"
+            f"judge audit [{name}]{mark}: bAcc {_fmt_ci(b, bi)}, kappa {_fmt_ci(k, ki)} on {lane['pairs']} pairs"
         )
     if audit.get("warning"):
         lines.append(f"WARNING: {audit['warning']}")

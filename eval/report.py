@@ -170,12 +170,14 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
         blocks.append(Alert(f"WARNING: {audit['warning']}."))
     blocks.append(
         Para(
-            f"Known pairs (half relevant) were mixed blind into the label run of judge `{audit.get('judge')}` "
-            f"(`{audit.get('config_id')}`, model `{audit.get('model') or '-'}`) and judged like pool pairs. "
+            f"Known pairs (half relevant) were judged in the label run of judge `{audit.get('judge')}` "
+            f"(`{audit.get('config_id')}`, model `{audit.get('model') or '-'}`) exactly as pool pairs are. "
             "Measures on the pairs the judge decided, with 95% intervals from the Jeffreys posterior (they do not "
             "collapse when a sample holds no error); trust requires the lower end of the balanced-accuracy interval "
-            f"above {audit.get('chance_line')}. The LLM lane's row covers the pairs the LLM decides in the pool; the "
-            "second table shows what every figure rests on, kind by kind."
+            f"above {audit.get('chance_line')}. The LLM lane's row covers the pairs the LLM decides in the pool; a "
+            "reference row is a judge calibrated on a random sample of the holes, labelled by reading, cross-fitted "
+            "by question: where it exists it decides trust, since known pairs are not the kind of pair the judge "
+            "decides. The second table shows what every figure rests on, kind by kind."
         )
     )
     rows = []

@@ -11,7 +11,7 @@ names the stage that decided it:
 * ``cascade``    one calibrated pass, the DREAM debate for the uncertain band only (``cascade.py``);
 * ``dream``      the DREAM debate between two agents, escalation to people (``dream.py``);
 * ``reference``  judges that call no model: a qrels file, a constant (``reference.py``);
-* ``audit``      known pairs mixed blind into every run measure the judge itself (``audit.py``);
+* ``audit``      known pairs judged like pool pairs in every run measure the judge itself (``audit.py``);
 * ``answer_context`` answer-bearing pairs: where the answer sits (and the LLM's P), calibrated on a random sample
   of the holes read by people (``answer_context.py``, ``reference_labels.py``);
 * ``hole_calibration`` a judge calibrated on hole-like pairs: strata chosen by cross-validation, bootstrap

@@ -2,7 +2,7 @@
 
 K pairs whose label is known (half relevant: original qrels; half not: judged non-relevant
 pairs, else documents known not to answer, else random documents, reported as "easy") are
-mixed blind into the run: same prompts, same batches, shuffled among the pool pairs. They go
+judged in the run after the pool pairs, exactly as they are (same prompts, same judge state). They go
 through the same stages as the pool (``pipeline`` lane) and, where an evidence stage decides
 pairs before the LLM, once more straight to the LLM judge (``llm`` lane), because on a
 dataset like nq the evidence stage settles the easy negatives alone and only the LLM-only

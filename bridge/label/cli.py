@@ -299,7 +299,7 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
         type=int,
         default=60,
         metavar="K",
-        help="known pairs (half relevant) mixed blind into the run to measure the judge (default: 60; 0: none)",
+        help="known pairs (half relevant) judged like pool pairs to measure the judge (default: 60; 0: none)",
     )
     g.add_argument(
         "--gate-audit",
@@ -372,7 +372,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "answer-free pairs for free (datasets with answers), topic adapters learned from each topic's own human "
         "judgments label topics that have enough of them, and the rest go to the fallback judge (by default the "
         "cascade: one calibrated LLM pass, a DREAM debate for the uncertain band, people for disagreements). "
-        "Known pairs mixed blind into the run measure the judge (reports/<ds>/judge-audit.json). Resumes from "
+        "Known pairs judged like pool pairs measure the judge (reports/<ds>/judge-audit.json). Resumes from "
         "labels.jsonl; every LLM call is cached.",
     )
     add_common_options(p)

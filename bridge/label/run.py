@@ -6,15 +6,15 @@ configuration are not judged again, and every record is fsynced as soon as its p
 decided, so ``kill -9`` loses at most the pairs still in flight (whose paid LLM calls are
 in the response cache anyway).
 
-Every run also judges the known pairs of the audit (``bridge.judging.audit``), shuffled among
-the pool pairs and sent to the same judge in the same batches; their records go to
-``audit.jsonl``, never to labels.jsonl, and the verdict to ``judge-audit.json``.
+Every run also judges the known pairs of the audit (``bridge.judging.audit``) with the same judge, on the same
+path as pool pairs (the same stages, prompt and hint), after the pool; their records go to ``audit.jsonl``,
+never to labels.jsonl, and the verdict to ``judge-audit.json``. The run writes the hole model's calibrations
+(``hole-calibrations.json``) beside the labels.
 """
 
 from __future__ import annotations
 
 import json
-import random
 import shutil
 import time
 from collections import Counter
@@ -115,7 +115,7 @@ class LabelOptions:
     """Budget: start no new batch of pool pairs for a costly judge once this configuration's label runs have spent
     this many minutes judging pool pairs in all (kept in budget.json beside labels.jsonl: a re-run after the budget
     is spent asks nothing new; raise it to go on; ``restart`` resets it). Fixed costs (a judge's fit, the audit)
-    are paid before the clock starts, reported apart, and reused by later runs. With the cascade the budget bounds
+    are paid outside the clock, reported apart, and reused by later runs. With the cascade the budget bounds
     its scoring pass; the debates of the pairs scored in time follow (at most the debate share of them)."""
     runner: Callable[[JudgeChain], Callable[..., int]] | None = None
     """Given the prepared chain, what runs the work items (``run_items``'s signature); None: this process.
@@ -154,7 +154,7 @@ class LabelSummary:
     """LLM work of the cascade's scoring pass over the pool pairs this run judges (their records later find those
     calls in the response cache, so ``usage`` alone would not count them)."""
     fixed_s: float = 0.0
-    """Seconds of fixed cost (the judges' preparation, the audit), paid before the budget's clock starts."""
+    """Seconds of fixed cost (the judges' preparation, the audit), outside the budget's clock."""
     free_s: float = 0.0
     """Seconds the free stages took over the pool (and the value order), before the budget's clock starts."""
     pool_s: float = 0.0
@@ -401,21 +401,6 @@ def _budgeted(
         summary.left_by_budget += len(paid) - max_pairs
         paid = paid[:max_pairs]
     return [item for _, item in free] + [item for _, item in paid]
-
-
-def _mix(pool: list[WorkItem], audit: list[WorkItem], seed: int) -> list[WorkItem]:
-    """Audit items inserted at random places among the pool items (pool order is kept)."""
-    rng = random.Random(seed)
-    slots = sorted(rng.randint(0, len(pool)) for _ in audit)
-    rng.shuffle(audit)
-    out: list[WorkItem] = []
-    j = 0
-    for i, item in enumerate(pool):
-        while j < len(audit) and slots[j] == i:
-            out.append(audit[j])
-            j += 1
-        out.append(item)
-    return out + audit[j:]
 
 
 def _evidence_facts(
