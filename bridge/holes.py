@@ -24,6 +24,7 @@ Their answers themselves are fixed like every other human label. No P is exactly
 
 from __future__ import annotations
 
+import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
@@ -205,8 +206,6 @@ def write_calibrations(path: Path, calibrations: Mapping[str, Calibration]) -> N
 
 def read_calibrations(path: Path) -> dict[str, Calibration]:
     """The calibrations a label run wrote (none where it wrote no file)."""
-    import json
-
     if not path.exists():
         return {}
     try:

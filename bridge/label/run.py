@@ -181,6 +181,13 @@ class LabelSummary:
         self.labels["undecided" if record.label is None else str(record.label)] += 1
         self.usage = self.usage + record.usage
 
+    @property
+    def refine_line(self) -> str:
+        left = (
+            f" ({self.refine_left} of positive value left by the budget; raise it to go on)" if self.refine_left else ""
+        )
+        return f"refined by the costly answer judge: {self.refined} pairs in value order{left}"
+
     def lines(self) -> list[str]:
         u = self.usage + self.scoring_usage
         per_pair = u.calls / self.judged if self.judged else 0.0
@@ -198,13 +205,7 @@ class LabelSummary:
             f"  relevant (1):       {self.labels['1']}",
             f"  not relevant (0):   {self.labels['0']}",
             f"  escalated / failed: {self.labels['undecided']}",
-            *(
-                [f"refined by the costly answer judge: {self.refined} pairs in value order"
-                 + (f" ({self.refine_left} of positive value left by the budget; raise it to go on)"
-                    if self.refine_left else "")]
-                if self.refined or self.refine_left
-                else []
-            ),
+            *([self.refine_line] if self.refined or self.refine_left else []),
             "  routes:             " + (", ".join(f"{r}={n}" for r, n in sorted(self.routes.items())) or "-"),
             f"LLM calls made:       {self.llm_calls} (calibration {self.calibration_usage.calls}, scoring pass "
             f"{self.scoring_usage.calls}, pool pairs {self.usage.calls}, audit {a.calls}); {self.cached_calls} "

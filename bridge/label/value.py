@@ -10,6 +10,7 @@ change any comparison whatever its label. A resumed run recomputes the values wi
 
 from __future__ import annotations
 
+import random
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -65,7 +66,14 @@ def hole_model_of(
     topics = list(dataset.judged_topics())
     seen = ranked_lists(runs, topics, depth) if runs else set()
     return build_hole_model(
-        dataset.qrels, records, pool, topics, dataset.relevance_threshold, calibrations, gate_recall, seen,
+        dataset.qrels,
+        records,
+        pool,
+        topics,
+        dataset.relevance_threshold,
+        calibrations,
+        gate_recall,
+        seen,
         config or HoleModelConfig(),
     )
 
@@ -105,9 +113,7 @@ def ask_order(
     ``random_pairs`` (drawn at random already, e.g. the review queue's random holes), or, without them, a pair
     drawn uniformly from those of ``values`` not asked yet. The random answers are a sample of the holes: the hole
     model calibrates on them."""
-    import random as _random
-
-    rng = _random.Random(seed)
+    rng = random.Random(seed)
     by_value = sorted(values, key=lambda p: (-values[p], p))
     if random_pairs is None:  # draw from the valued pairs themselves: a seeded shuffle, taken in turn
         random_pairs = list(by_value)

@@ -77,9 +77,7 @@ def review_cases(
     return specs, reviewed | {(s.qid, s.docid) for s in specs}
 
 
-def random_holes(
-    records: Sequence[LabelRecord], per_group: int, seed: int = 0
-) -> list[tuple[LabelRecord, float]]:
+def random_holes(records: Sequence[LabelRecord], per_group: int, seed: int = 0) -> list[tuple[LabelRecord, float]]:
     """About ``per_group`` pairs of each calibration group (the records' calibration, else their stage) whose mean
     P is uncertain (between 0.02 and 0.98), each drawn with probability ``per_group / group size`` by a coin
     seeded by the pair (so a later sync draws the same pairs): (record, its inclusion probability)."""
