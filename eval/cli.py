@@ -36,7 +36,8 @@ Where the current leaderboard carries estimates (written by `bridge eval` from t
 label run), a regression of the augmented column fails only when it is settled (the upper bound
 lies below the baseline: no assignment of the open labels undoes it) or likely (P >= 0.95 under
 the hole model that the score lies below the baseline); otherwise it is printed as a warning.
-Two systems that swapped places fail when their comparison is settled or likely the other way.
+Two systems that swapped places fail when their bounds, or their 5th and 95th percentiles, separate them
+the other way.
 """
 
 _NAMED = re.compile(r"^([A-Za-z0-9][\w.+-]*)=(.+)$")
@@ -372,7 +373,7 @@ def refuse_untrusted(audit_path: Path, unbounded: Sequence[str] = ()) -> None:
             "Label with a stronger judge, or pass --allow-untrusted-labels."
             + (
                 f" Scores without bounds need the audit ({', '.join(unbounded)}, ...); "
-                "--check-measures can restrict the check to measures with estimates."
+                "--measures can restrict the check to measures with estimates."
                 if unbounded
                 else ""
             )
