@@ -18,18 +18,20 @@ BACKEND ?= llamacpp-batched
 MODEL ?= smollm2-135m
 # nq's answer-bearing pairs: answer-lexical, calibrated on the maintainers' reading of 300 random answer-bearing holes
 # (strata chosen by cross-validation, bootstrap draws; bench/RESULTS.md), gives every one of them a P without a call.
-# Qwen2.5-Coder-1.5B's one-pass P adds nothing measurable to it there (cross-fitted log loss 0.386 vs 0.384), so the
-# default job asks no LLM; LABEL_MINUTES=N spends N minutes of pool judging on that costly judge (answer-context)
-# refining pairs in value order (its fit on the reference is a fixed cost, paid once and kept beside the labels).
+# The costly judge, answer-reader (Qwen2.5-Coder-1.5B's likelihood of the answers with and without the passage, with
+# the lexical features, calibrated on the same reference), then re-reads pairs in value order for LABEL_MINUTES of
+# pool judging (nq: 2; its fit on the reference is a fixed cost, shipped in the reference's fits/ folder and kept
+# beside the labels; a re-run with the budget spent asks nothing; raise LABEL_MINUTES to go on, LABEL_MINUTES=0: none).
 REFERENCE_nq := bench/data/nq-answer-reference/labels-first.tsv
 ANSWER_JUDGE_nq := answer-lexical
-REFINE_nq := answer-context
+REFINE_nq := answer-reader
+LABEL_MINUTES_nq := 2
 LABEL_MODEL_nq := qwen2.5-coder-1.5b
 REFERENCE ?= $(REFERENCE_$(DATASET))
 LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
 ANSWER_JUDGE ?= $(ANSWER_JUDGE_$(DATASET))
-LABEL_MINUTES ?=
-REFINE ?= $(if $(LABEL_MINUTES),$(REFINE_$(DATASET)))
+LABEL_MINUTES ?= $(LABEL_MINUTES_$(DATASET))
+REFINE ?= $(if $(filter-out 0,$(LABEL_MINUTES)),$(REFINE_$(DATASET)))
 LABEL_ARGS ?=
 REVIEW_ARGS ?=
 RETRIEVE_ARGS ?=
@@ -59,7 +61,7 @@ pool: retrieve
 	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)
 
 label: install
-	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(LABEL_MINUTES),--max-minutes $(LABEL_MINUTES)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(if $(REFINE),--refine $(REFINE)) $(LABEL_ARGS)
+	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(filter-out 0,$(LABEL_MINUTES)),--max-minutes $(LABEL_MINUTES)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(if $(REFINE),--refine $(REFINE)) $(LABEL_ARGS)
 
 # Human review of escalated pairs: serves the review page on 127.0.0.1 (prints the URL).
 # Create annotators first: $(PY) -m bridge review add-annotator NAME --dataset $(DATASET)

@@ -81,6 +81,14 @@ def _fmt(value: float, digits: int = 4) -> str:
     return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.{digits}f}"
 
 
+def _with_interval(quality: dict, measure: str) -> str:
+    """``0.849 [0.80, 0.89]`` from a stratum's quality (its value and 95% interval, where it has one)."""
+    value, interval = quality.get(measure), (quality.get("intervals") or {}).get(measure)
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" + (f" [{interval[0]:.2f}, {interval[1]:.2f}]" if interval else "")
+
+
 def _signed(value: float) -> str:
     return "n/a" if math.isnan(value) else f"{value:+.4f}"
 
@@ -459,8 +467,9 @@ def _calibration_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
                     str(q["pairs"]),
                     str(q["relevant"]),
                     _fmt(q.get("mean_p")),
-                    _fmt(q.get("auc")),
-                    _fmt(q.get("balanced_accuracy")),
+                    _with_interval(q, "auc"),
+                    _with_interval(q, "balanced_accuracy"),
+                    _with_interval(q, "kappa"),
                     _fmt(q.get("ece")),
                     "" if q.get("coverage") is None else f"{100 * q['coverage']:.0f}%",
                 )
@@ -477,7 +486,7 @@ def _calibration_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
                 "interval the other half predicts."
             ),
             Table(
-                ("calibration", "stratum", "pairs", "relevant", "mean P", "AUC", "bAcc", "ECE", "covered"),
+                ("calibration", "stratum", "pairs", "relevant", "mean P", "AUC", "bAcc", "kappa", "ECE", "covered"),
                 tuple(quality_rows),
             ),
         ]

@@ -9,8 +9,10 @@ logistic model over
 * ``question_in_passage``  the share of the question's content words the passage holds;
 * ``question_near_answer`` the share within ``window`` tokens of an answer mention;
 * ``question_in_title``    the share in the passage's title (its first line);
-* ``llm_logit``            the logit of the LLM's one-pass P(true), asked with the evidence hint (when an
-  LLM is given: a stronger model served to bridge makes this feature, and the judge, stronger),
+* ``llm_logit``            the logit of the LLM's one-pass P(true), asked with the evidence hint (``answer-context``:
+  a stronger model served to bridge makes this feature, and the judge, stronger);
+* ``reader_pmi``, ``reader_logp`` how likely a reader is to give an answer with the passage, against without it
+  (``answer-reader``: :mod:`bridge.judging.reader`),
 
 fitted on labelled answer-bearing pairs: a reference file read under the written criterion (e.g.
 ``bench/data/nq-answer-reference/``, a random sample of nq's answer-bearing holes), which makes the fit a
@@ -20,7 +22,9 @@ reference), with bootstrap draws for the calibration's own uncertainty and its c
 stratum. Every record carries the calibrated P (the mean over the draws), its features and the calibration's
 name, so the hole model (:mod:`bridge.holes`) draws from the same calibration; the label is 1 when P reaches
 the share of relevant pairs in the reference (the balanced decision). The fitted calibration is kept beside the
-labels under a digest of everything it was fitted from, so a later run reuses it. Pairs without an answer
+labels under a digest of everything it was fitted from (the reference, its pool facts, the features, the LLM's model
+and prompt), so a later run reuses it; a fit of the same digest shipped in the reference's ``fits/`` folder is reused
+the same way (a costly judge's features of the reference are a fixed cost computed once). Pairs without an answer
 match go to ``fallback`` (None: undecided).
 """
 
@@ -53,9 +57,10 @@ from bridge.judging.base import (
 from bridge.judging.cascade import CalibratedJudge, Score
 from bridge.judging.evidence import answer_forms, normalize, occurrences
 from bridge.judging.hole_calibration import HoleCalibrationConfig, Sample, fit_hole_calibration
+from bridge.judging.reader import Reader
 from bridge.judging.reference_labels import HumanPair, read_reference
 from bridge.label_records import LabelRecord, Usage
-from bridge.llm.base import request_key
+from bridge.llm.base import LLMResponse, request_key
 from bridge.pool import PoolEntry, read_pool
 
 if TYPE_CHECKING:
@@ -107,8 +112,8 @@ def logit(p: float) -> float:
 
 
 class AnswerContextJudge:
-    """Answer-bearing pairs: the calibration fitted on the reference (with the LLM's P when ``scorer`` is given);
-    other pairs: ``fallback``."""
+    """Answer-bearing pairs: the calibration fitted on the reference (with the LLM's P when ``scorer`` is given, the
+    reader's signals when ``reader`` is); other pairs: ``fallback``."""
 
     name = "answer-context"
     stage = STAGE
@@ -120,13 +125,17 @@ class AnswerContextJudge:
         config: AnswerContextConfig | None = None,
         calibration: Calibration | None = None,
         name: str | None = None,
+        reader: Reader | None = None,
     ) -> None:
         self.scorer = scorer
+        self.reader = reader
         self.fallback = fallback
         self.config = config or AnswerContextConfig()
         self.calibration = calibration
-        self.name = name or ("answer-context" if scorer is not None else "answer-lexical")
-        self.llm = scorer.llm if scorer is not None else None
+        self.name = name or (
+            "answer-context" if scorer is not None else "answer-reader" if reader is not None else "answer-lexical"
+        )
+        self.llm = scorer.llm if scorer is not None else reader.llm if reader is not None else None
         self.impute: dict[str, float] = {}
         """Feature values used where a pair's LLM score failed (the reference pairs' mean)."""
         self.threshold = 0.5
@@ -134,13 +143,25 @@ class AnswerContextJudge:
 
     @property
     def features(self) -> tuple[str, ...]:
-        return (*LEXICAL, LLM_FEATURE) if self.scorer is not None else LEXICAL
+        return (
+            *LEXICAL,
+            *((LLM_FEATURE,) if self.scorer is not None else ()),
+            *(self.reader.names if self.reader is not None else ()),
+        )
+
+    @property
+    def model_ids(self) -> dict[str, str | None]:
+        """What the LLM features come from (part of the configuration and of a kept fit's digest)."""
+        return {
+            "scorer": self.scorer.scorer_id if self.scorer else None,
+            **({"reader": self.reader.reader_id} if self.reader else {}),
+        }
 
     @property
     def config_id(self) -> str:
         payload = json.dumps(
             {
-                "scorer": self.scorer.scorer_id if self.scorer else None,
+                **self.model_ids,
                 "fallback": self.fallback.config_id if self.fallback else None,
                 "window": self.config.window,
                 "calibration": self.calibration.name if self.calibration else "unfitted",
@@ -150,31 +171,40 @@ class AnswerContextJudge:
         return f"{self.name}-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
 
     # -- features ---------------------------------------------------------------------------------------------
-    def feature_rows(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None]]:
-        """Feature rows of ``cases`` (NaN where the LLM score failed) and their LLM scores (None without an LLM)."""
+    def feature_rows(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None], list[list[LLMResponse]]]:
+        """Feature rows of ``cases`` (NaN where an LLM's signal failed), their LLM scores (None without a scorer)
+        and the reader's responses of each case."""
         rows = [lexical_features(c, self.config.window) for c in cases]
         scores: list[Score | None] = [None] * len(cases)
+        read: list[list[LLMResponse]] = [[] for _ in cases]
         if self.scorer is not None and cases:
             scores = list(self.scorer.scores(cases))
             for row, score in zip(rows, scores, strict=True):
                 row.append(math.nan if score is None or score.raw is None else logit(score.raw))
-        return np.array(rows, dtype=float).reshape(len(cases), len(self.features)), scores
+        if self.reader is not None and cases:
+            signals, read = self.reader.features(cases)
+            for row, signal in zip(rows, signals, strict=True):
+                row.extend(float(v) for v in signal)
+        return np.array(rows, dtype=float).reshape(len(cases), len(self.features)), scores, read
 
     def _facts(self, case: Case, x: np.ndarray) -> PairFacts:
         extra = dict(zip(self.features, x, strict=True))
         return PairFacts(systems=tuple(case.systems), min_rank=case.min_rank, extra=extra)
 
-    def probabilities(self, cases: Sequence[Case]) -> tuple[np.ndarray, np.ndarray, list[Score | None]]:
-        """Calibrated P of each pair (mean over the calibration's draws), its feature rows and LLM scores."""
+    def probabilities(
+        self, cases: Sequence[Case]
+    ) -> tuple[np.ndarray, np.ndarray, list[Score | None], list[list[LLMResponse]]]:
+        """Calibrated P of each pair (mean over the calibration's draws), its feature rows, LLM scores and the
+        reader's responses."""
         if self.calibration is None:
             raise BridgeError(
                 "the answer-context judge is not fitted: give it labelled answer-bearing pairs (--reference)"
             )
-        x, scores = self.feature_rows(cases)
+        x, scores, read = self.feature_rows(cases)
         for j, name in enumerate(self.features):
             x[np.isnan(x[:, j]), j] = self.impute.get(name, 0.0)
         facts = [self._facts(c, row) for c, row in zip(cases, x, strict=True)]
-        return self.calibration.mean(self.calibration.rows(facts)), x, scores
+        return self.calibration.mean(self.calibration.rows(facts)), x, scores, read
 
     # -- the Preparable protocol --------------------------------------------------------------------------------
     def reference_pairs(self) -> tuple[list[HumanPair], dict[tuple[str, str], PoolEntry]]:
@@ -195,7 +225,7 @@ class AnswerContextJudge:
                 "pairs": [[p.qid, p.docid, int(p.relevant)] for p in pairs],
                 "facts": sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items()),
                 "features": self.features,
-                "scorer": self.scorer.scorer_id if self.scorer else None,
+                **self.model_ids,
                 "window": self.config.window,
                 "calibration": asdict(self.config.calibration),
                 "report": self.config.report_strata,
@@ -207,8 +237,8 @@ class AnswerContextJudge:
 
     def prepare(self, preparation: Preparation) -> Prepared:
         """Fit the calibration on every reference pair that holds an answer (each asked as a pool pair, with the
-        same evidence), unless a fit from the same inputs is kept beside the labels; the fallback prepares where
-        a pair without evidence reaches the judge."""
+        same evidence), unless a fit from the same inputs is kept beside the labels or shipped in the reference's
+        ``fits/`` folder; the fallback prepares where a pair without evidence reaches the judge."""
         lines: list[str] = []
         usage = Usage()
         if preparation.reaches_llm and preparation.reaches_answer_bearing:
@@ -221,13 +251,17 @@ class AnswerContextJudge:
             )
             seen = [(p, preparation.view(c)) for p, c in zip(pairs, cases, strict=True)]
             seen = [(p, v) for p, v in seen if v is not None and v.evidence]
-            kept = preparation.calibration_path.with_name(f"{self.name}-fit-{self._digest(pairs, facts)}.json")
-            if kept.exists():  # a fixed cost paid once: the fit (features, calibration) is reused without a call
-                self.restore(json.loads(kept.read_text(encoding="utf-8")))
-                lines.append(f"{self.name}: calibration on the reference reused from {kept}")
+            fit_name = f"{self.name}-fit-{self._digest(pairs, facts)}.json"
+            kept = preparation.calibration_path.with_name(fit_name)
+            shipped = Path(cast(str, self.config.reference)).parent / "fits" / fit_name
+            found = next((path for path in (kept, shipped) if path.exists()), None)
+            if found is not None:  # a fixed cost paid once: the fit (features, calibration) is reused without a call
+                self.restore(json.loads(found.read_text(encoding="utf-8")))
+                lines.append(f"{self.name}: calibration on the reference reused from {found}")
             else:
-                x, scores = self.feature_rows([v for _, v in seen])
-                usage = usage_of([r for s in scores if s is not None for r in s.responses])
+                x, scores, read = self.feature_rows([v for _, v in seen])
+                called = [r for s in scores if s is not None for r in s.responses] + [r for rs in read for r in rs]
+                usage = usage_of(called)
                 self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
                                for j, n in enumerate(self.features)}  # fmt: skip
                 self.threshold = float(np.mean([int(p.relevant) for p, _ in seen])) if seen else 0.5
@@ -245,7 +279,7 @@ class AnswerContextJudge:
 
     def fit(self, cases: Sequence[Case], truth: Sequence[int], source: str) -> Calibration:
         """Calibrate on labelled pairs given directly (judge-eval's cross-fitting), asked as pool pairs are."""
-        x, _ = self.feature_rows(cases)
+        x, _, _ = self.feature_rows(cases)
         self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
                        for j, n in enumerate(self.features)}  # fmt: skip
         self.threshold = float(np.mean(truth)) if len(truth) else 0.5
@@ -324,19 +358,19 @@ class AnswerContextJudge:
         rest = [c for c in cases if not c.evidence]
         if mine:
             config_id = self.config_id
-            probabilities, x, scores = self.probabilities(mine)  # raises unless fitted
+            probabilities, x, scores, read = self.probabilities(mine)  # raises unless fitted
             calibration = cast(Calibration, self.calibration)
-            for case, p, row, score in zip(mine, probabilities, x, scores, strict=True):
+            for case, p, row, score, reads in zip(mine, probabilities, x, scores, read, strict=True):
                 details: dict[str, Any] = {
                     "calibration": calibration.name,
                     "features": {n: round(float(v), 6) for n, v in zip(self.features, row, strict=True)},
                     "p": float(p),
                 }
-                responses = []
+                responses = list(reads)
                 if score is not None and self.scorer is not None:
                     prompt = request_key(self.scorer.llm.model_id, self.scorer.request(case))[:16]
                     details.update({"raw_score": score.raw, "score_source": score.source, "prompt": prompt})
-                    responses = score.responses
+                    responses += score.responses
                 record = LabelRecord(
                     qid=case.qid,
                     docid=case.docid,
@@ -389,14 +423,28 @@ def calibration_lines(calibration: Calibration) -> list[str]:
         "  strata chosen by cross-validated log loss: " + (", ".join(chosen) if chosen else "none (one calibration)"),
     ]
     for q in quality.get("strata") or []:
-        auc = "n/a" if q.get("auc") is None else f"{q['auc']:.3f}"
-        bacc = "n/a" if q.get("balanced_accuracy") is None else f"{q['balanced_accuracy']:.3f}"
+        intervals = q.get("intervals") or {}
+
+        def shown(measure: str, q: Mapping[str, Any] = q, intervals: Mapping[str, Any] = intervals) -> str:
+            value, interval = q.get(measure), intervals.get(measure)
+            if value is None:
+                return "n/a"
+            return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
         ece = "n/a" if q.get("ece") is None else f"{q['ece']:.3f}"
         cover = "n/a" if q.get("coverage") is None else f"{q['coverage']:.2f}"
         out.append(
             f"  cross-fitted, {q['stratum']}: {q['pairs']} pairs, {q['relevant']} relevant, mean P {q['mean_p']:.3f}, "
-            f"AUC {auc}, bAcc {bacc}, ECE {ece}, held-out share covered {cover}"
+            f"AUC {shown('auc')}, bAcc {shown('balanced_accuracy')}, kappa {shown('kappa')}, ECE {ece}, "
+            f"held-out share covered {cover}"
         )
+    for name, per in (quality.get("signals") or {}).items():
+        shown_aucs = [
+            f"{stratum} {v[0]:.3f}" + (f" [{v[1][0]:.3f}, {v[1][1]:.3f}]" if v[1] else "")
+            for stratum, v in per.items()
+            if v is not None
+        ]
+        out.append(f"  {name} alone, AUC: " + ("; ".join(shown_aucs) or "n/a"))
     return out
 
 
@@ -413,6 +461,13 @@ def make_answer_context(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> An
     if llm is None:
         raise BridgeError("the answer-context judge scores with an LLM: give it one (or use answer-lexical)")
     return AnswerContextJudge(CalibratedJudge(llm, spec.single), _fallback(spec, llm), spec.answer_context)
+
+
+@register_judge("answer-reader")
+def make_answer_reader(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
+    if llm is None:
+        raise BridgeError("the answer-reader judge reads with an LLM: give it one (or use answer-lexical)")
+    return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context, reader=Reader(llm))
 
 
 @register_judge("answer-lexical")

@@ -30,7 +30,7 @@ import numpy as np
 
 from bridge.holes import INTERCEPT, Calibration, PairFacts
 from bridge.judging.calibration import expected_calibration_error
-from bridge.judging.metrics import roc_auc
+from bridge.judging.metrics import agreement_of, auc_interval, roc_auc
 
 
 @dataclass(frozen=True)
@@ -241,9 +241,14 @@ class StratumQuality:
     """Share of random half splits whose held-out share relevant (in this stratum) lies in the 95% interval the
     calibration fitted on the other half predicts."""
     interval_width: float | None
+    kappa: float | None = None
+    intervals: Mapping[str, tuple[float, float] | None] = field(default_factory=dict)
+    """95% intervals of ``auc`` (stratified bootstrap), ``balanced_accuracy`` and ``kappa`` (Jeffreys posterior)."""
 
     def to_json(self) -> dict[str, Any]:
-        return {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out = {k: getattr(self, k) for k in self.__dataclass_fields__}
+        out["intervals"] = {k: list(v) if v else None for k, v in self.intervals.items()}
+        return out
 
 
 def balanced_accuracy(p: np.ndarray, y: np.ndarray, threshold: float) -> float | None:
@@ -324,6 +329,12 @@ def cross_fitted_quality(
     for name, mask in masks.items():
         y, p = sample.truth[mask], oof[mask]
         auc = roc_auc(p.tolist(), (y == 1).tolist()) if 0 < y.sum() < len(y) else None
+        agreement = agreement_of(y.astype(int).tolist(), (p >= threshold).astype(int).tolist(), seed=config.seed)
+        intervals = {
+            "auc": auc_interval(p.tolist(), (y == 1).tolist(), seed=config.seed) if auc is not None else None,
+            "balanced_accuracy": agreement.interval("balanced_accuracy"),
+            "kappa": agreement.interval("kappa"),
+        }
         out.append(
             StratumQuality(
                 name,
@@ -335,6 +346,8 @@ def cross_fitted_quality(
                 expected_calibration_error(p.tolist(), y.astype(int).tolist()) if len(y) else None,
                 float(np.mean(covered[name])) if covered[name] else None,
                 float(np.mean(widths[name])) if widths[name] else None,
+                agreement.kappa,
+                intervals,
             )
         )
     return out, oof
@@ -372,10 +385,29 @@ def fit_hole_calibration(
         quality={
             "strata": [q.to_json() for q in quality],
             "selection": [list(s) for s in path],
+            "signals": signal_aucs(sample, base, report),
             "cross_fitted": {"truth": [int(t) for t in sample.truth], "labels": [int(p >= threshold) for p in oof]},
         },
     )
     return FittedCalibration(calibration, quality, path)
+
+
+def signal_aucs(sample: Sample, base: Sequence[str], report: Sequence[str] = ()) -> dict[str, dict[str, Any]]:
+    """Each feature alone as a score: its AUC (with a 95% stratified bootstrap interval) on every pair and on each
+    side of the ``report`` strata (how much a signal separates the classes before any fit)."""
+    out: dict[str, dict[str, Any]] = {}
+    masks = strata_of(sample, [r for r in report if r in sample.columns])  # type: ignore[attr-defined]
+    for name in base:
+        if name == INTERCEPT:
+            continue
+        values = sample.column(name)
+        per: dict[str, Any] = {}
+        for stratum, mask in masks.items():
+            y = (sample.truth[mask] == 1).tolist()
+            auc = roc_auc(values[mask].tolist(), y) if 0 < sum(y) < len(y) else None
+            per[stratum] = None if auc is None else [auc, auc_interval(values[mask].tolist(), y)]
+        out[name] = per
+    return out
 
 
 def known_pair_calibration(

@@ -32,8 +32,10 @@ from bridge.trec import Qrels
 LLM_JUDGES = ("cascade", "dream", "llmjudge", "umbrela")
 """Judges that call an LLM (the others answer from qrels or a constant)."""
 FALLBACK_JUDGES = (*LLM_JUDGES, "qrels", "constant", "random")
-ANSWER_JUDGES = ("answer-context", "answer-lexical")
-"""Judges of answer-bearing pairs (with a fallback judge for the others); answer-context calls the LLM."""
+ANSWER_JUDGES = ("answer-context", "answer-lexical", "answer-reader")
+"""Judges of answer-bearing pairs (with a fallback judge for the others)."""
+COSTLY_ANSWER_JUDGES = ("answer-context", "answer-reader")
+"""Answer judges that call the LLM: answer-context for its one-pass P, answer-reader for the reader's signals."""
 
 
 @dataclass(frozen=True)
@@ -61,7 +63,7 @@ class ChainSpec:
         """Whether a judge of this chain asks the LLM (the judge, an answer judge's fallback, the prefilter)."""
         name = self.judge.name
         fallback = self.judge.answer_context_fallback if name in ANSWER_JUDGES else None
-        return name in (*LLM_JUDGES, "answer-context") or fallback in LLM_JUDGES or bool(self.prefilter)
+        return name in (*LLM_JUDGES, *COSTLY_ANSWER_JUDGES) or fallback in LLM_JUDGES or bool(self.prefilter)
 
 
 def evidence_mode(choice: str, has_answers: bool) -> str:

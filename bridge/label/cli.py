@@ -21,7 +21,7 @@ from bridge.judging.dream import DebateConfig
 from bridge.judging.single import SingleCallConfig
 from bridge.judging.spec import JudgeSpec
 from bridge.judging.topic_models import AdapterConfig
-from bridge.label.chain import FALLBACK_JUDGES, ChainSpec
+from bridge.label.chain import ANSWER_JUDGES, COSTLY_ANSWER_JUDGES, FALLBACK_JUDGES, ChainSpec
 from bridge.label.value import ValueConfig
 from bridge.options import (
     add_common_options,
@@ -52,12 +52,14 @@ EVAL_METHODS = (
     "answer-string",
     "answer-lexical",
     "answer-context",
+    "answer-reader",
 )
 DEFAULT_EVAL_METHODS = "llmjudge,calibrated,lara,dream,cascade"
 REFERENCE_METHODS = (
     "answer-string",
     "answer-lexical",
     "answer-context",
+    "answer-reader",
     "calibrated",
     "cascade",
     "dream",
@@ -147,11 +149,12 @@ def add_reference_options(g: argparse._ArgumentGroup) -> None:
     )
     g.add_argument(
         "--answer-judge",
-        choices=["answer-context", "answer-lexical", "off"],
+        choices=[*ANSWER_JUDGES, "off"],
         default="answer-context",
         help="label: with --reference, the judge of the pairs that hold an answer string (default: answer-context, "
         "a calibration over where the answer sits and the LLM's one-pass P; answer-lexical: the same without "
-        "the LLM, no call; off: the fallback judge decides them too)",
+        "the LLM, no call; answer-reader: with the reader's likelihood of the answers with and without the passage; "
+        "off: the fallback judge decides them too)",
     )
 
 
@@ -332,11 +335,12 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--refine",
-        choices=["answer-context"],
+        choices=list(COSTLY_ANSWER_JUDGES),
         default=None,
         help="a costly answer judge that re-judges, most valuable first and within the budget, the answer-bearing "
-        "pairs the free answer judge gave a P (answer-context: with the LLM's one-pass P; its own calibration on "
-        "--reference); its labels and P take the free judge's place",
+        "pairs the free answer judge gave a P (answer-reader: with the reader's likelihood of the answers; "
+        "answer-context: with the LLM's one-pass P; each with its own calibration on --reference); its labels and "
+        "P take the free judge's place",
     )
 
 
@@ -683,7 +687,7 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     )
     print(f"judge quality on {len(pairs)} reference pairs of {ds.name} ({relevant} relevant) with {model}")
     print_quality_table(qualities)
-    calibrated = answer_calibrations(ds, [m for m in methods if m in ("answer-lexical", "answer-context")], judges,
+    calibrated = answer_calibrations(ds, [m for m in methods if m in ANSWER_JUDGES], judges,
                                      pairs, facts, source)  # fmt: skip
     if calibrated:
         (out_dir / "calibrations.md").write_text("\n".join(calibrated) + "\n", encoding="utf-8")

@@ -163,6 +163,8 @@ class LabelSummary:
     """Pairs a costly answer judge re-judged this run."""
     refine_left: int = 0
     """Pairs of positive value the budget left to a later run of the costly answer judge."""
+    refine_judge: str = ""
+    """The costly answer judge's name."""
 
     @property
     def llm_calls(self) -> int:
@@ -186,7 +188,7 @@ class LabelSummary:
         left = (
             f" ({self.refine_left} of positive value left by the budget; raise it to go on)" if self.refine_left else ""
         )
-        return f"refined by the costly answer judge: {self.refined} pairs in value order{left}"
+        return f"refined by the costly answer judge {self.refine_judge}: {self.refined} pairs in value order{left}"
 
     def lines(self) -> list[str]:
         u = self.usage + self.scoring_usage
@@ -750,6 +752,7 @@ def _refine(
             summary.usage = summary.usage + record.usage
 
         desc = f"refine ({refine.judge.name})"
+        summary.refine_judge = refine.judge.name
         summary.refine_left = run_items(
             items, {POOL: refine.llm}, {POOL: keep}, options.batch_pairs, desc, options.progress, deadline
         )

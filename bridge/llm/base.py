@@ -14,6 +14,8 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
+from bridge.errors import BridgeError
+
 
 @dataclass(frozen=True)
 class Message:
@@ -34,6 +36,10 @@ class LLMRequest:
     """Report the model's top alternatives at the first token of this JSON field's value
     (e.g. ``response`` -> P(yes) vs P(no)), where the backend exposes log-probabilities."""
     probe_top: int = 10
+    continuations: tuple[str, ...] = ()
+    """Score, instead of generating: the log-probability of each of these texts as the assistant's whole reply
+    (``LLMResponse.continuation_logprobs``, one list of token log-probabilities per text). Where a backend cannot
+    read log-probabilities it raises :class:`bridge.errors.BridgeError`."""
 
     def as_openai_messages(self) -> list[dict[str, str]]:
         return [{"role": m.role, "content": m.content} for m in self.messages]
@@ -60,6 +66,8 @@ class LLMResponse:
     finish_reason: str = "stop"
     probe: dict[str, float] | None = None
     """Top alternatives (token -> log-probability) at the probed field's first value token."""
+    continuation_logprobs: tuple[tuple[float, ...], ...] | None = None
+    """Per requested continuation, the log-probability of each of its tokens (``LLMRequest.continuations``)."""
     cached: bool = False
     """True when served from the response cache (no model call was made)."""
 
@@ -93,9 +101,21 @@ class LLMBackend(Protocol):
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]: ...
 
 
+def refuse_scoring(requests: Sequence[LLMRequest], backend: str) -> None:
+    """For a backend that only generates: a request that scores continuations is an error, never a generation."""
+    if any(r.continuations for r in requests):
+        raise BridgeError(
+            f"the {backend} backend cannot score continuations (the reader judge): use --backend llamacpp-batched "
+            "(the default) or a vLLM server (--backend openai)"
+        )
+
+
 def request_key(model_id: str, request: LLMRequest) -> str:
     """SHA-256 of the canonical request: the same model, prompt and parameters give the same key."""
-    payload = json.dumps({"model": model_id, "request": asdict(request)}, sort_keys=True, separators=(",", ":"))
+    fields = asdict(request)
+    if not fields["continuations"]:  # requests that generate keep the keys they had before scoring existed
+        del fields["continuations"]
+    payload = json.dumps({"model": model_id, "request": fields}, sort_keys=True, separators=(",", ":"))
     return hashlib.sha256(payload.encode()).hexdigest()
 
 

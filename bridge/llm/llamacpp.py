@@ -16,7 +16,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.llm.base import LLMRequest, LLMResponse, field_value_token
+from bridge.llm.base import LLMRequest, LLMResponse, field_value_token, refuse_scoring
 from bridge.llm.models import file_digest, resolve_gguf
 
 
@@ -73,6 +73,8 @@ class LlamaCppBackend:
 
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]:
         from tqdm.auto import tqdm
+
+        refuse_scoring(requests, "llamacpp")
 
         return [self._one(r) for r in tqdm(requests, desc="llama.cpp", unit="call", disable=not progress, leave=False)]
 

@@ -439,6 +439,66 @@ class _Engine:
                 slot.seq.sampler = None
             slot.seq = None
 
+    # -- scoring ---------------------------------------------------------------------------
+    def score(self, request: LLMRequest) -> LLMResponse:
+        """The log-probability of each of ``request.continuations`` as the assistant's reply to its messages.
+
+        The prompt (all but its last token) goes to the shared-prefix stream, reusing what that stream holds in
+        common with it (consecutive requests about one question share their opening); each continuation is then
+        a copy of that stream in a slot, and one decode carries every continuation's tokens (the prompt's last
+        token first), with logits at each position: a prompt's cost once, and a few tokens per continuation."""
+        start = time.perf_counter()
+        kwargs = _PromptCapture(self.llm).completion_kwargs(
+            messages=request.as_openai_messages(), max_tokens=1, temperature=0.0
+        )
+        prompt = [int(t) for t in kwargs["prompt"]]
+        texts = [self.llm.tokenize(c.encode("utf-8"), add_bos=False, special=False) for c in request.continuations]
+        if any(not t for t in texts):
+            raise BridgeError("a continuation to score is empty")
+        if len(prompt) + max(len(t) for t in texts) >= self.config.n_ctx:
+            raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {self.config.n_ctx}")
+        head = prompt[:-1]
+        keep = _lone_token_free(_common_prefix(head, self.prefix), len(head))
+        self.lib.llama_memory_seq_rm(self.mem, self.prefix_seq, keep, -1)
+        self.prefix = head[:keep]
+        self._evaluate(self.prefix_seq, keep, head[keep:], logits=False)
+        self.prefix = list(head)
+        evaluated = len(head) - keep
+        scores: list[tuple[float, ...]] = []
+        per_decode = max(1, min(len(self.slots), self.config.n_batch // (1 + max(len(t) for t in texts))))
+        for at in range(0, len(texts), per_decode):
+            group = texts[at : at + per_decode]
+            entries: list[tuple[int, int, int, bool]] = []
+            for slot_id, tokens in enumerate(group):
+                self.lib.llama_memory_seq_rm(self.mem, slot_id, 0, -1)
+                self.lib.llama_memory_seq_cp(self.mem, self.prefix_seq, slot_id, -1, -1)
+                self.slots[slot_id].tokens = []
+                fed = [prompt[-1], *tokens[:-1]]
+                entries += [(slot_id, len(head) + i, t, True) for i, t in enumerate(fed)]
+            self._decode(entries, prompt=True)
+            out = 0
+            for tokens in group:
+                row = []
+                for token in tokens:
+                    logits = self._logits(out).astype(np.float64)
+                    top = logits.max()
+                    row.append(float(logits[token] - top - np.log(np.exp(logits - top).sum())))
+                    out += 1
+                scores.append(tuple(row))
+            evaluated += len(entries)
+        latency = time.perf_counter() - start
+        return LLMResponse(
+            text="",
+            prompt_tokens=len(prompt),
+            completion_tokens=0,
+            latency_s=latency,
+            prompt_eval_tokens=evaluated,
+            prompt_eval_s=latency,
+            generation_s=0.0,
+            finish_reason="scored",
+            continuation_logprobs=tuple(scores),
+        )
+
     # -- the loop --------------------------------------------------------------------------
     def run(self, seqs: list[_Seq], on_done: Callable[[_Seq], None]) -> None:
         """Decode all ``seqs`` with continuous batching; ``on_done`` is called as each one finishes.
@@ -632,16 +692,24 @@ class BatchedLlamaCppBackend:
         if not requests:
             return []
         engine = self.engine
+        out: list[LLMResponse | None] = [None] * len(requests)
+        scoring = [i for i, r in enumerate(requests) if r.continuations]
+        for i in sorted(scoring, key=lambda i: [m.content for m in requests[i].messages]):  # neighbours share a prefix
+            try:
+                out[i] = engine.score(requests[i])
+            except BaseException:
+                engine.reset()
+                raise
         seqs: list[_Seq] = []
         try:
             for i, request in enumerate(requests):
-                seqs.append(engine.prepare(i, request))
+                if not request.continuations:
+                    seqs.append(engine.prepare(i, request))
         except BaseException:
             for seq in seqs:
                 engine.lib.llama_sampler_free(seq.sampler)
             raise
-        out: list[LLMResponse | None] = [None] * len(requests)
-        with tqdm(total=len(requests), desc="llama.cpp batched", unit="call", disable=not progress, leave=False) as bar:
+        with tqdm(total=len(seqs), desc="llama.cpp batched", unit="call", disable=not progress, leave=False) as bar:
 
             def done(seq: _Seq) -> None:
                 out[seq.index] = _response(seq)

@@ -9,7 +9,11 @@ while. A client-side rate limit spaces request starts. ``summary()`` gives calls
 tokens/s per endpoint. JSON schemas go out as ``response_format={"type": "json_schema", ...}``
 (vLLM enforces them with structured output), or with ``response_format = "json_object"`` as
 ``{"type": "json_object", "schema": ...}`` (llama-cpp-python's server); log-probabilities are requested
-when a probe field is asked for.
+when a probe field is asked for. A request that scores continuations (the reader judge) becomes one call per
+continuation: the continuation as the assistant's message, continued rather than answered
+(``continue_final_message``), with vLLM's ``prompt_logprobs``; its tokens' log-probabilities are the prompt's
+last ones. A server that returns no ``prompt_logprobs`` (OpenAI's API, llama-cpp-python's server) cannot score:
+the call stops with an error that says so, and nothing is cached.
 """
 
 from __future__ import annotations
@@ -17,7 +21,7 @@ from __future__ import annotations
 import random
 import threading
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any
@@ -183,8 +187,34 @@ class OpenAIBackend:
             body["top_logprobs"] = min(request.probe_top, MAX_TOP_LOGPROBS)
         return body
 
+    def scoring_payload(self, request: LLMRequest, continuation: str) -> dict[str, Any]:
+        """One continuation of a scoring request: vLLM's chat extensions that read the prompt's log-probabilities."""
+        return {
+            "model": self.config.model,
+            "messages": [*request.as_openai_messages(), {"role": "assistant", "content": continuation}],
+            "max_tokens": 1,
+            "temperature": 0.0,
+            "add_generation_prompt": False,
+            "continue_final_message": True,
+            "prompt_logprobs": 0,
+        }
+
     def _one(self, request: LLMRequest) -> LLMResponse:
-        body = self.payload(request)
+        if not request.continuations:
+            return self._call(self.payload(request), lambda data, latency: self._parse(data, request, latency))
+        scored = [
+            self._call(self.scoring_payload(request, c), lambda data, latency, c=c: _parse_scores(data, c, latency))
+            for c in request.continuations
+        ]
+        return LLMResponse(
+            text="",
+            prompt_tokens=sum(r.prompt_tokens for r in scored),
+            latency_s=sum(r.latency_s for r in scored),
+            finish_reason="scored",
+            continuation_logprobs=tuple(tuple(r.continuation_logprobs[0]) for r in scored if r.continuation_logprobs),
+        )
+
+    def _call(self, body: dict[str, Any], parse: Callable[[dict[str, Any], float], LLMResponse]) -> LLMResponse:
         attempt = 0
         failed: Endpoint | None = None
         while True:
@@ -192,7 +222,7 @@ class OpenAIBackend:
             start = time.perf_counter()
             try:  # every way out of this block releases the endpoint's slot exactly once
                 self._limiter.wait()
-                outcome, error, retry_after = self._attempt(endpoint, body, request, start)
+                outcome, error, retry_after = self._attempt(endpoint, body, parse, start)
             except BaseException:
                 self._release(endpoint, False, time.perf_counter() - start)
                 raise
@@ -215,7 +245,11 @@ class OpenAIBackend:
             time.sleep(backoff)
 
     def _attempt(
-        self, endpoint: Endpoint, body: dict[str, Any], request: LLMRequest, start: float
+        self,
+        endpoint: Endpoint,
+        body: dict[str, Any],
+        parse: Callable[[dict[str, Any], float], LLMResponse],
+        start: float,
     ) -> tuple[LLMResponse | str, str, float | None]:
         """One request: (the response, "", None), or ("retry" | "refused", what went wrong, Retry-After)."""
         try:
@@ -224,7 +258,9 @@ class OpenAIBackend:
             return "retry", f"{type(exc).__name__}: {exc}", None
         if reply.status_code == 200:
             try:
-                return self._parse(reply.json(), request, time.perf_counter() - start), "", None
+                return parse(reply.json(), time.perf_counter() - start), "", None
+            except NoLogprobsError as exc:
+                return "refused", str(exc), None
             except (ValueError, TypeError, KeyError, BridgeError) as exc:  # a body that is not a chat completion
                 return "retry", f"malformed response body ({exc}): {reply.text[:200]!r}", None
         error = f"HTTP {reply.status_code}: {reply.text[:300]}"
@@ -254,6 +290,42 @@ class OpenAIBackend:
             finish_reason=choice.get("finish_reason") or "stop",
             probe=probe,
         )
+
+
+class NoLogprobsError(BridgeError):
+    """The server answered a scoring call without the prompt's log-probabilities."""
+
+
+def _parse_scores(data: dict[str, Any], continuation: str, latency: float) -> LLMResponse:
+    """The log-probabilities of the prompt's last tokens that spell ``continuation`` (vLLM's ``prompt_logprobs``:
+    per prompt token, None for the first, else {token id: {logprob, rank, decoded_token}} with the prompt's token
+    among them)."""
+    entries = data.get("prompt_logprobs")
+    if not isinstance(entries, list) or not entries:
+        raise NoLogprobsError(
+            "the server returned no prompt_logprobs: the reader judge needs a server that scores prompts "
+            "(vLLM's OpenAI server does); use the embedded llama.cpp backend otherwise"
+        )
+    tokens: list[float] = []
+    text = ""
+    for entry in reversed(entries):
+        if not entry or len(text.strip()) >= len(continuation.strip()):
+            break
+        if len(entry) != 1:  # prompt_logprobs=0 gives the prompt's own token alone
+            raise BridgeError(f"expected one log-probability per prompt token, got {len(entry)}")
+        best = next(iter(entry.values()))
+        tokens.append(float(best["logprob"]))
+        text = str(best.get("decoded_token", "")) + text
+    if text.strip() != continuation.strip():
+        raise BridgeError(f"could not find the continuation {continuation!r} at the end of the scored prompt")
+    usage = data.get("usage") or {}
+    return LLMResponse(
+        text="",
+        prompt_tokens=int(usage.get("prompt_tokens", 0)),
+        latency_s=latency,
+        finish_reason="scored",
+        continuation_logprobs=(tuple(reversed(tokens)),),
+    )
 
 
 def _retry_after(reply: httpx.Response) -> float | None:

@@ -12,7 +12,7 @@ from collections.abc import Sequence
 from typing import Any
 
 from bridge.errors import BridgeError
-from bridge.llm.base import LLMRequest, LLMResponse, field_value_token
+from bridge.llm.base import LLMRequest, LLMResponse, field_value_token, refuse_scoring
 
 
 def _import_vllm() -> Any:
@@ -65,6 +65,7 @@ class VllmBackend:
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]:
         if not requests:
             return []
+        refuse_scoring(requests, "vllm")
         llm = self._engine()
         outputs = llm.chat(
             [r.as_openai_messages() for r in requests],
