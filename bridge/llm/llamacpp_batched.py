@@ -25,6 +25,10 @@ the sequential backend does except when its uncached prompt suffix happens to be
 token counts and probes at temperature 0 were identical on every request compared (see
 tests/test_llamacpp_batched.py); see ``BatchedLlamaCppBackend.model_id`` for the cache key.
 
+A request with ``continuations`` is scored instead (``_Engine.score``): its prompt goes to the shared-prefix stream
+and every continuation's tokens to a slot copied from it, all in one decode with logits at each position; these
+run before the generating requests, in prompt order.
+
 Relies on the pinned llama-cpp-python (0.3.x): the low-level ``llama_batch_init``, ``llama_decode``,
 ``llama_get_logits_ith``, ``llama_sampler_*`` and ``llama_memory_seq_rm/seq_cp`` functions, and
 ``Llama``'s ``_model``, ``context_params`` and ``create_chat_completion`` (for the chat template).
