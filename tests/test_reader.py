@@ -16,7 +16,7 @@ from test_openai_backend import FakeServer
 from bridge.errors import BridgeError
 from bridge.judging.answer_context import LEXICAL, AnswerContextJudge
 from bridge.judging.base import Case
-from bridge.judging.reader import FEATURES, Reader, answer_strings, reader_features
+from bridge.judging.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
 from bridge.label.judge_eval import run_reference_eval
 from bridge.llm import LLMConfig
 from bridge.llm.base import LLMRequest, LLMResponse, Message, request_key
@@ -224,3 +224,15 @@ def test_a_backend_that_only_generates_refuses_to_score(tmp_path):
     request = LLMRequest((Message("user", "q"),), max_tokens=0, continuations=("a",))
     with pytest.raises(BridgeError, match="llamacpp backend cannot score continuations"):
         backend.generate([request])
+
+
+def test_a_passage_window_keeps_the_title_and_the_words_around_the_first_answer_mention():
+    from bridge.judging.reader import passage_window
+
+    chunk = "Super Bowl\nThe game of the National Football League (NFL). The host city is set by the NFL owners early."
+    assert passage_window(chunk, ["NFL owners"], 2) == "Super Bowl\n... by the NFL owners early."
+    assert passage_window(chunk, ["nfl"], 1) == "Super Bowl\n... League (NFL). The ..."  # punctuation around a word
+    assert passage_window(chunk, ["absent"], 2) == chunk and passage_window(chunk, ["NFL"], None) == chunk
+    whole = Reader(ScoringLLM()).reader_id
+    assert Reader(ScoringLLM(), ReaderConfig(window=None)).reader_id == whole  # the default id is unchanged
+    assert Reader(ScoringLLM(), ReaderConfig(window=30)).reader_id != whole

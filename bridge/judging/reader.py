@@ -20,6 +20,7 @@ from __future__ import annotations
 
 import hashlib
 import math
+import string
 from collections.abc import Sequence
 from dataclasses import dataclass
 
@@ -37,6 +38,30 @@ FEATURES = ("reader_pmi", "reader_logp")
 class ReaderConfig:
     max_answers: int = 6
     """Answer strings scored per pair (nq lists up to a few dozen variants; the first ones are the gold ones)."""
+    window: int | None = None
+    """Words of the passage on either side of its first answer mention the reader sees (its title kept); None: the
+    whole passage."""
+
+
+def passage_window(chunk: str, answers: Sequence[str], words: int | None) -> str:
+    """The passage as the reader sees it: its title (first line) and ``words`` words either side of the first mention
+    of an answer in its body (the whole body where ``words`` is None or no answer is found as written)."""
+    title, _, body = chunk.partition("\n") if "\n" in chunk else ("", "", chunk)
+    if words is None:
+        return chunk
+    tokens = body.split()
+    lowered = [t.lower().strip(string.punctuation) for t in tokens]
+    for answer in answers:
+        first = [w.strip(string.punctuation) for w in answer.lower().split()]
+        if not first:
+            continue
+        at = next((i for i in range(len(lowered)) if lowered[i].startswith(first[0]) and " ".join(
+            lowered[i : i + len(first)]).startswith(" ".join(first))), None)  # fmt: skip
+        if at is not None:
+            start, end = max(0, at - words), min(len(tokens), at + len(first) + words)
+            text = ("... " if start else "") + " ".join(tokens[start:end]) + (" ..." if end < len(tokens) else "")
+            return f"{title}\n{text}" if title else text
+    return chunk
 
 
 def answer_strings(case: Case, limit: int) -> tuple[str, ...]:
@@ -70,11 +95,14 @@ class Reader:
     @property
     def reader_id(self) -> str:
         payload = f"{self.llm.model_id}|{template_digest(TEMPLATE)}|{self.config.max_answers}"
+        if self.config.window is not None:  # ids of whole-passage readers stay as they were
+            payload += f"|window={self.config.window}"
         return "reader-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
 
     def _request(self, case: Case, answers: tuple[str, ...], passage: bool) -> LLMRequest:
         t = template_module(TEMPLATE)
-        user = t.with_passage(case.query, case.chunk) if passage else t.without_passage(case.query)
+        chunk = passage_window(case.chunk, answers, self.config.window)
+        user = t.with_passage(case.query, chunk) if passage else t.without_passage(case.query)
         return LLMRequest(
             messages=(Message("system", t.system()), Message("user", user)), max_tokens=0, continuations=answers
         )
