@@ -33,6 +33,7 @@ import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
+from statistics import NormalDist
 
 import numpy as np
 
@@ -133,6 +134,14 @@ class TopicView:
         low = self.idcg(0) if self._positive else (1.0 if self.open else 0.0)
         return low, high
 
+    def fixed_relevant(self, ranked: Sequence[str]) -> list[int]:
+        """Ranks in ``ranked`` of documents fixed as relevant."""
+        return [r for r, d in enumerate(ranked) if d not in self.open and self.grades.get(d, 0) >= self.threshold]
+
+    def fixed_dcg(self, ranked: Sequence[str]) -> float:
+        """DCG of ``ranked`` from its fixed grades alone (open documents contribute nothing)."""
+        return float(sum(self.grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranked) if d not in self.open))
+
     def idcg(self, extra: int) -> float:
         """Ideal DCG@k with ``extra`` more documents of the largest gain."""
         if extra not in self._idcg:
@@ -145,7 +154,7 @@ def system_bounds(measure: str, ranked: Sequence[str], topic: TopicView) -> tupl
     """(lowest, highest) value of ``measure`` at ``topic`` for a system's top-k ``ranked`` over every
     assignment of the topic's open labels."""
     thr, k = topic.threshold, topic.k
-    fixed_rel = [r for r, d in enumerate(ranked) if d not in topic.open and topic.grades.get(d, 0) >= thr]
+    fixed_rel = topic.fixed_relevant(ranked)
     open_ranks = [r for r, d in enumerate(ranked) if d in topic.open]
     m_in = len(open_ranks)
     n_out = len(topic.open) - m_in
@@ -166,12 +175,12 @@ def system_bounds(measure: str, ranked: Sequence[str], topic: TopicView) -> tupl
 
         return min(recall(s, n_out) for s in range(m_in + 1)), max(recall(s, 0) for s in range(m_in + 1))
     if measure == "nDCG" and topic.gain != thr:
-        dcg = sum(topic.grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranked) if d not in topic.open)
+        dcg = topic.fixed_dcg(ranked)
         most = dcg + sum(topic.gain / math.log2(r + 2) for r in open_ranks)
         low_ideal, high_ideal = topic.ideal_range()
         return (dcg / high_ideal if high_ideal > 0 else 0.0), (min(1.0, most / low_ideal) if most > 0 else 0.0)
     if measure == "nDCG":
-        dcg = sum(topic.grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranked) if d not in topic.open)
+        dcg = topic.fixed_dcg(ranked)
         discounts = sorted(topic.gain / math.log2(r + 2) for r in open_ranks)
 
         def ndcg(gain: float, extra: int) -> float:
@@ -194,8 +203,7 @@ def difference_bounds(
     (valid, not tight)."""
     thr, k = topic.threshold, topic.k
     opened = topic.open
-    fixed_a = [r for r, d in enumerate(ranked_a) if d not in opened and topic.grades.get(d, 0) >= thr]
-    fixed_b = [r for r, d in enumerate(ranked_b) if d not in opened and topic.grades.get(d, 0) >= thr]
+    fixed_a, fixed_b = topic.fixed_relevant(ranked_a), topic.fixed_relevant(ranked_b)
     open_a = {d for d in ranked_a if d in opened}
     open_b = {d for d in ranked_b if d in opened}
     if measure == "Hit":
@@ -221,9 +229,7 @@ def difference_bounds(
     else:
         rank_a = {d: r for r, d in enumerate(ranked_a)}
         rank_b = {d: r for r, d in enumerate(ranked_b)}
-        dcg_a = sum(topic.grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranked_a) if d not in opened)
-        dcg_b = sum(topic.grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranked_b) if d not in opened)
-        base = dcg_a - dcg_b
+        base = topic.fixed_dcg(ranked_a) - topic.fixed_dcg(ranked_b)
 
         def discount(rank: int | None) -> float:
             return 0.0 if rank is None else topic.gain / math.log2(rank + 2)
@@ -252,14 +258,11 @@ def _graded_ndcg_difference(ranked_a: Sequence[str], ranked_b: Sequence[str], to
     rank_a = {d: r for r, d in enumerate(ranked_a)}
     rank_b = {d: r for r, d in enumerate(ranked_b)}
 
-    def dcg(ranked: Sequence[str]) -> float:
-        return sum(topic.grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranked) if d not in topic.open)
-
     def discount(rank: int | None) -> float:
         return 0.0 if rank is None else 1.0 / math.log2(rank + 2)
 
     coefs = [discount(rank_a.get(d)) - discount(rank_b.get(d)) for d in topic.open & (set(ranked_a) | set(ranked_b))]
-    base = dcg(ranked_a) - dcg(ranked_b)
+    base = topic.fixed_dcg(ranked_a) - topic.fixed_dcg(ranked_b)
     low = base + topic.gain * sum(c for c in coefs if c < 0)
     high = base + topic.gain * sum(c for c in coefs if c > 0)
     low_ideal, high_ideal = topic.ideal_range()
@@ -435,9 +438,7 @@ class Leaderboard:
         self.topic_means = {m.label: np.zeros((s, n)) for m in self.measures}
         for start in range(0, draws, cfg.chunk):
             c = min(cfg.chunk, draws - start)
-            grades = np.broadcast_to(self.flat.grades, (c, len(self.flat.grades))).copy()
-            if len(self.open_rows):
-                grades[:, self.open_rows] = self.model.draw_grades(rng, c)
+            grades = self._drawn_grades(rng, c)
             w = self.weights[start : start + c]
             for m in self.measures:
                 norm = normaliser(m.name, self.flat.slots, grades, m.k, self.model.threshold)
@@ -445,6 +446,13 @@ class Leaderboard:
                 self.means[m.label][start : start + c] = values.mean(axis=2) if n else 0.0
                 self.resampled[m.label][start : start + c] = np.einsum("cst,ct->cs", values, w)
                 self.topic_means[m.label] += values.sum(axis=0) / draws
+
+    def _drawn_grades(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """(n, rows) grades: the fixed ones, and the open pairs' drawn from the hole model."""
+        grades = np.broadcast_to(self.flat.grades, (n, len(self.flat.grades))).copy()
+        if len(self.open_rows):
+            grades[:, self.open_rows] = self.model.draw_grades(rng, n)
+        return grades
 
     def _values(self, m: Measure, system: str, grades: np.ndarray, norm: np.ndarray | None) -> np.ndarray:
         return per_topic(m.name, self.matrices[(system, m.k)], self.flat, grades, m.k, norm)
@@ -509,9 +517,7 @@ class Leaderboard:
         cfg = self.config
         rng = np.random.default_rng([cfg.seed, 1])
         c = max(cfg.value_draws, 1)
-        grades = np.broadcast_to(self.flat.grades, (c, len(self.flat.grades))).copy()
-        if len(self.open_rows):
-            grades[:, self.open_rows] = self.model.draw_grades(rng, c)
+        grades = self._drawn_grades(rng, c)
         column = {q: t for t, q in enumerate(self.topics)}
         by_topic: dict[int, list[int]] = {}
         for j, (qid, _) in enumerate(pairs):
@@ -569,8 +575,6 @@ class Leaderboard:
 
 def _normal_quantile(q: float) -> float:
     """Phi^-1(q)."""
-    from statistics import NormalDist
-
     return NormalDist().inv_cdf(q)
 
 
