@@ -23,12 +23,12 @@ from __future__ import annotations
 import math
 import random
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from typing import Any
 
 import numpy as np
 
-from bridge.holes import INTERCEPT, Calibration, PairFacts
+from bridge.holes import INTERCEPT, Calibration, PairFacts, sigmoid
 from bridge.judging.calibration import expected_calibration_error
 from bridge.judging.metrics import agreement_of, auc_interval, roc_auc
 
@@ -90,7 +90,7 @@ def batched_fit(x: np.ndarray, y: np.ndarray, w: np.ndarray, l2: float, iteratio
     penalty[0] = 1e-6  # keeps a one-class resample finite without pulling the intercept
     beta = np.zeros((*z.shape[:-2], d))
     for _ in range(iterations):
-        p = 1.0 / (1.0 + np.exp(-np.clip(np.einsum("...nd,...d->...n", z, beta), -30, 30)))
+        p = sigmoid(np.einsum("...nd,...d->...n", z, beta))
         gradient = np.einsum("...nd,...n->...d", z, w * (p - y)) + penalty * beta
         hessian = np.einsum("...nd,...ne->...de", z * (w * p * (1 - p))[..., None], z) + np.diag(penalty)
         step = np.linalg.solve(hessian, gradient[..., None])[..., 0]
@@ -108,14 +108,7 @@ def fit_raw(x: np.ndarray, y: np.ndarray, l2: float, w: np.ndarray | None = None
 
 def predict(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
     x = np.broadcast_to(x, (*beta.shape[:-1], *x.shape[-2:]))
-    z = np.clip(beta[..., :1] + np.einsum("...nd,...d->...n", x, beta[..., 1:]), -30, 30)
-    return 1.0 / (1.0 + np.exp(-z))
-
-
-def log_loss(p: np.ndarray, y: np.ndarray, w: np.ndarray | None = None) -> float:
-    p = np.clip(p, 1e-9, 1 - 1e-9)
-    w = np.ones(len(y)) if w is None else w
-    return float(-np.sum(w * (y * np.log(p) + (1 - y) * np.log(1 - p))) / max(np.sum(w), 1e-12))
+    return sigmoid(beta[..., :1] + np.einsum("...nd,...d->...n", x, beta[..., 1:]))
 
 
 def _design(sample: Sample, names: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
@@ -297,7 +290,7 @@ def cross_fitted_quality(
     folds = question_folds(sample.groups, config.folds, config.seed + 1)
     oof = np.zeros(n)
     chosen_anywhere: list[str] = []
-    inner = HoleCalibrationConfig(**{**config.__dict__, "draws": 1})
+    inner = replace(config, draws=1)
     for k in range(config.folds):
         train, test = np.where(folds != k)[0], np.where(folds == k)[0]
         if not len(test):
@@ -311,7 +304,7 @@ def cross_fitted_quality(
     covered = {name: [] for name in masks}
     widths = {name: [] for name in masks}
     rng = np.random.default_rng(config.seed + 2)
-    half = HoleCalibrationConfig(**{**config.__dict__, "draws": 40})
+    half = replace(config, draws=40)
     for split in range(config.splits):
         parts = question_folds(sample.groups, 2, config.seed + 100 + split)
         fit, held = np.where(parts == 0)[0], np.where(parts == 1)[0]
