@@ -163,6 +163,10 @@ class Calibration:
         population = f"{self.population}; updated by people's answers on {len(y)} random open pairs"
         return Calibration(self.name, self.features, draws, population, self.hole_like, self.quality)
 
+    def description(self) -> dict[str, Any]:
+        """What the report says a P rests on: the population, whether it is a sample of holes, and the quality."""
+        return {"population": self.population, "hole_like": self.hole_like, **dict(self.quality)}
+
     def to_json(self) -> dict[str, Any]:
         return {
             "name": self.name,

@@ -139,10 +139,7 @@ def estimate_leaderboard(
         families=families,
     )  # fmt: skip
     board = Leaderboard(runs, model, topics, measures, config)
-    used = {
-        name: {"population": c.population, "hole_like": c.hole_like, **dict(c.quality)}
-        for name, c in model.calibrations.items()
-    }
+    used = {name: c.description() for name, c in model.calibrations.items()}
     return EstimatedLeaderboard(
         board.scores(),
         list(board.comparisons),
@@ -197,10 +194,3 @@ def write_valuable_pairs(estimated: EstimatedLeaderboard, path: Path) -> None:
         handle.write("qid\tdocid\tvalue\tp_relevant\n")
         for (qid, docid), value, p in estimated.valuable:
             handle.write(f"{qid}\t{docid}\t{value:.4f}\t{p:.4f}\n")
-
-
-def counted(counts: Counter[str], joiner: str = "") -> str:
-    """``Counter({"unjudged": 6, "undecided": 2})`` -> ``6 unjudged, 2 undecided`` (``joiner`` between count and
-    name, e.g. ``by``), or ``none``."""
-    space = f" {joiner} " if joiner else " "
-    return ", ".join(f"{n}{space}{what}" for what, n in counts.most_common()) or "none"

@@ -679,8 +679,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         if c is not None:
             calibrations[c.name] = c
     write_calibrations(paths.labels.with_name(CALIBRATIONS_FILE), calibrations)
-    extra["calibrations"] = {name: {"population": c.population, "hole_like": c.hole_like, **c.quality}
-                             for name, c in calibrations.items()}  # fmt: skip
+    extra["calibrations"] = {name: c.description() for name, c in calibrations.items()}
     model = next((a.record.model for a in audit_records if a.record.model), "")
     hole_like = [c for c in chain_calibrations(chain).values() if c.hole_like]
     reference = reference_lane(hole_like[0].quality, hole_like[0].population, audit) if hole_like else None
