@@ -29,7 +29,7 @@ from typing import Any
 import numpy as np
 
 from bridge.errors import BridgeError
-from bridge.estimate import EstimateConfig, Leaderboard, Measure
+from bridge.estimate import EstimateConfig, Leaderboard, Measure, ranked_lists
 from bridge.holes import RANDOM_SAMPLING, Calibration, HoleModelConfig, build_hole_model
 from bridge.judging.metrics import Agreement, agreement_of
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
@@ -271,8 +271,7 @@ def estimate_fill(
     scorer = LeaveOutScorer(runs, qrels, topics, threshold)
     full = {m.label: {s: float(scorer.full(s, m).mean()) for s in runs} for m in measures}
     random_answers = [(records[p], y) for p, (y, how) in answered.items() if how == RANDOM_SAMPLING and p in records]
-    depth = max(m.k for m in measures)
-    ranked = {(q, d) for run in runs.values() for q in topics for d in top_k(run.get(q, {}), depth)}
+    ranked = ranked_lists(runs, topics, max(m.k for m in measures))
     values: dict[str, dict[str, np.ndarray]] = {m.label: {} for m in measures}
     tallies = {m.label: [0, 0, 0.0, 0, 0, 0, 0] for m in measures}
     for e in experiments:
