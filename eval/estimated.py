@@ -31,6 +31,7 @@ from bridge.estimate import (
 )
 from bridge.fsio import atomic_write
 from bridge.holes import Calibration, HoleModelConfig, Pair, build_hole_model
+from bridge.judging.audit import gate_recall
 from bridge.label_records import LabelRecord, current_records
 from bridge.trec import Qrels, Run
 from eval.measures import MeasureSpec
@@ -106,13 +107,6 @@ def counted_configs(audit: Mapping[str, Any] | None, labels: Sequence[LabelRecor
     if audit and audit.get("config_id"):
         return [str(audit["config_id"])]
     return list(dict.fromkeys(r.config_id for r in labels))
-
-
-def gate_recall(audit: Mapping[str, Any] | None) -> tuple[int, int] | None:
-    recall = ((audit or {}).get("evidence") or {}).get("recall_on_gold")
-    if not recall or recall.get("total") is None:
-        return None
-    return int(recall.get("found") or 0), int(recall["total"])
 
 
 def estimate_leaderboard(

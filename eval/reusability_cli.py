@@ -138,6 +138,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     from bridge.estimate import EstimateConfig, parse_measures
     from bridge.fsio import write_json_atomic
     from bridge.holes import CALIBRATIONS_FILE, read_calibrations
+    from bridge.judging.audit import gate_recall
     from bridge.label.chain import build_chain
     from bridge.label.cli import spec_from_args
     from bridge.label.run import LabelOptions, LabelPaths, label_pool
@@ -197,8 +198,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
     records = {(r.qid, r.docid): r for r in counted_records(read_labels(paths.labels), {judge_id})}
     calibrations = read_calibrations(folder / CALIBRATIONS_FILE)
-    evidence = (summary.audit.extra.get("evidence") or {}).get("recall_on_gold") if summary.audit else None
-    gate = (int(evidence["found"]), int(evidence["total"])) if evidence and evidence.get("total") else None
+    gate = gate_recall(summary.audit.extra if summary.audit else None)
     labelled = time.perf_counter()
 
     estimate = EstimateConfig(draws=args.draws, seed=args.seed)

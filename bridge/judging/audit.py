@@ -250,6 +250,15 @@ def read_audit(path: Path) -> list[AuditRecord]:
     return list(latest.values())
 
 
+def gate_recall(audit: Mapping[str, Any] | None) -> tuple[int, int] | None:
+    """The evidence gate's (known relevant passages holding an answer, checked) from a judge audit (judge-audit.json
+    or its ``extra``), or None where the run had no gate."""
+    recall = ((audit or {}).get("evidence") or {}).get("recall_on_gold")
+    if not recall or recall.get("total") is None:
+        return None
+    return int(recall.get("found") or 0), int(recall["total"])
+
+
 def read_audit_report(path: Path) -> dict[str, Any] | None:
     """A label run's judge-audit.json, or None when there is none; a clear error when it is not one."""
     if not path.exists():

@@ -156,7 +156,7 @@ def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], case
     of open comparisons of adjacent systems in runs/<ds>/ each label would decide), the random holes spread among
     them (:func:`bridge.label.value.ask_order`). Without runs or a pool: escalated cases first, in file order."""
     from bridge.holes import CALIBRATIONS_FILE, RANDOM_SAMPLING, read_calibrations
-    from bridge.judging.audit import read_audit_report
+    from bridge.judging.audit import gate_recall, read_audit_report
     from bridge.label.value import ValueConfig, ask_order, pair_values
     from bridge.pool import read_pool
     from bridge.trec import read_runs
@@ -167,9 +167,7 @@ def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], case
     pool_path = ws.pool_file(ds.slug)
     values: dict[Pair, float] = dict.fromkeys(escalated, 0.0)
     if runs and pool_path.exists() and escalated:
-        audit = read_audit_report(ws.audit_report(ds.slug)) or {}
-        recall = (audit.get("evidence") or {}).get("recall_on_gold") or {}
-        gate = (int(recall.get("found") or 0), int(recall["total"])) if recall.get("total") else None
+        gate = gate_recall(read_audit_report(ws.audit_report(ds.slug)))
         calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(CALIBRATIONS_FILE))
         pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
         values.update(pair_values(ds, runs, records, pool, calibrations, gate, ValueConfig(), escalated).values)
