@@ -182,6 +182,16 @@ def write_comparisons(estimated: EstimatedLeaderboard, path: Path) -> None:
             )
 
 
+def write_stability(estimated: EstimatedLeaderboard, path: Path) -> None:
+    """stability.csv: per measure and system, its rank under the estimate and how often the draws keep it."""
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["measure", "system", "rank", "rank_kept", "mean_abs_rank_shift", "draws"])
+        for x in estimated.stability:
+            kept, shift = f"{x.rank_kept:.4f}", f"{x.mean_abs_shift:.4f}"
+            writer.writerow([x.measure, x.system, x.rank, kept, shift, estimated.draws])
+
+
 def write_valuable_pairs(estimated: EstimatedLeaderboard, path: Path) -> None:
     """valuable-pairs.tsv: the open pairs whose labels would decide the most open comparisons, best first."""
     with atomic_write(path) as handle:

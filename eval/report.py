@@ -23,7 +23,7 @@ from bridge.estimate import SystemEstimate
 from bridge.fsio import write_text_atomic
 from eval import plots
 from eval.curves import write_curves
-from eval.estimated import EstimatedLeaderboard, write_comparisons, write_valuable_pairs
+from eval.estimated import EstimatedLeaderboard, write_comparisons, write_stability, write_valuable_pairs
 from eval.harness import EvalResult
 from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
@@ -858,18 +858,6 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
     write_text_atomic(out / "report.md", to_markdown(blocks, out))
     write_text_atomic(out / "report.html", to_html(blocks))
     return [*written, out / "report.md", out / "report.html"]
-
-
-def write_stability(estimated: EstimatedLeaderboard, path: Path) -> None:
-    """stability.csv: per measure and system, its rank under the estimate and how often the draws keep it."""
-    from bridge.fsio import atomic_write
-
-    with atomic_write(path) as handle:
-        writer = csv.writer(handle)
-        writer.writerow(["measure", "system", "rank", "rank_kept", "mean_abs_rank_shift", "draws"])
-        for x in estimated.stability:
-            kept, shift = f"{x.rank_kept:.4f}", f"{x.mean_abs_shift:.4f}"
-            writer.writerow([x.measure, x.system, x.rank, kept, shift, estimated.draws])
 
 
 def _figures(result: EvalResult, folder: Path) -> dict[str, Path]:

@@ -31,6 +31,8 @@ from eval.reusability import Pair
 
 ORDERS = ("random", "value")
 DEFAULT_SHARES = (0.0, 0.02, 0.05, 0.10, 0.20)
+ORDERS_VERSION = 2
+"""Part of the orders' key: bumped when how an order is chosen changes, so a kept order is not reused across it."""
 Order = list[tuple[Pair, str]]
 
 
@@ -74,7 +76,7 @@ def orders_key(
             h.update(json.dumps(sorted(runs[name][qid].items())).encode())
     h.update(json.dumps({q: sorted(d.items()) for q, d in sorted(holey.items())}).encode())
     h.update(json.dumps(sorted([list(k), r.label, r.p_yes] for k, r in records.items())).encode())
-    h.update(json.dumps([m.label for m in measures] + [seed, 2]).encode())
+    h.update(json.dumps([m.label for m in measures] + [seed, ORDERS_VERSION]).encode())
     return h.hexdigest()[:16]
 
 
