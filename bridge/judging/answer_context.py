@@ -58,10 +58,10 @@ from bridge.judging.cascade import CalibratedJudge, Score
 from bridge.judging.evidence import answer_forms, normalize, occurrences
 from bridge.judging.hole_calibration import HoleCalibrationConfig, Sample, fit_hole_calibration
 from bridge.judging.reader import Reader
-from bridge.judging.reference_labels import HumanPair, read_reference
+from bridge.judging.reference_labels import HumanPair, read_reference, read_reference_facts
 from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import LLMResponse, request_key
-from bridge.pool import PoolEntry, read_pool
+from bridge.pool import PoolEntry
 
 if TYPE_CHECKING:
     from bridge.judging.spec import JudgeSpec
@@ -215,9 +215,7 @@ class AnswerContextJudge:
                 "(e.g. bench/data/nq-answer-reference/labels-first.tsv)"
             )
         path = Path(self.config.reference)
-        facts_path = path.with_name("pairs.tsv")
-        facts = {(e.qid, e.docid): e for e in read_pool(facts_path)} if facts_path.exists() else {}
-        return read_reference(path), facts
+        return read_reference(path), read_reference_facts(path)
 
     def _digest(self, pairs: Sequence[HumanPair], facts: Mapping[tuple[str, str], PoolEntry]) -> str:
         payload = json.dumps(

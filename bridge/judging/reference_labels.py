@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.errors import BridgeError
+from bridge.pool import PoolEntry, read_pool
 
 
 @dataclass(frozen=True)
@@ -24,6 +25,13 @@ class HumanPair:
     qid: str
     docid: str
     relevant: bool
+
+
+def read_reference_facts(path: Path) -> dict[tuple[str, str], PoolEntry]:
+    """Each reference pair's place in the pool it was drawn from (``pairs.tsv`` beside the reference: the systems
+    that pooled it, its best rank), which an answer judge's strata read; empty where the file is absent."""
+    facts_path = path.with_name("pairs.tsv")
+    return {(e.qid, e.docid): e for e in read_pool(facts_path)} if facts_path.exists() else {}
 
 
 def read_reference(path: Path) -> list[HumanPair]:

@@ -638,10 +638,9 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     from pathlib import Path
 
     from bridge.judging import build_judge
-    from bridge.judging.reference_labels import read_reference, subsample
+    from bridge.judging.reference_labels import read_reference, read_reference_facts, subsample
     from bridge.label.judge_eval import reliability_figure, run_reference_eval, write_report
     from bridge.llm import open_llm
-    from bridge.pool import read_pool
 
     unknown = sorted(set(methods) - set(REFERENCE_METHODS))
     if unknown:
@@ -652,8 +651,7 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     path = Path(args.reference)
     everything = read_reference(path)
     pairs = subsample(everything, args.sample, args.seed)
-    facts_path = path.with_name("pairs.tsv")
-    facts = {(e.qid, e.docid): e for e in read_pool(facts_path)} if facts_path.exists() else {}
+    facts = read_reference_facts(path)
     qids = set(ds.qids)
     missing = [p for p in pairs if ds.corpus.get(p.docid) is None or p.qid not in qids]
     if missing:
