@@ -211,7 +211,7 @@ class OpenAIBackend:
             prompt_tokens=sum(r.prompt_tokens for r in scored),
             latency_s=sum(r.latency_s for r in scored),
             finish_reason="scored",
-            continuation_logprobs=tuple(tuple(r.continuation_logprobs[0]) for r in scored if r.continuation_logprobs),
+            continuation_logprobs=tuple(r.continuation_logprobs[0] for r in scored),  # type: ignore[index]
         )
 
     def _call(self, body: dict[str, Any], parse: Callable[[dict[str, Any], float], LLMResponse]) -> LLMResponse:
@@ -298,8 +298,8 @@ class NoLogprobsError(BridgeError):
 
 def _parse_scores(data: dict[str, Any], continuation: str, latency: float) -> LLMResponse:
     """The log-probabilities of the prompt's last tokens that spell ``continuation`` (vLLM's ``prompt_logprobs``:
-    per prompt token, None for the first, else {token id: {logprob, rank, decoded_token}} with the prompt's token
-    among them)."""
+    per prompt token, None for the first, else {token id: {logprob, rank, decoded_token}}; with ``prompt_logprobs=0``
+    the prompt's own token alone)."""
     entries = data.get("prompt_logprobs")
     if not isinstance(entries, list) or not entries:
         raise NoLogprobsError(
@@ -313,9 +313,9 @@ def _parse_scores(data: dict[str, Any], continuation: str, latency: float) -> LL
             break
         if len(entry) != 1:  # prompt_logprobs=0 gives the prompt's own token alone
             raise BridgeError(f"expected one log-probability per prompt token, got {len(entry)}")
-        best = next(iter(entry.values()))
-        tokens.append(float(best["logprob"]))
-        text = str(best.get("decoded_token", "")) + text
+        own = next(iter(entry.values()))
+        tokens.append(float(own["logprob"]))
+        text = str(own.get("decoded_token", "")) + text
     if text.strip() != continuation.strip():
         raise BridgeError(f"could not find the continuation {continuation!r} at the end of the scored prompt")
     usage = data.get("usage") or {}
