@@ -44,7 +44,7 @@ PYTEST_ARGS ?=
 
 COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
 
-.PHONY: install install-qwen test lint retrieve pool label review eval eval-check reusability rag doctor bench clean
+.PHONY: install install-qwen test lint retrieve pool label review eval score eval-check reusability rag doctor bench clean
 
 install: $(STAMP)
 
@@ -70,6 +70,13 @@ review: install
 
 eval: install
 	$(BRIDGE) eval $(COMMON) $(EVAL_ARGS)
+
+# New run files (RUNS="new/a.run [NAME=]FILE ...") placed in the filled leaderboard of a finished main job: their new
+# pairs decided with label's judge options (free stages; a costly judge with SCORE_ARGS="--max-minutes M"), every run
+# estimated together -> reports/<ds>/score/leaderboard.csv, for `make eval-check` (docs/ci.md).
+score: install
+	$(if $(RUNS),,$(error RUNS is empty: make score RUNS="path/to/new.run" DATASET=$(DATASET)))
+	$(BRIDGE) score $(RUNS) $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(SCORE_ARGS)
 
 # Leave-one-system-out test against human qrels (e.g. DATASET=dl19); judge options via LABEL_ARGS.
 reusability: install

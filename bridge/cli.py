@@ -21,14 +21,15 @@ Pipeline (each stage reads the files of the one before):
   bridge label     -> qrels/<ds>/labels.jsonl, qrels/<ds>/augmented.qrels
   bridge review    -> people decide escalated pairs (web page or CSV) -> merged into the two files above
   bridge eval      -> reports/<ds>/leaderboard.csv, holes.csv, curves.csv, report.html
+  bridge score RUN -> reports/<ds>/score/leaderboard.csv (new runs placed in the filled leaderboard)
   bridge reusability -> reports/<ds>/reusability.json (leave-one-system-out; shown by `bridge eval`)
   bridge rag       -> reports/<ds>/rag.csv (RAG alignment; shown by a later `bridge eval`)
 """
 
 
 COMMANDS: tuple[str, ...] = (
-    "retrievers.cli", "bridge.pool_cli", "bridge.label.cli", "bridge.review.cli", "eval.cli", "eval.reusability_cli",
-    "eval.rag_cli", "bridge.export_cli", "bridge.doctor_cli",
+    "retrievers.cli", "bridge.pool_cli", "bridge.label.cli", "bridge.review.cli", "eval.cli", "eval.score_cli",
+    "eval.reusability_cli", "eval.rag_cli", "bridge.export_cli", "bridge.doctor_cli",
 )  # fmt: skip
 """Subcommands in --help order: modules with ``register(subparsers)``."""
 

@@ -43,6 +43,9 @@ class CheckConfig:
     settled_only: bool = True
     """With estimates in the current leaderboard: fail only on settled or likely regressions of the augmented
     column, warn on open ones."""
+    systems: tuple[str, ...] = ()
+    """Systems to check (others are ignored); empty: every system of the baseline. A named system missing from
+    either leaderboard is an error, not a regression: a run that was never scored certifies nothing."""
 
 
 @dataclass
@@ -117,6 +120,17 @@ def check_leaderboards(
     baseline: Sequence[dict[str, str]], current: Sequence[dict[str, str]], config: CheckConfig = CheckConfig()
 ) -> CheckResult:
     result = CheckResult()
+    if config.systems:
+        for name, rows in (("baseline", baseline), ("current leaderboard", current)):
+            absent = [s for s in config.systems if not any(r["system"] == s for r in rows)]
+            if absent:
+                raise InputError(
+                    f"system {absent[0]!r} is not in the {name}: it was never scored there, so there is nothing to "
+                    "compare (score its run first: `bridge score RUN`)",
+                    field="systems",
+                )
+        baseline = [r for r in baseline if r["system"] in config.systems]
+        current = [r for r in current if r["system"] in config.systems]
     base_cols, cur_cols = qrels_columns(baseline), qrels_columns(current)
     columns = list(config.qrels) or [c for c in base_cols if c in cur_cols]
     for column in columns:
@@ -134,13 +148,13 @@ def check_leaderboards(
             if key in base:
                 base[key][BOUNDED] = e.estimate
     measures = list(dict.fromkeys(m for _, m in base))
+    for measure in sorted(set(m for _, m in cur) - set(measures)):
+        result.notes.append(f"measure {measure} is new (not in the baseline)")
     if config.measures:
         unknown = sorted(set(config.measures) - set(measures))
         if unknown:
             raise InputError(f"measure(s) not in the baseline: {', '.join(unknown)}", field="measures")
         measures = list(config.measures)
-    for measure in sorted(set(m for _, m in cur) - set(measures)):
-        result.notes.append(f"measure {measure} is new (not in the baseline)")
     for system in sorted({s for s, _ in cur} - {s for s, _ in base}):
         result.notes.append(f"system {system} is new (not in the baseline)")
     for measure in measures:

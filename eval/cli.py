@@ -13,6 +13,7 @@ from bridge.errors import BridgeError
 from bridge.options import add_common_options, dataset_from_args, show_progress, workspace_from_args
 from eval.leaderboard import AUGMENTED as AUGMENTED_NAME
 from eval.significance import DEFAULT_PERMUTATIONS
+from eval.summary import fmt_ci, summary_text
 
 log = logging.getLogger(__name__)
 
@@ -122,6 +123,14 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     c.add_argument(
         "--measures", dest="check_measures", metavar="LABELS", default=None, help="comma-separated (default: all)"
+    )
+    c.add_argument(
+        "--systems",
+        dest="check_systems",
+        metavar="NAMES",
+        default=None,
+        help="comma-separated systems to check, the others ignored (a named system missing from either "
+        "leaderboard is an error, exit 2: a run that never ran certifies nothing); default: every baseline system",
     )
     c.add_argument("--ignore-rank-order", action="store_true", help="do not fail when systems swap places")
     c.add_argument(
@@ -300,58 +309,6 @@ def cmd_eval(args: argparse.Namespace) -> int:
     return 0
 
 
-def audit_lines(audit: dict | None) -> list[str]:
-    """The judge audit in a few lines (and its warning), for the terminal."""
-    if audit is None:
-        return ["judge audit: none found for the augmented qrels (labels made without one); their quality is unknown"]
-    lines = []
-    for name, lane in audit.get("lanes", {}).items():
-        b, k = lane.get("balanced_accuracy"), lane.get("kappa")
-        bi, ki = lane["intervals"].get("balanced_accuracy"), lane["intervals"].get("kappa")
-        mark = " (decides trust)" if name == audit.get("decisive") else ""
-        lines.append(
-            f"judge audit [{name}]{mark}: bAcc {_fmt_ci(b, bi)}, kappa {_fmt_ci(k, ki)} on {lane['pairs']} pairs"
-        )
-    if audit.get("warning"):
-        lines.append(f"WARNING: {audit['warning']}")
-    return lines
-
-
-def _fmt_ci(value: float | None, interval: list[float] | None) -> str:
-    if value is None:
-        return "n/a"
-    return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
-
-
-def summary_text(result) -> str:
-    names = result.scores.qrels_names
-    lines = [f"{result.inputs.dataset}: {len(result.scores.systems)} systems, {len(result.scores.topics)} topics"]
-    if AUGMENTED_NAME in names:
-        lines += audit_lines(result.inputs.audit)
-    header = f"{'system':24s} {'measure':12s}" + "".join(f" {q[:10]:>10s}" for q in names) + "  rank"
-    lines.append(header)
-    for r in result.rows:
-        values = "".join(f" {r.values[q]:10.4f}" for q in names)
-        ranks = "->".join(str(r.ranks[q]) for q in names)
-        lines.append(f"{r.system:24s} {r.measure:12s}{values}  {ranks}")
-    for s in result.shifts:
-        lines.append(
-            f"rank shift {s.measure} {names[0]}->{s.qrels}: Kendall tau {s.kendall_tau:.3f}, "
-            f"tau_AP {s.tau_ap:.3f}, {len(s.moved)} moved"
-        )
-    for h in result.holes:
-        pooled = "" if h.pooled else ", not pooled"
-        lines.append(f"{h.system:24s} Hole@{h.k:<7d} {h.hole_rate:10.4f}  ({h.qrels}{pooled})")
-    lines.append(f"curves: {result.curves_note}")
-    if result.estimated is not None:
-        lines += result.estimated.lines()
-        if result.estimated_note:
-            lines.append(f"estimate: {result.estimated_note}")
-    elif result.estimated_note and AUGMENTED_NAME in names:
-        lines.append(f"estimate: not computed ({result.estimated_note})")
-    return "\n".join(lines)
-
-
 def refuse_untrusted(audit_path: Path, unbounded: Sequence[str] = ()) -> None:
     """Stop ``eval check`` on augmented qrels whose label run did not show a judge better than chance
     (``unbounded``: scores without bounds that made the audit necessary, named in the error)."""
@@ -369,7 +326,7 @@ def refuse_untrusted(audit_path: Path, unbounded: Sequence[str] = ()) -> None:
         b, interval = lane.get("balanced_accuracy"), lane.get("intervals", {}).get("balanced_accuracy")
         raise UntrustedLabelsError(
             f"refusing to check augmented qrels: {audit.get('warning') or 'the judge audit did not pass'} "
-            f"(judge {audit.get('judge')}, audit bAcc {_fmt_ci(b, interval)}, {audit_path}). "
+            f"(judge {audit.get('judge')}, audit bAcc {fmt_ci(b, interval)}, {audit_path}). "
             "Label with a stronger judge, or pass --allow-untrusted-labels."
             + (
                 f" Scores without bounds need the audit ({', '.join(unbounded)}, ...); "
@@ -394,6 +351,9 @@ def cmd_check(args: argparse.Namespace) -> int:
     measures = tuple(m.strip() for m in args.check_measures.split(",")) if args.check_measures else ()
     # Estimates stand in for the audit only where every checked score has one (not AP): elsewhere untrusted labels
     # are refused as before. Judged@k does not depend on what the labels say.
+    systems = tuple(s.strip() for s in args.check_systems.split(",") if s.strip()) if args.check_systems else ()
+    if systems:
+        current_rows = [r for r in current_rows if r["system"] in systems] or current_rows
     bounds = estimates_of(current_rows)
     unbounded = sorted(
         {
@@ -405,7 +365,7 @@ def cmd_check(args: argparse.Namespace) -> int:
     )
     if AUGMENTED_NAME in checked and not args.allow_untrusted_labels and (args.fail_on_open or unbounded):
         refuse_untrusted(Path(current).parent / "judge-audit.json", unbounded[:3] if not args.fail_on_open else ())
-    config = CheckConfig(args.tolerance, qrels, measures, not args.ignore_rank_order, not args.fail_on_open)
+    config = CheckConfig(args.tolerance, qrels, measures, not args.ignore_rank_order, not args.fail_on_open, systems)
     result = check_leaderboards(baseline_rows, current_rows, config)
     for note in result.notes:
         print(f"note: {note}")

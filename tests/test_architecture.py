@@ -5,7 +5,8 @@
 2. Only command-line modules (``cli.py``, ``*_cli.py``, ``bridge/options.py``, ``__main__.py``) import
    ``argparse`` or another command-line module.
 3. Nothing in ``bridge/`` imports from ``eval/`` or ``retrievers/``: the stages below the command line
-   talk to later ones through files; only the dispatcher (``bridge/cli.py``) names their commands.
+   talk to later ones through files; only the dispatcher (``bridge/cli.py``) names their commands, and only
+   the library's facade (``bridge/api.py``, the Python API over every stage) calls them.
 """
 
 from __future__ import annotations
@@ -124,7 +125,7 @@ def test_bridge_imports_nothing_from_eval_or_retrievers():
     offenders = sorted(
         f"{name} imports {target}"
         for name, targets in edges.items()
-        if name.startswith("bridge") and name != "bridge.cli"
+        if name.startswith("bridge") and name not in ("bridge.cli", "bridge.api")
         for target in targets
         if target.split(".")[0] in ("eval", "retrievers")
     )

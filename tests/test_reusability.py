@@ -263,6 +263,16 @@ def test_qrels_judge_fills_back_the_full_qrels_exactly(workspace):
     assert (judged["tp"], judged["fn"], judged["fp"], judged["tn"], judged["balanced_accuracy"]) == (16, 0, 0, 8, 1.0)
     assert data["audit"]["trusted"]  # one audit for the whole test, and a perfect judge passes it
     assert len(list((tmp / "qrels/beir-lab/reusability/system").glob("*/labels.jsonl"))) == 1
+    import bridge  # the same result through the Python API, in long format
+
+    result = bridge.reusability(dataset)
+    fills = result.fills.set_index(["fill", "measure"])
+    assert fills.loc[("thresholded labels", "P@10"), "mean_abs_error"] == 0
+    assert fills.loc[("holey", "P@10"), "mean_abs_error"] == pytest.approx((0.1 + 0.1 + 0) / 3)
+    systems = result.systems.set_index(["system", "measure", "qrels"])
+    good = by["good"]["scores"]["P@10"]
+    assert systems.loc[("good", "P@10", "holey"), "value"] == good["holey"]
+    assert systems.loc[("good", "P@10", "full"), "value"] == good["full"]
     from bridge.trec import write_qrels
 
     write_qrels({q: {f"{q}-r1": 3} for q in TOPICS}, tmp / "other.qrels")

@@ -1,0 +1,588 @@
+"""bridge as a library: pool runs, label pairs, estimate a leaderboard, score new runs, in a notebook.
+
+Everything takes the objects IR people already hold: runs and qrels as ir_measures-style dicts
+(``{qid: {docid: score}}``, ``{qid: {docid: grade}}``), as pandas DataFrames (``query_id, doc_id, score`` /
+``relevance``; PyTerrier's ``qid, docno`` too) or as TREC file paths. Tables come back as DataFrames in long
+format: one row per system, measure and qrels set. The command line is a layer over the same functions
+(``bridge eval`` runs :func:`eval.harness.run_evaluation`, as :func:`evaluate` does), so the figures agree.
+
+>>> import bridge
+>>> runs = {"a": {"q1": {"d1": 2.0, "d2": 1.0}}, "b": {"q1": {"d2": 2.0, "d1": 1.0}}}
+>>> qrels = {"q1": {"d1": 1}}
+>>> bridge.pool_pairs(runs, qrels, depth=2)
+  query_id doc_id systems  min_rank
+0       q1     d2     a,b         1
+>>> board = bridge.evaluate(runs, qrels, measures=["nDCG@2"], draws=50)
+>>> board.leaderboard[["system", "measure", "qrels", "value"]]
+  system measure     qrels    value
+0      a  nDCG@2  original  1.00000
+1      b  nDCG@2  original  0.63093
+"""
+
+from __future__ import annotations
+
+import tempfile
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bridge.config import DEFAULT_DATA_DIR, Workspace
+from bridge.datasets import Dataset
+from bridge.datasets import load_dataset as _load_dataset
+from bridge.errors import BridgeError, InputError
+from bridge.holes import CALIBRATIONS_FILE, Calibration, Pair, read_calibrations
+from bridge.judging.audit import read_audit_report
+from bridge.label_records import LabelRecord, augment_qrels, current_records, lift_new_labels, read_labels
+from bridge.pool import PoolEntry, build_pool, read_pool
+from bridge.trec import Qrels, Run, read_qrels, read_run
+
+if TYPE_CHECKING:
+    import pandas as pd
+
+    from bridge.label.chain import ChainSpec
+    from eval.harness import EvalResult
+    from eval.score import ScoreResult
+
+__all__ = [
+    "Evaluation",
+    "Labels",
+    "Reusability",
+    "Scored",
+    "as_qrels",
+    "as_run",
+    "evaluate",
+    "label_pairs",
+    "load_dataset",
+    "pool_pairs",
+    "qrels_frame",
+    "read_labels_folder",
+    "read_qrels",
+    "read_run",
+    "retrieve",
+    "reusability",
+    "run_frame",
+    "score",
+]
+
+_QID = ("query_id", "qid")
+_DOCID = ("doc_id", "docno", "docid")
+
+
+def load_dataset(name: str, data_dir: str | Path = DEFAULT_DATA_DIR, limit: int | None = None) -> Dataset:
+    """A dataset by name (``nq``, ``dl19``, ``scifact``, ``nfcorpus``, ``beir:PATH``, ``irds:ID``, ``bridge:SUBSET``)
+    from ``data_dir``; ``limit`` keeps its first N queries. ``.qrels``, ``.queries`` and ``.corpus`` are plain
+    objects."""
+    return _load_dataset(name, data_dir, limit)
+
+
+# -- runs and qrels ------------------------------------------------------------------------------------------
+
+
+def _column(frame: pd.DataFrame, names: Sequence[str], what: str) -> str:
+    for name in names:
+        if name in frame.columns:
+            return name
+    raise InputError(f"the {what} DataFrame has no column {' or '.join(names)} (it has {', '.join(frame.columns)})")
+
+
+def _nested(frame: pd.DataFrame, value: Sequence[str], what: str, cast: type) -> dict[str, dict[str, Any]]:
+    q, d, v = _column(frame, _QID, what), _column(frame, _DOCID, what), _column(frame, value, what)
+    out: dict[str, dict[str, Any]] = {}
+    for qid, docid, x in zip(frame[q].astype(str), frame[d].astype(str), frame[v], strict=True):
+        docs = out.setdefault(qid, {})
+        if docid in docs:
+            raise InputError(f"duplicate (query_id, doc_id) ({qid}, {docid}) in the {what} DataFrame")
+        docs[docid] = cast(x)
+    return out
+
+
+def as_run(run: Run | pd.DataFrame | str | Path) -> Run:
+    """``{qid: {docid: score}}`` from a dict, a DataFrame (``query_id, doc_id, score``) or a TREC run file.
+
+    >>> import pandas as pd
+    >>> as_run(pd.DataFrame({"qid": ["q1", "q1"], "docno": ["d1", "d2"], "score": [2.0, 1.0]}))
+    {'q1': {'d1': 2.0, 'd2': 1.0}}
+    """
+    if isinstance(run, (str, Path)):
+        return read_run(run)
+    if isinstance(run, Mapping):
+        return {str(q): {str(d): float(s) for d, s in docs.items()} for q, docs in run.items()}
+    return _nested(run, ("score",), "run", float)
+
+
+def as_qrels(qrels: Qrels | Dataset | pd.DataFrame | str | Path) -> Qrels:
+    """``{qid: {docid: grade}}`` from a dict, a dataset, a DataFrame (``query_id, doc_id, relevance``) or a TREC
+    qrels file.
+
+    >>> import pandas as pd
+    >>> as_qrels(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [2]}))
+    {'q1': {'d1': 2}}
+    """
+    if isinstance(qrels, Dataset):
+        return qrels.qrels
+    if isinstance(qrels, (str, Path)):
+        return read_qrels(qrels)
+    if isinstance(qrels, Mapping):
+        return {str(q): {str(d): int(g) for d, g in docs.items()} for q, docs in qrels.items()}
+    return _nested(qrels, ("relevance", "label"), "qrels", int)
+
+
+def _runs(runs: Mapping[str, Any]) -> dict[str, Run]:
+    if not runs:
+        raise BridgeError("no runs given")
+    return {str(name): as_run(run) for name, run in runs.items()}
+
+
+def run_frame(runs: Mapping[str, Any]) -> pd.DataFrame:
+    """Runs in long format: ``system, query_id, doc_id, score, rank`` (rank in trec_eval order)."""
+    import pandas as pd
+
+    from bridge.trec import ranked
+
+    rows = [
+        (system, qid, docid, score, rank)
+        for system, run in _runs(runs).items()
+        for qid, scores in run.items()
+        for rank, (docid, score) in enumerate(ranked(scores), start=1)
+    ]
+    return pd.DataFrame(rows, columns=["system", "query_id", "doc_id", "score", "rank"])
+
+
+def qrels_frame(qrels: Qrels | Dataset | pd.DataFrame | str | Path) -> pd.DataFrame:
+    """Qrels in ir_measures' long format: ``query_id, doc_id, relevance``.
+
+    >>> qrels_frame({"q1": {"d1": 1, "d2": 0}})
+      query_id doc_id  relevance
+    0       q1     d1          1
+    1       q1     d2          0
+    """
+    import pandas as pd
+
+    rows = [(q, d, g) for q, docs in as_qrels(qrels).items() for d, g in docs.items()]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "relevance"])
+
+
+# -- retrieve and pool -------------------------------------------------------------------------------------
+
+
+def retrieve(
+    dataset: Dataset,
+    systems: Sequence[str] = ("bm25s",),
+    *,
+    pool_config: str = "default",
+    k: int = 100,
+    cache_dir: str | Path = "cache",
+    progress: bool = False,
+) -> dict[str, Run]:
+    """Run ``systems`` of a pool file (``retrievers/pools/<pool_config>.toml``) over ``dataset``: ``{system: run}``.
+    Indexes and encodings are cached in ``cache_dir``, as ``bridge retrieve`` caches them."""
+    from retrievers.pipeline import load_pool_config, select_systems
+    from retrievers.pipeline import retrieve as run_systems
+
+    specs = select_systems(load_pool_config(pool_config), list(systems))
+    with tempfile.TemporaryDirectory(prefix="bridge-runs-") as folder:
+        results = run_systems(dataset, specs, Path(folder), Path(cache_dir), k=k, progress=progress)
+        return {r.system: read_run(r.path) for r in results if r.system in systems}
+
+
+def _pool_entries(frame: pd.DataFrame | Sequence[PoolEntry]) -> list[PoolEntry]:
+    if isinstance(frame, Sequence) and (not frame or isinstance(frame[0], PoolEntry)):
+        return list(frame)  # type: ignore[arg-type]
+    q, d = _column(frame, _QID, "pool"), _column(frame, _DOCID, "pool")  # type: ignore[arg-type]
+    systems = frame["systems"] if "systems" in frame else [""] * len(frame)  # type: ignore[operator,index]
+    ranks = frame["min_rank"] if "min_rank" in frame else [0] * len(frame)  # type: ignore[operator,index]
+    return [
+        PoolEntry(str(qid), str(docid), tuple(s for s in str(names).split(",") if s), int(rank))
+        for qid, docid, names, rank in zip(frame[q], frame[d], systems, ranks, strict=True)  # type: ignore[index]
+    ]
+
+
+def pool_pairs(
+    runs: Mapping[str, Any],
+    qrels: Qrels | Dataset | pd.DataFrame | str | Path,
+    *,
+    depth: int = 10,
+    topics: Iterable[str] | None = None,
+) -> pd.DataFrame:
+    """The pairs in some run's top ``depth`` that ``qrels`` does not judge (any grade): ``query_id, doc_id,
+    systems`` (comma-separated), ``min_rank``. ``topics``: default every query the runs rank."""
+    import pandas as pd
+
+    runs = _runs(runs)
+    judged = as_qrels(qrels)
+    qids = list(topics) if topics is not None else sorted({q for run in runs.values() for q in run})
+    entries = build_pool(runs, judged, qids, depth)
+    rows = [(e.qid, e.docid, ",".join(e.systems), e.min_rank) for e in entries]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "systems", "min_rank"])
+
+
+# -- label -------------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Labels:
+    """A label run's outcome: every pool pair's counted record, the pool, and what the open pairs' P rest on."""
+
+    records: tuple[LabelRecord, ...]
+    pool: tuple[Pair, ...]
+    calibrations: Mapping[str, Calibration] = field(default_factory=dict)
+    audit: Mapping[str, Any] | None = None
+    """The judge audit (judge-audit.json), None where the run made none."""
+
+    def qrels(self, original: Qrels) -> Qrels:
+        """``original`` plus every decided label (original judgments never overwritten): the augmented qrels."""
+        return augment_qrels(original, self.records)
+
+    @property
+    def frame(self) -> pd.DataFrame:
+        """One row per labelled pair: ``query_id, doc_id, label`` (None: undecided), ``route, judge, stage``."""
+        import pandas as pd
+
+        rows = [(r.qid, r.docid, r.label, r.route, r.judge, r.stage) for r in self.records]
+        return pd.DataFrame(rows, columns=["query_id", "doc_id", "label", "route", "judge", "stage"])
+
+
+def _read_label_folder(labels_file: Path, pool_file: Path, audit_file: Path, configs: Sequence[str] | None) -> Labels:
+    from eval.estimated import counted_configs
+
+    audit = read_audit_report(audit_file)
+    records = read_labels(labels_file)
+    pool = tuple((e.qid, e.docid) for e in read_pool(pool_file)) if pool_file.exists() else ()
+    counted = current_records(records, list(configs) if configs else counted_configs(audit, records))
+    calibrations = read_calibrations(labels_file.with_name(CALIBRATIONS_FILE))
+    return Labels(tuple(counted), pool, calibrations, audit)
+
+
+def read_labels_folder(dataset: Dataset | str, workspace: Workspace | None = None) -> Labels:
+    """The labels ``bridge label`` left in a workspace (``qrels/<ds>/``, ``reports/<ds>/judge-audit.json``)."""
+    from bridge.datasets import dataset_slug
+
+    workspace = workspace or Workspace()
+    slug = dataset.slug if isinstance(dataset, Dataset) else dataset_slug(dataset)
+    labels_file = workspace.labels_file(slug)
+    if not labels_file.exists():
+        raise BridgeError(f"{labels_file} not found: run `bridge label` first")
+    return _read_label_folder(labels_file, workspace.pool_file(slug), workspace.audit_report(slug), None)
+
+
+def label_pairs(
+    dataset: Dataset,
+    pairs: pd.DataFrame | Sequence[PoolEntry],
+    judge: str | ChainSpec = "auto",
+    *,
+    reference: str | Path | None = None,
+    fallback: str | None = None,
+    llm: Any = None,
+    audit_pairs: int = 0,
+    max_minutes: float | None = None,
+    folder: str | Path | None = None,
+    cache_dir: str | Path = "cache",
+    progress: bool = False,
+) -> Labels:
+    """Decide ``pairs`` (a :func:`pool_pairs` frame) with a judge chain built from a spec, as ``bridge label`` does.
+
+    ``judge``: a registered judge (``auto``: topic adapters where topics have enough human judgments, then
+    ``fallback``; ``cascade``, ``dream``, ``llmjudge``, ``umbrela``; ``answer-lexical`` and the other answer judges,
+    which need ``reference``, a file of labelled answer-bearing pairs; ``qrels``, ``constant``, ``random``), or a
+    :class:`bridge.label.chain.ChainSpec` for every setting. ``fallback``: the judge of pairs no earlier stage
+    decides (an answer judge's default: none, so they stay open with a P). ``llm``: a
+    :class:`bridge.llm.LLMConfig` for judges that call a model. ``audit_pairs``: known pairs judged to measure the
+    judge (0: none). ``max_minutes``: the costly judges' budget (None: none). ``folder``: where the label files go
+    (kept to resume; default: a temporary folder)."""
+    from bridge.judging.audit import AuditConfig
+    from bridge.label.chain import ANSWER_JUDGES, ChainSpec, build_chain
+    from bridge.label.run import LabelOptions, LabelPaths, label_pool
+    from bridge.pool import write_pool
+
+    if isinstance(judge, str):
+        spec = ChainSpec(progress=progress, cache_dir=Path(cache_dir))
+        if llm is not None:
+            spec = replace(spec, llm=llm)
+        judge_spec = replace(spec.judge, name=judge)
+        if judge in ANSWER_JUDGES:
+            if reference is None:
+                raise BridgeError(f"the answer judge {judge} is calibrated on labelled pairs: pass reference=FILE")
+            context = replace(judge_spec.answer_context, reference=str(reference))
+            judge_spec = replace(judge_spec, answer_context=context, answer_context_fallback=fallback)
+            spec = replace(spec, adapters="off")
+        elif judge == "auto":
+            judge_spec = replace(judge_spec, name=fallback or "cascade")
+        else:
+            spec = replace(spec, adapters="off")
+        spec = replace(spec, judge=judge_spec, audit=AuditConfig(pairs=audit_pairs, gate_pairs=0))
+    else:
+        spec = judge
+    entries = _pool_entries(pairs)
+    with tempfile.TemporaryDirectory(prefix="bridge-labels-") as scratch:
+        paths = LabelPaths.in_folder(Path(folder) if folder is not None else Path(scratch))
+        write_pool(entries, paths.pool)
+        chain, _, _ = build_chain(spec, dataset)
+        options = LabelOptions(audit=spec.audit, progress=progress, max_minutes=max_minutes)
+        label_pool(dataset, chain, paths, options)
+        return _read_label_folder(paths.labels, paths.pool, paths.audit_report, [chain.pipeline.config_id])
+
+
+# -- evaluate ----------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Evaluation:
+    """``bridge eval``'s result as DataFrames (``result``: the harness's objects, for everything else)."""
+
+    result: EvalResult
+
+    @property
+    def leaderboard(self) -> pd.DataFrame:
+        """Long format: ``system, measure, qrels, value, rank``, and for the augmented qrels the estimate's columns
+        (``lower, estimate, estimate_low, estimate_high, estimate_q05, estimate_q95, topics_low, topics_high,
+        upper``; NaN elsewhere). Systems best first under the first compared qrels set, as leaderboard.csv."""
+        import pandas as pd
+
+        from eval.harness import AUGMENTED
+
+        est = self.result.estimated
+        rows = []
+        for r in self.result.rows:
+            for q in self.result.scores.qrels_names:
+                row: dict[str, Any] = {"system": r.system, "measure": r.measure, "qrels": q}
+                row |= {"value": r.values[q], "rank": r.ranks[q]}
+                score = est.score(r.system, r.measure) if est is not None and q == AUGMENTED else None
+                if score is not None:
+                    row |= {"lower": score.low, "estimate": score.estimate}
+                    row |= dict(zip(("estimate_low", "estimate_high"), score.interval, strict=True))
+                    row |= dict(zip(("estimate_q05", "estimate_q95"), score.quantiles, strict=True))
+                    row |= dict(zip(("topics_low", "topics_high"), score.topic_interval, strict=True))
+                    row["upper"] = score.high
+                rows.append(row)
+        return pd.DataFrame(rows)
+
+    @property
+    def comparisons(self) -> pd.DataFrame:
+        """Adjacent systems under the estimate: ``measure, upper, lower, status`` (settled, likely, open),
+        ``verdict, p_upper`` (P that ``upper`` beats ``lower`` under the hole model)."""
+        import pandas as pd
+
+        est = self.result.estimated
+        rows = [(c.measure, c.upper, c.lower, c.status, c.verdict, c.p_upper) for c in (est.comparisons if est else [])]
+        return pd.DataFrame(rows, columns=["measure", "upper", "lower", "status", "verdict", "p_upper"])
+
+    @property
+    def holes(self) -> pd.DataFrame:
+        """Hole@k per system and compared qrels set: ``system, qrels, k, hole_rate, holes, pooled``."""
+        import pandas as pd
+
+        rows = [(h.system, h.qrels, h.k, h.hole_rate, h.holes, h.pooled) for h in self.result.holes]
+        return pd.DataFrame(rows, columns=["system", "qrels", "k", "hole_rate", "holes", "pooled"])
+
+    def per_topic(self) -> pd.DataFrame:
+        """ir_measures' per-query long format with the system and qrels set: ``system, qrels, measure, query_id,
+        value``.
+
+        >>> board = evaluate({"a": {"q1": {"d1": 1.0}, "q2": {"d9": 1.0}}}, {"q1": {"d1": 1}, "q2": {"d2": 1}},
+        ...                  measures=["P@1"])
+        >>> board.per_topic()
+          system     qrels measure query_id  value
+        0      a  original     P@1       q1    1.0
+        1      a  original     P@1       q2    0.0
+        """
+        import pandas as pd
+
+        s = self.result.scores
+        rows = [
+            (system, q, spec.label, topic, float(s.values[(q, spec.label)][i, j]))
+            for q in s.qrels_names
+            for spec in s.specs
+            for i, system in enumerate(s.systems)
+            for j, topic in enumerate(s.topics)
+        ]
+        return pd.DataFrame(rows, columns=["system", "qrels", "measure", "query_id", "value"])
+
+    def summary(self) -> str:
+        """The terminal summary ``bridge eval`` prints."""
+        from eval.summary import summary_text
+
+        return summary_text(self.result)
+
+
+def evaluate(
+    runs: Mapping[str, Any],
+    qrels: Qrels | Dataset | pd.DataFrame | str | Path,
+    labels: Labels | None = None,
+    *,
+    measures: Sequence[str] = (),
+    k: int = 10,
+    draws: int = 400,
+    seed: int = 0,
+    significance: str = "none",
+    orders: int = 0,
+    families: Mapping[str, str] | None = None,
+    threshold: int | None = None,
+    topics: Sequence[str] | None = None,
+    progress: bool = False,
+) -> Evaluation:
+    """Score ``runs`` under the original ``qrels`` and, with ``labels``, under the augmented qrels with the
+    estimate (expected scores, 95% intervals, bounds, verdicts), as ``bridge eval`` does.
+
+    ``qrels``: a dataset (its judged topics and relevance threshold) or qrels. ``measures``: ir_measures names
+    (default: Hit, nDCG, Recall, MRR, Judged at ``k``). ``draws``: draws of the open labels behind the estimate.
+    ``significance``: ``randomization``, ``t`` or ``none``; ``orders``: random system orders of the curves (0:
+    none; ``bridge eval`` defaults to randomization and 10). ``families``: system -> retrieval family (the strata
+    of the estimate's transfer shift; default: each system its own)."""
+    from bridge.estimate import EstimateConfig
+    from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, run_evaluation
+
+    ds = qrels if isinstance(qrels, Dataset) else None
+    original = as_qrels(qrels)
+    runs = _runs(runs)
+    level = threshold if threshold is not None else (ds.relevance_threshold if ds else 1)
+    judged = list(topics) if topics is not None else list(ds.judged_topics() if ds else sorted(original))
+    sets = {ORIGINAL: original}
+    if labels is not None:
+        sets[AUGMENTED] = lift_new_labels(original, labels.qrels(original), level)
+    inputs = EvalInputs(
+        dataset=ds.name if ds else "",
+        topics=tuple(judged),
+        runs=runs,
+        qrels_sets=sets,
+        threshold=level,
+        labels=labels.records if labels else (),
+        dataset_qids=tuple(ds.qids) if ds else (),
+        audit=labels.audit if labels else None,
+        pool=labels.pool if labels else (),
+        calibrations=labels.calibrations if labels else {},
+        families={s: (families or {}).get(s, s) for s in runs},
+    )
+    config = EvalConfig(
+        k=k,
+        measures=tuple(measures),
+        significance_test=significance,
+        orders=orders,
+        seed=seed,
+        estimate=EstimateConfig(draws=draws, seed=seed),
+    )
+    return Evaluation(run_evaluation(inputs, config, progress=progress))
+
+
+# -- score new runs ------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Scored(Evaluation):
+    """:func:`score`'s result: the leaderboard with the new runs, and where each landed."""
+
+    scored: ScoreResult | None = None
+
+    @property
+    def placements(self) -> pd.DataFrame:
+        """Per new run and measure: ``system, measure, rank, systems, estimate, low, high, lower, upper``, and the
+        neighbours' ``above, above_status, p_above`` (P the one above beats it), ``below, below_status,
+        p_below`` (P it beats the one below)."""
+        import pandas as pd
+
+        rows = []
+        for p in self.scored.placements if self.scored else ():
+            above, below = p.above or ("", "", "", float("nan")), p.below or ("", "", "", float("nan"))
+            neighbours = (above[0], above[1], above[3], below[0], below[1], below[3])
+            rows.append((p.system, p.measure, p.rank, p.systems, p.estimate, *p.interval, *p.bounds, *neighbours))
+        columns = ["system", "measure", "rank", "systems", "estimate", "low", "high", "lower", "upper"]
+        columns += ["above", "above_status", "p_above", "below", "below_status", "p_below"]
+        return pd.DataFrame(rows, columns=columns)
+
+
+def score(
+    runs: Mapping[str, Any],
+    dataset: Dataset,
+    *,
+    workspace: Workspace | None = None,
+    judge: ChainSpec | None = None,
+    max_minutes: float | None = 0.0,
+    folder: str | Path | None = None,
+    depth: int = 10,
+    measures: Sequence[str] = (),
+    k: int = 10,
+    draws: int = 400,
+    seed: int = 0,
+    progress: bool = False,
+) -> Scored:
+    """Place runs that were never pooled in ``dataset``'s filled leaderboard, as ``bridge score`` does.
+
+    ``workspace``: where pool, label and eval left their files (default: the current folder's). The new pairs
+    are decided by the free stages of ``judge`` (a chain spec; None: they stay open with the hole model's P) and
+    its costly judge within ``max_minutes``; every run is estimated together. ``folder``: the new pairs' label
+    files (default: ``reports/<ds>/score``). Bad runs (empty, truncated, another dataset's) raise
+    :class:`InputError`."""
+    from bridge.estimate import EstimateConfig
+    from eval.harness import EvalConfig
+    from eval.score import chain_labeller, read_saved_state, score_runs
+
+    workspace = workspace or Workspace()
+    saved = read_saved_state(workspace, dataset)
+    out = Path(folder) if folder is not None else workspace.reports(dataset.slug) / "score"
+    labeller = None
+    if judge is not None:
+        saved_folder = workspace.labels_file(dataset.slug).parent
+        labeller = chain_labeller(dataset, judge, saved_folder, max_minutes, progress=progress)
+    config = EvalConfig(
+        k=k,
+        measures=tuple(measures),
+        significance_test="none",
+        orders=0,
+        seed=seed,
+        estimate=EstimateConfig(draws=draws, seed=seed),
+    )
+    result = score_runs(dataset, _runs(runs), saved, labeller, out, config, depth, progress=progress)
+    return Scored(result.evaluation, result)
+
+
+# -- reusability -------------------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Reusability:
+    """``bridge reusability``'s result (reports/<ds>/reusability.json) as DataFrames; ``raw``: the JSON."""
+
+    raw: Mapping[str, Any]
+
+    @property
+    def fills(self) -> pd.DataFrame:
+        """One row per fill and measure: ``fill, kind, measure, mean_abs_error, error_low, error_high,
+        rank_displacement, kendall_tau, tau_ap`` (the leave-one-out leaderboard against the full qrels')."""
+        import pandas as pd
+
+        rows = []
+        for r in self.raw.get("judges", []):
+            low, high = r.get("mean_abs_error_interval") or (float("nan"), float("nan"))
+            rows.append((r["judge"], r["kind"], r["measure"], r["mean_abs_error"], low, high,
+                         r["rank_displacement"], r["kendall_tau"], r["tau_ap"]))  # fmt: skip
+        columns = ["fill", "kind", "measure", "mean_abs_error", "error_low", "error_high", "rank_displacement"]
+        return pd.DataFrame(rows, columns=[*columns, "kendall_tau", "tau_ap"])
+
+    @property
+    def systems(self) -> pd.DataFrame:
+        """Long format, one row per left-out system, measure and qrels (``full``, ``holey``, ``filled``, each
+        floor): ``system, measure, qrels, value, rank``."""
+        import pandas as pd
+
+        rows = [
+            (s["system"], measure, qrels, value, s["ranks"].get(measure, {}).get(qrels))
+            for s in self.raw.get("systems", [])
+            for measure, values in s["scores"].items()
+            for qrels, value in values.items()
+        ]
+        return pd.DataFrame(rows, columns=["system", "measure", "qrels", "value", "rank"])
+
+
+def reusability(dataset: Dataset | str, workspace: Workspace | None = None) -> Reusability:
+    """The leave-one-system-out test that ``bridge reusability`` wrote for ``dataset`` (it labels every left-out
+    pair with a judge run, so it is run from the command line: ``make reusability DATASET=dl19``)."""
+    from bridge.datasets import dataset_slug
+    from eval.reusability import read_reusability
+
+    workspace = workspace or Workspace()
+    slug = dataset.slug if isinstance(dataset, Dataset) else dataset_slug(dataset)
+    path = workspace.reports(slug) / "reusability.json"
+    raw = read_reusability(path)
+    if raw is None:
+        raise BridgeError(f"{path} not found: run `bridge reusability --dataset {slug}` first")
+    return Reusability(raw)

@@ -1,0 +1,365 @@
+"""Score runs that were never pooled against a dataset's filled qrels and label state (``bridge score``).
+
+A new run's top k holds pairs nobody judged. Instead of re-running pool, label and eval for the whole pool, only
+its new pairs are pooled (into a folder of their own) and decided by the label chain's free stages (a costly judge
+only within a budget); then every run, saved and new, is estimated together under one hole model, so the new run
+gets its estimate, interval, bounds and a verdict against each neighbour, and the leaderboard written is one that
+``bridge eval check`` reads. The saved label state is read, never changed.
+
+A run that cannot be scored fairly is an error, never a score of 0: an empty run, one that misses topics of the
+leaderboard (a truncated file), one with query ids or document ids the dataset does not have (another dataset's).
+"""
+
+from __future__ import annotations
+
+import shutil
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import Any
+
+from bridge.config import Workspace
+from bridge.datasets import Dataset
+from bridge.errors import BridgeError, InputError
+from bridge.fsio import write_json_atomic
+from bridge.holes import CALIBRATIONS_FILE, Calibration, Pair, read_calibrations
+from bridge.judging.audit import read_audit_report
+from bridge.label.chain import ChainSpec
+from bridge.label_records import LabelRecord, augment_qrels, current_records, lift_new_labels, read_labels
+from bridge.pool import PoolEntry, read_pool, write_pool
+from bridge.trec import Qrels, Run, read_runs, top_k
+from eval.estimated import counted_configs, write_comparisons
+from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, EvalResult, run_evaluation
+from eval.leaderboard import write_leaderboard
+
+LABELS_FOLDER = "labels"
+"""Inside the score folder: the new pairs' pool.tsv, labels.jsonl and the rest of a label run's files."""
+
+
+@dataclass(frozen=True)
+class SavedState:
+    """What a dataset's pool, label and eval stages left in a workspace (read, never written here)."""
+
+    runs: Mapping[str, Run]
+    pool: tuple[PoolEntry, ...]
+    records: tuple[LabelRecord, ...]
+    """The counted record of each labelled pair (people's first)."""
+    configs: tuple[str, ...]
+    """The label run's counted judge configurations."""
+    audit: Mapping[str, Any] | None
+    calibrations: Mapping[str, Calibration]
+
+
+def read_saved_state(ws: Workspace, ds: Dataset) -> SavedState:
+    """The saved systems, pool, labels, audit and calibrations of ``ds`` in ``ws``."""
+    runs = read_runs(ws.runs(ds.slug))
+    pool_path = ws.pool_file(ds.slug)
+    if not pool_path.exists():
+        raise BridgeError(
+            f"{pool_path} not found: `bridge score` places new runs in a dataset's filled leaderboard; run `bridge "
+            f"pool`, `bridge label` and `bridge eval` for {ds.name} first (make pool label eval DATASET=...)"
+        )
+    topics = set(ds.qids)
+    labels = read_labels(ws.labels_file(ds.slug))
+    audit = read_audit_report(ws.audit_report(ds.slug))
+    configs = tuple(counted_configs(audit, labels))
+    records = tuple(r for r in current_records(labels, configs) if r.qid in topics)
+    calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(CALIBRATIONS_FILE))
+    pool = tuple(e for e in read_pool(pool_path) if e.qid in topics)
+    return SavedState(runs, pool, records, configs, audit, calibrations)
+
+
+def _first_line(path: Path | None, test: Callable[[list[str]], bool]) -> int | None:
+    """The first line of a run file whose columns pass ``test`` (to name it in an error)."""
+    if path is None or not path.exists():
+        return None
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if test(line.split()):
+                return lineno
+    return None
+
+
+def check_new_run(run: Run, ds: Dataset, topics: Sequence[str], path: Path | None = None) -> None:
+    """Raise :class:`InputError` where ``run`` cannot be scored on ``ds`` fairly (``path`` names its file).
+
+    Errors: no ranked document; a query id ``ds`` does not have (the whole dataset's, so a ``--limit`` slice
+    accepts a full run); a document id its corpus does not have; a topic of the leaderboard the run does not rank
+    (a truncated file: the run would score 0 there)."""
+    if not any(run.values()):
+        raise InputError("the run ranks no document: an empty run would score 0 on every topic", path=path)
+    known = set(ds.whole().qids)
+    unknown = sorted(q for q in run if q not in known)
+    if unknown:
+        line = _first_line(path, lambda f: bool(f) and f[0] == unknown[0])
+        raise InputError(
+            f"query id {unknown[0]!r} is not a query of {ds.name} ({len(unknown)} unknown of {len(run)} in the run): "
+            "a run of another dataset?",
+            path=path,
+            line=line,
+            field="qid",
+        )
+    missing_docs = sorted({d for q in run for d in run[q] if ds.corpus.get(d) is None})
+    if missing_docs:
+        line = _first_line(path, lambda f: len(f) > 2 and f[2] == missing_docs[0])
+        raise InputError(
+            f"document id {missing_docs[0]!r} is not in the corpus of {ds.name} ({len(missing_docs)} unknown "
+            "documents): a run of another dataset or corpus version?",
+            path=path,
+            line=line,
+            field="docid",
+        )
+    absent = [q for q in topics if not run.get(q)]
+    if absent:
+        raise InputError(
+            f"ranks nothing for {len(absent)} of the leaderboard's {len(topics)} topics (first: {absent[0]!r}): a "
+            "truncated run would score 0 on them; score the topics it has with --limit, or complete the run",
+            path=path,
+        )
+
+
+def new_pool(
+    runs: Mapping[str, Run], qrels: Qrels, pooled: set[Pair], topics: Sequence[str], depth: int
+) -> list[PoolEntry]:
+    """The pairs of ``runs``' top ``depth`` that nobody judged and the saved pool does not hold."""
+    found: dict[Pair, tuple[list[str], int]] = {}
+    for system in sorted(runs):
+        for qid in topics:
+            judged = qrels.get(qid, {})
+            for rank, docid in enumerate(top_k(runs[system].get(qid, {}), depth), start=1):
+                if docid in judged or (qid, docid) in pooled:
+                    continue
+                systems, best = found.get((qid, docid), ([], rank))
+                systems.append(system)
+                found[(qid, docid)] = (systems, min(best, rank))
+    order = sorted(found.items(), key=lambda item: (item[0][0], item[1][1], item[0][1]))  # topic, best rank, docid
+    return [PoolEntry(qid, docid, tuple(systems), best) for (qid, docid), (systems, best) in order]
+
+
+@dataclass(frozen=True)
+class NewLabels:
+    """The new pairs' records and what they were decided with (from :func:`eval.score.score_runs`' labeller)."""
+
+    records: tuple[LabelRecord, ...] = ()
+    configs: tuple[str, ...] = ()
+    calibrations: Mapping[str, Calibration] = field(default_factory=dict)
+    lines: tuple[str, ...] = ()
+
+
+Labeller = Callable[[Sequence[PoolEntry], Path, Mapping[str, Run]], NewLabels]
+"""Decides the new pairs (written to the given folder) with the runs to estimate (value order)."""
+
+
+@dataclass(frozen=True)
+class Placement:
+    """A new run in the leaderboard for one measure: its estimate and its neighbours' verdicts."""
+
+    system: str
+    measure: str
+    rank: int
+    systems: int
+    estimate: float
+    interval: tuple[float, float]
+    bounds: tuple[float, float]
+    above: tuple[str, str, str, float] | None
+    """(system, status, verdict, P(it beats the new run)) of the system ranked just above."""
+    below: tuple[str, str, str, float] | None
+    """(system, status, verdict, P(the new run beats it)) of the system ranked just below."""
+
+    def line(self) -> str:
+        lo, hi = self.interval
+        out = (
+            f"{self.system:20s} {self.measure:10s} {self.estimate:.4f} [{lo:.4f}, {hi:.4f}] bounds "
+            f"[{self.bounds[0]:.4f}, {self.bounds[1]:.4f}]  rank {self.rank}/{self.systems}"
+        )
+        if self.above:
+            out += f"; below {self.above[0]} ({self.above[1]}, P={self.above[3]:.2f})"
+        if self.below:
+            out += f"; above {self.below[0]} ({self.below[1]}, P={self.below[3]:.2f})"
+        return out
+
+
+@dataclass(frozen=True)
+class ScoreResult:
+    evaluation: EvalResult
+    new_systems: tuple[str, ...]
+    replaced: tuple[str, ...]
+    """Saved systems a new run of the same name stands in for."""
+    new_pairs: int
+    labels: NewLabels
+    placements: tuple[Placement, ...]
+    audit: Mapping[str, Any] | None
+
+    def lines(self) -> list[str]:
+        decided = sum(r.label is not None for r in self.labels.records)
+        out = [
+            f"{len(self.new_systems)} new run(s) scored among {len(self.evaluation.inputs.runs)} systems"
+            + (f" (in place of the saved {', '.join(self.replaced)})" if self.replaced else ""),
+            f"new pairs pooled: {self.new_pairs}; decided now {decided}, open {self.new_pairs - decided} "
+            "(open pairs carry their calibrated P)",
+            *self.labels.lines,
+        ]
+        if self.placements:
+            out.append(
+                "estimate [95% interval], bounds, rank, and verdicts on the neighbours (P: the upper one is better):"
+            )
+            out += [f"  {p.line()}" for p in self.placements]
+        elif self.evaluation.estimated_note:
+            out.append(f"no estimate: {self.evaluation.estimated_note}")
+        return out
+
+
+def score_runs(
+    ds: Dataset,
+    new_runs: Mapping[str, Run],
+    saved: SavedState,
+    labeller: Labeller | None,
+    folder: Path,
+    config: EvalConfig | None = None,
+    depth: int = 10,
+    families: Mapping[str, str] | None = None,
+    paths: Mapping[str, Path] | None = None,
+    progress: bool = False,
+) -> ScoreResult:
+    """Check ``new_runs``, pool and decide their new pairs in ``folder``, and estimate every run together.
+
+    ``labeller`` None leaves every new pair open (its P from the hole model); ``paths`` names the new runs' files
+    in errors."""
+    if not new_runs:
+        raise BridgeError("no run to score")
+    topics = ds.judged_topics()
+    for name, run in new_runs.items():
+        check_new_run(run, ds, topics, (paths or {}).get(name))
+    for name, run in saved.runs.items():
+        absent = [q for q in topics if not run.get(q)]
+        if absent and name not in new_runs:
+            raise BridgeError(
+                f"the saved run {name} ranks nothing for {len(absent)} of the {len(topics)} topics (first: "
+                f"{absent[0]!r}): were pool, label and eval run with --limit? Pass the same --limit to score"
+            )
+    runs = {**{s: r for s, r in saved.runs.items() if s not in new_runs}, **new_runs}
+    pooled = {(e.qid, e.docid) for e in saved.pool}
+    fresh = new_pool(new_runs, ds.qrels, pooled, topics, depth)
+    labels_dir = folder / LABELS_FOLDER
+    write_pool(fresh, labels_dir / "pool.tsv")
+    new = labeller(fresh, labels_dir, runs) if labeller is not None and fresh else NewLabels()
+    fresh_pairs = {(e.qid, e.docid) for e in fresh}
+    new_records = tuple(r for r in new.records if (r.qid, r.docid) in fresh_pairs)
+    records = [*saved.records, *new_records]
+    configs = list(dict.fromkeys([*saved.configs, *new.configs]))
+    audit = {**(saved.audit or {}), "counted_configs": configs} if saved.audit is not None else None
+    augmented = lift_new_labels(ds.qrels, augment_qrels(ds.qrels, records, ds.qids), ds.relevance_threshold)
+    pooled_systems = {s for e in saved.pool for s in e.systems} | set(new_runs)
+    inputs = EvalInputs(
+        dataset=ds.name,
+        topics=topics,
+        runs=runs,
+        qrels_sets={ORIGINAL: ds.qrels, AUGMENTED: augmented},
+        threshold=ds.relevance_threshold,
+        labels=tuple(records),
+        pooled_systems=frozenset(pooled_systems),
+        dataset_qids=tuple(ds.qids),
+        audit=audit,
+        pool=tuple([*((e.qid, e.docid) for e in saved.pool), *fresh_pairs]),
+        calibrations={**new.calibrations, **saved.calibrations},
+        families={s: (families or {}).get(s, s) for s in runs},
+    )
+    result = run_evaluation(inputs, config or EvalConfig(orders=0, significance_test="none"), progress=progress)
+    return ScoreResult(
+        result,
+        tuple(new_runs),
+        tuple(sorted(set(new_runs) & set(saved.runs))),
+        len(fresh),
+        replace(new, records=new_records),
+        tuple(placements(result, tuple(new_runs))),
+        audit,
+    )
+
+
+def placements(result: EvalResult, systems: Sequence[str]) -> list[Placement]:
+    """Each new system's estimate per measure, its rank under the estimate and its neighbours' verdicts."""
+    estimated = result.estimated
+    if estimated is None:
+        return []
+    out = []
+    for measure in dict.fromkeys(s.measure for s in estimated.scores):
+        ranked = sorted((s for s in estimated.scores if s.measure == measure), key=lambda s: (-s.estimate, s.system))
+        order = [s.system for s in ranked]
+        for system in systems:
+            if system not in order:
+                continue
+            score = ranked[order.index(system)]
+            above = next((c for c in estimated.comparisons if c.measure == measure and c.lower == system), None)
+            below = estimated.next_comparison(system, measure)
+            out.append(
+                Placement(
+                    system,
+                    measure,
+                    1 + sum(s.estimate > score.estimate + 1e-12 for s in ranked),  # competition rank: ties share
+                    len(order),
+                    score.estimate,
+                    score.interval,
+                    (score.low, score.high),
+                    (above.upper, above.status, above.verdict, above.p_upper) if above else None,
+                    (below.lower, below.status, below.verdict, below.p_upper) if below else None,
+                )
+            )
+    return out
+
+
+def write_score(result: ScoreResult, folder: Path) -> list[Path]:
+    """leaderboard.csv (what ``bridge eval check --current`` reads), comparisons.csv and the judge audit beside
+    them; atomic writes."""
+    ev = result.evaluation
+    written = [folder / "leaderboard.csv"]
+    write_leaderboard(ev.rows, ev.scores.qrels_names, written[0], ev.estimated)
+    if ev.estimated is not None:
+        written.append(folder / "comparisons.csv")
+        write_comparisons(ev.estimated, written[-1])
+    if result.audit is not None:
+        written.append(folder / "judge-audit.json")
+        write_json_atomic(written[-1], dict(result.audit))
+    return written
+
+
+def chain_labeller(
+    ds: Dataset,
+    spec: ChainSpec,
+    saved_folder: Path,
+    max_minutes: float | None = 0.0,
+    refine: str | None = None,
+    progress: bool = False,
+) -> Labeller:
+    """Decide new pairs as ``bridge label`` with ``spec`` would, without its audit (the saved label run's audit
+    stands): the free stages decide every pair they can; a costly judge (the chain's, or ``refine``) gets pairs in
+    value order for ``max_minutes`` (0: none; None: no limit). The chain's fixed cost is reused from
+    ``saved_folder`` (calibration.json, calibration-refine.json) where the saved label run left it."""
+    from bridge.judging.audit import AuditConfig
+    from bridge.label.chain import build_chain
+    from bridge.label.run import LabelOptions, LabelPaths, label_pool
+
+    def label(entries: Sequence[PoolEntry], folder: Path, runs: Mapping[str, Run]) -> NewLabels:
+        for name in ("calibration.json", "calibration-refine.json"):
+            if (saved_folder / name).exists() and not (folder / name).exists():
+                shutil.copyfile(saved_folder / name, folder / name)
+        chain, choice, llm = build_chain(spec, ds)
+        refine_chain = None
+        if refine:
+            refine_spec = replace(spec, judge=replace(spec.judge, name=refine), adapters="off")
+            refine_chain, _, _ = build_chain(refine_spec, ds, llm=llm)
+        options = LabelOptions(
+            audit=AuditConfig(pairs=0, gate_pairs=0),
+            progress=progress,
+            max_minutes=max_minutes,
+            runs=runs,  # the free stages decide first; the costly judge's pairs go in value order
+            refine=refine_chain,
+        )
+        paths = LabelPaths.in_folder(folder)
+        summary = label_pool(ds, chain, paths, options)
+        configs = (chain.pipeline.config_id, *([refine_chain.llm.config_id] if refine_chain else []))
+        records = current_records(read_labels(paths.labels), configs)
+        calibrations = read_calibrations(paths.labels.with_name(CALIBRATIONS_FILE))
+        lines = [f"new pairs labelled with {choice}", *(line for line in summary.lines() if "routes:" in line)]
+        return NewLabels(tuple(records), configs, calibrations, tuple(lines))
+
+    return label
