@@ -87,9 +87,14 @@ def _column(frame: pd.DataFrame, names: Sequence[str], what: str) -> str:
 
 
 def _nested(frame: pd.DataFrame, value: Sequence[str], what: str, cast: type) -> dict[str, dict[str, Any]]:
+    """Rows with no value (an undecided label) are left out."""
+    import pandas as pd
+
     q, d, v = _column(frame, _QID, what), _column(frame, _DOCID, what), _column(frame, value, what)
     out: dict[str, dict[str, Any]] = {}
     for qid, docid, x in zip(frame[q].astype(str), frame[d].astype(str), frame[v], strict=True):
+        if pd.isna(x):
+            continue
         docs = out.setdefault(qid, {})
         if docid in docs:
             raise InputError(f"duplicate (query_id, doc_id) ({qid}, {docid}) in the {what} DataFrame")
@@ -112,8 +117,8 @@ def as_run(run: Run | pd.DataFrame | str | Path) -> Run:
 
 
 def as_qrels(qrels: Qrels | Dataset | pd.DataFrame | str | Path) -> Qrels:
-    """``{qid: {docid: grade}}`` from a dict, a dataset, a DataFrame (``query_id, doc_id, relevance``) or a TREC
-    qrels file.
+    """``{qid: {docid: grade}}`` from a dict, a dataset, a DataFrame (``query_id, doc_id, relevance``, or ``label``
+    as :attr:`Labels.frame` has it, undecided rows left out) or a TREC qrels file.
 
     >>> import pandas as pd
     >>> as_qrels(pd.DataFrame({"query_id": ["q1"], "doc_id": ["d1"], "relevance": [2]}))
@@ -355,7 +360,9 @@ class Evaluation:
                     row |= dict(zip(("topics_low", "topics_high"), score.topic_interval, strict=True))
                     row["upper"] = score.high
                 rows.append(row)
-        return pd.DataFrame(rows)
+        columns = ["system", "measure", "qrels", "value", "rank", "lower", "estimate", "estimate_low"]
+        columns += ["estimate_high", "estimate_q05", "estimate_q95", "topics_low", "topics_high", "upper"]
+        return pd.DataFrame(rows, columns=columns)
 
     @property
     def comparisons(self) -> pd.DataFrame:
@@ -471,21 +478,32 @@ def evaluate(
 class Scored(Evaluation):
     """:func:`score`'s result: the leaderboard with the new runs, and where each landed."""
 
-    scored: ScoreResult | None = None
+    scored: ScoreResult
 
     @property
     def placements(self) -> pd.DataFrame:
-        """Per new run and measure: ``system, measure, rank, systems, estimate, low, high, lower, upper``, and the
-        neighbours' ``above, above_status, p_above`` (P the one above beats it), ``below, below_status,
-        p_below`` (P it beats the one below)."""
+        """Per new run and measure: ``system, measure, rank`` (of ``systems``, under the estimate; ties share),
+        ``estimate, estimate_low, estimate_high`` (95% interval), ``lower, upper`` (bounds), and the neighbours'
+        ``above, above_status, p_above`` (P the one above beats it), ``below, below_status, p_below`` (P it beats
+        the one below)."""
         import pandas as pd
 
         rows = []
-        for p in self.scored.placements if self.scored else ():
+        for p in self.scored.placements:
             above, below = p.above or ("", "", "", float("nan")), p.below or ("", "", "", float("nan"))
             neighbours = (above[0], above[1], above[3], below[0], below[1], below[3])
             rows.append((p.system, p.measure, p.rank, p.systems, p.estimate, *p.interval, *p.bounds, *neighbours))
-        columns = ["system", "measure", "rank", "systems", "estimate", "low", "high", "lower", "upper"]
+        columns = [
+            "system",
+            "measure",
+            "rank",
+            "systems",
+            "estimate",
+            "estimate_low",
+            "estimate_high",
+            "lower",
+            "upper",
+        ]
         columns += ["above", "above_status", "p_above", "below", "below_status", "p_below"]
         return pd.DataFrame(rows, columns=columns)
 
@@ -503,18 +521,22 @@ def score(
     k: int = 10,
     draws: int = 400,
     seed: int = 0,
+    families: Mapping[str, str] | None = None,
     progress: bool = False,
 ) -> Scored:
-    """Place runs that were never pooled in ``dataset``'s filled leaderboard, as ``bridge score`` does.
+    """Place runs that were never pooled in ``dataset``'s filled leaderboard, as ``bridge score`` does, and write
+    what it writes to ``folder`` (default: ``reports/<ds>/score``): ``labels/`` (the new pairs and their
+    records), ``leaderboard.csv``, ``comparisons.csv``, ``judge-audit.json``.
 
-    ``workspace``: where pool, label and eval left their files (default: the current folder's). The new pairs
-    are decided by the free stages of ``judge`` (a chain spec; None: they stay open with the hole model's P) and
-    its costly judge within ``max_minutes``; every run is estimated together. ``folder``: the new pairs' label
-    files (default: ``reports/<ds>/score``). Bad runs (empty, truncated, another dataset's) raise
+    ``workspace``: where pool, label and eval left their files (default: the current folder's). A run named like
+    a saved system takes its place. The new pairs are decided by the free stages of ``judge`` (a chain spec, e.g.
+    the label run's; None: they stay open with the hole model's P) and its costly judge within ``max_minutes``;
+    every run is estimated together. ``families``: system -> retrieval family (``bridge score`` reads them from
+    the pool file; default here: each system its own). Bad runs (empty, truncated, another dataset's) raise
     :class:`InputError`."""
     from bridge.estimate import EstimateConfig
     from eval.harness import EvalConfig
-    from eval.score import chain_labeller, read_saved_state, score_runs
+    from eval.score import chain_labeller, read_saved_state, score_runs, write_score
 
     workspace = workspace or Workspace()
     saved = read_saved_state(workspace, dataset)
@@ -531,7 +553,8 @@ def score(
         seed=seed,
         estimate=EstimateConfig(draws=draws, seed=seed),
     )
-    result = score_runs(dataset, _runs(runs), saved, labeller, out, config, depth, progress=progress)
+    result = score_runs(dataset, _runs(runs), saved, labeller, out, config, depth, families, progress=progress)
+    write_score(result, out)
     return Scored(result.evaluation, result)
 
 

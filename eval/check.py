@@ -124,9 +124,10 @@ def check_leaderboards(
         for name, rows in (("baseline", baseline), ("current leaderboard", current)):
             absent = [s for s in config.systems if not any(r["system"] == s for r in rows)]
             if absent:
+                advice = "score its run first: `bridge score RUN`" if rows is current else "save a baseline with it"
                 raise InputError(
                     f"system {absent[0]!r} is not in the {name}: it was never scored there, so there is nothing to "
-                    "compare (score its run first: `bridge score RUN`)",
+                    f"compare ({advice})",
                     field="systems",
                 )
         baseline = [r for r in baseline if r["system"] in config.systems]

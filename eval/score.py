@@ -26,8 +26,8 @@ from bridge.holes import CALIBRATIONS_FILE, Calibration, Pair, read_calibrations
 from bridge.judging.audit import read_audit_report
 from bridge.label.chain import ChainSpec
 from bridge.label_records import LabelRecord, augment_qrels, current_records, lift_new_labels, read_labels
-from bridge.pool import PoolEntry, read_pool, write_pool
-from bridge.trec import Qrels, Run, read_runs, top_k
+from bridge.pool import PoolEntry, build_pool, read_pool, write_pool
+from bridge.trec import Qrels, Run, read_runs
 from eval.estimated import counted_configs, write_comparisons
 from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, EvalResult, run_evaluation
 from eval.leaderboard import write_leaderboard
@@ -119,21 +119,11 @@ def check_new_run(run: Run, ds: Dataset, topics: Sequence[str], path: Path | Non
 
 
 def new_pool(
-    runs: Mapping[str, Run], qrels: Qrels, pooled: set[Pair], topics: Sequence[str], depth: int
+    runs: Mapping[str, Run], qrels: Qrels, known: set[Pair], topics: Sequence[str], depth: int
 ) -> list[PoolEntry]:
-    """The pairs of ``runs``' top ``depth`` that nobody judged and the saved pool does not hold."""
-    found: dict[Pair, tuple[list[str], int]] = {}
-    for system in sorted(runs):
-        for qid in topics:
-            judged = qrels.get(qid, {})
-            for rank, docid in enumerate(top_k(runs[system].get(qid, {}), depth), start=1):
-                if docid in judged or (qid, docid) in pooled:
-                    continue
-                systems, best = found.get((qid, docid), ([], rank))
-                systems.append(system)
-                found[(qid, docid)] = (systems, min(best, rank))
-    order = sorted(found.items(), key=lambda item: (item[0][0], item[1][1], item[0][1]))  # topic, best rank, docid
-    return [PoolEntry(qid, docid, tuple(systems), best) for (qid, docid), (systems, best) in order]
+    """The pairs of ``runs``' top ``depth`` that nobody judged and the saved state does not hold (``known``: its
+    pool and its labelled pairs)."""
+    return [e for e in build_pool(runs, qrels, topics, depth) if (e.qid, e.docid) not in known]
 
 
 @dataclass(frozen=True)
@@ -181,6 +171,8 @@ class Placement:
 
 @dataclass(frozen=True)
 class ScoreResult:
+    """New runs scored among the saved ones: the evaluation of them all, and what was pooled and decided."""
+
     evaluation: EvalResult
     new_systems: tuple[str, ...]
     replaced: tuple[str, ...]
@@ -189,6 +181,8 @@ class ScoreResult:
     labels: NewLabels
     placements: tuple[Placement, ...]
     audit: Mapping[str, Any] | None
+    unmeasured: int = 0
+    """New pairs a judge decided that the saved label run never measured: left open (the prior's P)."""
 
     def lines(self) -> list[str]:
         decided = sum(r.label is not None for r in self.labels.records)
@@ -199,6 +193,11 @@ class ScoreResult:
             "(open pairs carry their calibrated P)",
             *self.labels.lines,
         ]
+        if self.unmeasured:
+            out.append(
+                f"note: {self.unmeasured} new labels come from a judge configuration the saved label run did not audit "
+                "(not counted: those pairs stay open with the prior's P); pass the label run's judge options"
+            )
         if self.placements:
             out.append(
                 "estimate [95% interval], bounds, rank, and verdicts on the neighbours (P: the upper one is better):"
@@ -238,13 +237,16 @@ def score_runs(
                 f"{absent[0]!r}): were pool, label and eval run with --limit? Pass the same --limit to score"
             )
     runs = {**{s: r for s, r in saved.runs.items() if s not in new_runs}, **new_runs}
-    pooled = {(e.qid, e.docid) for e in saved.pool}
-    fresh = new_pool(new_runs, ds.qrels, pooled, topics, depth)
+    known = {(e.qid, e.docid) for e in saved.pool} | {(r.qid, r.docid) for r in saved.records}
+    fresh = new_pool(new_runs, ds.qrels, known, topics, depth)
     labels_dir = folder / LABELS_FOLDER
     write_pool(fresh, labels_dir / "pool.tsv")
     new = labeller(fresh, labels_dir, runs) if labeller is not None and fresh else NewLabels()
+    calibrations = {**new.calibrations, **saved.calibrations}  # a name is one fit: the saved run's where both are
     fresh_pairs = {(e.qid, e.docid) for e in fresh}
-    new_records = tuple(r for r in new.records if (r.qid, r.docid) in fresh_pairs)
+    decided = [r for r in new.records if (r.qid, r.docid) in fresh_pairs]
+    new_records = tuple(r for r in decided if measured(r, saved.configs, calibrations))
+    unmeasured = len(decided) - len(new_records)
     records = [*saved.records, *new_records]
     configs = list(dict.fromkeys([*saved.configs, *new.configs]))
     audit = {**(saved.audit or {}), "counted_configs": configs} if saved.audit is not None else None
@@ -260,8 +262,8 @@ def score_runs(
         pooled_systems=frozenset(pooled_systems),
         dataset_qids=tuple(ds.qids),
         audit=audit,
-        pool=tuple([*((e.qid, e.docid) for e in saved.pool), *fresh_pairs]),
-        calibrations={**new.calibrations, **saved.calibrations},
+        pool=tuple((e.qid, e.docid) for e in (*saved.pool, *fresh)),  # in file order: the draws follow it
+        calibrations=calibrations,
         families={s: (families or {}).get(s, s) for s in runs},
     )
     result = run_evaluation(inputs, config or EvalConfig(orders=0, significance_test="none"), progress=progress)
@@ -273,7 +275,18 @@ def score_runs(
         replace(new, records=new_records),
         tuple(placements(result, tuple(new_runs))),
         audit,
+        unmeasured,
     )
+
+
+def measured(record: LabelRecord, configs: Sequence[str], calibrations: Mapping[str, Calibration]) -> bool:
+    """Whether a new pair's label rests on something the saved label run measured: a configuration its audit
+    counted, a calibration it names, or the gate (its miss rate comes from the saved audit). Labels of a judge
+    nobody measured do not count: their pairs stay open with the prior's P."""
+    named = record.details.get("calibration")
+    if record.config_id in configs or (isinstance(named, str) and named in calibrations):
+        return True
+    return record.stage == "evidence" and record.label == 0
 
 
 def placements(result: EvalResult, systems: Sequence[str]) -> list[Placement]:
@@ -316,6 +329,8 @@ def write_score(result: ScoreResult, folder: Path) -> list[Path]:
     if ev.estimated is not None:
         written.append(folder / "comparisons.csv")
         write_comparisons(ev.estimated, written[-1])
+    else:
+        (folder / "comparisons.csv").unlink(missing_ok=True)  # an earlier score's would not match this leaderboard
     if result.audit is not None:
         written.append(folder / "judge-audit.json")
         write_json_atomic(written[-1], dict(result.audit))
@@ -329,25 +344,28 @@ def chain_labeller(
     max_minutes: float | None = 0.0,
     refine: str | None = None,
     progress: bool = False,
+    restart: bool = False,
 ) -> Labeller:
     """Decide new pairs as ``bridge label`` with ``spec`` would, without its audit (the saved label run's audit
     stands): the free stages decide every pair they can; a costly judge (the chain's, or ``refine``) gets pairs in
-    value order for ``max_minutes`` (0: none; None: no limit). The chain's fixed cost is reused from
-    ``saved_folder`` (calibration.json, calibration-refine.json) where the saved label run left it."""
+    value order for ``max_minutes`` (0: none; None: no limit; the budget ledger is the score folder's). The chain's
+    fixed costs (calibration*.json, the answer judges' *-fit-*.json) are reused from ``saved_folder``. ``restart``:
+    the score folder's labels and ledger start afresh."""
     from bridge.judging.audit import AuditConfig
     from bridge.label.chain import build_chain
     from bridge.label.run import LabelOptions, LabelPaths, label_pool
 
     def label(entries: Sequence[PoolEntry], folder: Path, runs: Mapping[str, Run]) -> NewLabels:
-        for name in ("calibration.json", "calibration-refine.json"):
-            if (saved_folder / name).exists() and not (folder / name).exists():
-                shutil.copyfile(saved_folder / name, folder / name)
+        for fixed in (*saved_folder.glob("calibration*.json"), *saved_folder.glob("*-fit-*.json")):
+            if not (folder / fixed.name).exists():
+                shutil.copyfile(fixed, folder / fixed.name)
         chain, choice, llm = build_chain(spec, ds)
         refine_chain = None
         if refine:
             refine_spec = replace(spec, judge=replace(spec.judge, name=refine), adapters="off")
             refine_chain, _, _ = build_chain(refine_spec, ds, llm=llm)
         options = LabelOptions(
+            restart=restart,
             audit=AuditConfig(pairs=0, gate_pairs=0),
             progress=progress,
             max_minutes=max_minutes,

@@ -48,6 +48,11 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument("--draws", type=int, default=400, metavar="N", help="draws of the open labels (default: 400)")
     g.add_argument("--seed", type=int, default=0)
     g.add_argument(
+        "--restart",
+        action="store_true",
+        help="start the score folder's labels and budget afresh (old files kept as .bak); by default a re-run resumes",
+    )
+    g.add_argument(
         "--pool-config",
         default="default",
         help="pool file naming each system's retrieval family (the estimate's strata; default: default)",
@@ -82,6 +87,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         None if args.max_minutes < 0 else args.max_minutes,
         args.refine,
         show_progress(args),
+        args.restart,
     )
     config = EvalConfig(
         k=args.k,

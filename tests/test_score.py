@@ -103,6 +103,9 @@ def test_the_ci_recipe_passes_a_better_run_fails_a_settled_regression_and_warns_
     assert "warning" not in out and "is new" not in out
     labels = [json.loads(line) for line in (tmp / "reports/beir-small/score/labels/labels.jsonl").open()]
     assert {(r["qid"], r["docid"], r["label"]) for r in labels} == {(q, f"{q}-z1", 0) for q in TOPICS}
+    # the constant judge is not the configuration the saved audit measured: its labels do not count (z1 stays open)
+    rows = {(r["system"], r["measure"]): r for r in read_csv(tmp / "reports/beir-small/score/leaderboard.csv")}
+    assert float(rows[("dense", "Judged@10")]["augmented"]) == pytest.approx(3 / 4)  # gold, a, c of 4: not z1
 
     # worse, settled: only passages people judged non-relevant; no label left open can lift it
     code, out = score_and_check(tmp, dataset, {q: ranked(f"{q}-n1", f"{q}-n2", f"{q}-n3") for q in TOPICS}, capsys)
@@ -199,3 +202,27 @@ def test_saved_runs_of_another_slice_are_an_error(saved, capsys):
     assert bridge("score", "new.run", "--dataset", dataset, "--judge", "constant") == 2
     assert "the saved run splade ranks nothing for 3 of the 6 topics" in capsys.readouterr().err
     assert bridge("score", "new.run", "--dataset", dataset, "--judge", "constant", "--limit", "3") == 0
+
+
+def test_score_is_reproducible_and_never_relabels_what_the_saved_run_labelled(saved):
+    """The hole model's draws follow the pool's order, so two processes (different string hashing) write the same
+    leaderboard; a pair the saved run labelled outside its pool (e.g. an earlier, deeper pool) is not pooled
+    again."""
+    import subprocess
+    import sys
+
+    tmp, dataset = saved
+    extra = LabelRecord("q1", "q1-z3", 1, "consensus-r1", "dream", "cfg", "m", stage="dream")
+    with open(tmp / "qrels/beir-small/labels.jsonl", "a") as handle:
+        handle.write(json.dumps(extra.to_json()) + "\n")
+    write_run({q: ranked(f"{q}-e", f"{q}-z3", f"{q}-b") for q in TOPICS}, tmp / "new.run", tag="new")
+    written = []
+    for seed in ("1", "2"):
+        command = [sys.executable, "-m", "bridge", "score", "new.run", "--dataset", dataset, "--out", f"s{seed}"]
+        env = {**__import__("os").environ, "PYTHONHASHSEED": seed}
+        done = subprocess.run([*command, "-q", "--draws", "50"], cwd=tmp, env=env, capture_output=True, text=True)
+        assert done.returncode == 0, done.stderr
+        written.append((tmp / f"s{seed}/leaderboard.csv").read_text())
+    assert written[0] == written[1]
+    pooled = (tmp / "s1/labels/pool.tsv").read_text()
+    assert "q2\tq2-z3" in pooled and "q1\tq1-z3" not in pooled
