@@ -140,7 +140,8 @@ def _runs(runs: Mapping[str, Any]) -> dict[str, Run]:
 
 
 def run_frame(runs: Mapping[str, Any]) -> pd.DataFrame:
-    """Runs in long format: ``system, query_id, doc_id, score, rank`` (rank in trec_eval order)."""
+    """Runs in long format: ``system, query_id, doc_id, score, rank`` (rank from 1 in trec_eval order, as in a
+    TREC run file; PyTerrier counts from 0)."""
     import pandas as pd
 
     from bridge.trec import ranked
@@ -281,6 +282,7 @@ def label_pairs(
     llm: Any = None,
     audit_pairs: int = 0,
     max_minutes: float | None = None,
+    runs: Mapping[str, Any] | None = None,
     folder: str | Path | None = None,
     cache_dir: str | Path = "cache",
     progress: bool = False,
@@ -290,11 +292,14 @@ def label_pairs(
     ``judge``: a registered judge (``auto``: topic adapters where topics have enough human judgments, then
     ``fallback``; ``cascade``, ``dream``, ``llmjudge``, ``umbrela``; ``answer-lexical`` and the other answer judges,
     which need ``reference``, a file of labelled answer-bearing pairs; ``qrels``, ``constant``, ``random``), or a
-    :class:`bridge.label.chain.ChainSpec` for every setting. ``fallback``: the judge of pairs no earlier stage
+    :class:`bridge.label.chain.ChainSpec` for every setting (then ``reference``, ``fallback``, ``llm``,
+    ``audit_pairs`` and ``cache_dir`` come from the spec). ``fallback``: the judge of pairs no earlier stage
     decides (an answer judge's default: none, so they stay open with a P). ``llm``: a
     :class:`bridge.llm.LLMConfig` for judges that call a model. ``audit_pairs``: known pairs judged to measure the
-    judge (0: none). ``max_minutes``: the costly judges' budget (None: none). ``folder``: where the label files go
-    (kept to resume; default: a temporary folder)."""
+    judge (0: none). ``max_minutes``: the costly judges' budget (None: none). ``runs``: the systems to estimate:
+    the free stages decide first and the costly judge gets pairs in value order, as ``bridge label`` does (None:
+    every pair, priority order). ``folder``: where the label files go (kept to resume; default: a temporary
+    folder)."""
     from bridge.judging.audit import AuditConfig
     from bridge.label.chain import ANSWER_JUDGES, ChainSpec, build_chain
     from bridge.label.run import LabelOptions, LabelPaths, label_pool
@@ -323,7 +328,9 @@ def label_pairs(
         paths = LabelPaths.in_folder(Path(folder) if folder is not None else Path(scratch))
         write_pool(entries, paths.pool)
         chain, _, _ = build_chain(spec, dataset)
-        options = LabelOptions(audit=spec.audit, progress=progress, max_minutes=max_minutes)
+        options = LabelOptions(
+            audit=spec.audit, progress=progress, max_minutes=max_minutes, runs=_runs(runs) if runs else None
+        )
         label_pool(dataset, chain, paths, options)
         return _read_label_folder(paths.labels, paths.pool, paths.audit_report, [chain.pipeline.config_id])
 
