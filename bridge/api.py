@@ -31,16 +31,16 @@ from bridge.config import DEFAULT_DATA_DIR, Workspace
 from bridge.datasets import Dataset
 from bridge.datasets import load_dataset as _load_dataset
 from bridge.errors import BridgeError, InputError
-from bridge.holes import CALIBRATIONS_FILE, Calibration, Pair, read_calibrations
-from bridge.judging.audit import read_audit_report
-from bridge.label_records import LabelRecord, augment_qrels, current_records, lift_new_labels, read_labels
-from bridge.pool import PoolEntry, build_pool, read_pool
+from bridge.holes import Calibration, Pair
+from bridge.label_records import LabelRecord, augment_qrels, lift_new_labels
+from bridge.pool import PoolEntry, build_pool
 from bridge.trec import Qrels, Run, read_qrels, read_run
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from bridge.label.chain import ChainSpec
+    from bridge.label.run import LabelPaths
     from eval.harness import EvalResult
     from eval.score import ScoreResult
 
@@ -248,28 +248,25 @@ class Labels:
         rows = [(r.qid, r.docid, r.label, r.route, r.judge, r.stage) for r in self.records]
         return pd.DataFrame(rows, columns=["query_id", "doc_id", "label", "route", "judge", "stage"])
 
+    @classmethod
+    def read(cls, paths: LabelPaths) -> Labels:
+        """What a label run left at ``paths`` (:func:`bridge.label.run.read_label_state`)."""
+        from bridge.label.run import read_label_state
 
-def _read_label_folder(labels_file: Path, pool_file: Path, audit_file: Path, configs: Sequence[str] | None) -> Labels:
-    from eval.estimated import counted_configs
-
-    audit = read_audit_report(audit_file)
-    records = read_labels(labels_file)
-    pool = tuple((e.qid, e.docid) for e in read_pool(pool_file)) if pool_file.exists() else ()
-    counted = current_records(records, list(configs) if configs else counted_configs(audit, records))
-    calibrations = read_calibrations(labels_file.with_name(CALIBRATIONS_FILE))
-    return Labels(tuple(counted), pool, calibrations, audit)
+        state = read_label_state(paths)
+        return cls(state.records, tuple((e.qid, e.docid) for e in state.pool), state.calibrations, state.audit)
 
 
 def read_labels_folder(dataset: Dataset | str, workspace: Workspace | None = None) -> Labels:
     """The labels ``bridge label`` left in a workspace (``qrels/<ds>/``, ``reports/<ds>/judge-audit.json``)."""
     from bridge.datasets import dataset_slug
+    from bridge.label.run import LabelPaths
 
-    workspace = workspace or Workspace()
     slug = dataset.slug if isinstance(dataset, Dataset) else dataset_slug(dataset)
-    labels_file = workspace.labels_file(slug)
-    if not labels_file.exists():
-        raise BridgeError(f"{labels_file} not found: run `bridge label` first")
-    return _read_label_folder(labels_file, workspace.pool_file(slug), workspace.audit_report(slug), None)
+    paths = LabelPaths.of_workspace(workspace or Workspace(), slug)
+    if not paths.labels.exists():
+        raise BridgeError(f"{paths.labels} not found: run `bridge label` first")
+    return Labels.read(paths)
 
 
 def label_pairs(
@@ -332,7 +329,7 @@ def label_pairs(
             audit=spec.audit, progress=progress, max_minutes=max_minutes, runs=_runs(runs) if runs else None
         )
         label_pool(dataset, chain, paths, options)
-        return _read_label_folder(paths.labels, paths.pool, paths.audit_report, [chain.pipeline.config_id])
+        return Labels.read(paths)
 
 
 # -- evaluate ----------------------------------------------------------------------------------------------
@@ -497,9 +494,12 @@ class Scored(Evaluation):
 
         rows = []
         for p in self.scored.placements:
-            above, below = p.above or ("", "", "", float("nan")), p.below or ("", "", "", float("nan"))
-            neighbours = (above[0], above[1], above[3], below[0], below[1], below[3])
-            rows.append((p.system, p.measure, p.rank, p.systems, p.estimate, *p.interval, *p.bounds, *neighbours))
+            s, none = p.score, ("", "", float("nan"))
+            above = (p.above.upper, p.above.status, p.above.p_upper) if p.above else none
+            below = (p.below.lower, p.below.status, p.below.p_upper) if p.below else none
+            rows.append(
+                (s.system, s.measure, p.rank, p.systems, s.estimate, *s.interval, s.low, s.high, *above, *below)
+            )
         columns = [
             "system",
             "measure",
@@ -541,9 +541,7 @@ def score(
     every run is estimated together. ``families``: system -> retrieval family (``bridge score`` reads them from
     the pool file; default here: each system its own). Bad runs (empty, truncated, another dataset's) raise
     :class:`InputError`."""
-    from bridge.estimate import EstimateConfig
-    from eval.harness import EvalConfig
-    from eval.score import chain_labeller, read_saved_state, score_runs, write_score
+    from eval.score import chain_labeller, read_saved_state, score_config, score_runs, write_score
 
     workspace = workspace or Workspace()
     saved = read_saved_state(workspace, dataset)
@@ -552,14 +550,7 @@ def score(
     if judge is not None:
         saved_folder = workspace.labels_file(dataset.slug).parent
         labeller = chain_labeller(dataset, judge, saved_folder, max_minutes, progress=progress)
-    config = EvalConfig(
-        k=k,
-        measures=tuple(measures),
-        significance_test="none",
-        orders=0,
-        seed=seed,
-        estimate=EstimateConfig(draws=draws, seed=seed),
-    )
+    config = score_config(k, measures, draws, seed)
     result = score_runs(dataset, _runs(runs), saved, labeller, out, config, depth, families, progress=progress)
     write_score(result, out)
     return Scored(result.evaluation, result)

@@ -123,6 +123,16 @@ def current_records(records: Iterable[LabelRecord], config_ids: Sequence[str]) -
     return [r for _, r in best.values()]
 
 
+def counted_configs(audit: Mapping[str, Any] | None, labels: Sequence[LabelRecord]) -> list[str]:
+    """The judge configurations whose records count, in precedence order: the label run's (judge-audit.json), else
+    every configuration of labels.jsonl in file order."""
+    if audit and audit.get("counted_configs"):
+        return list(audit["counted_configs"])
+    if audit and audit.get("config_id"):
+        return [str(audit["config_id"])]
+    return list(dict.fromkeys(r.config_id for r in labels))
+
+
 def augment_qrels(original: Qrels, labels: Iterable[LabelRecord], qids: Iterable[str] | None = None) -> Qrels:
     """Original qrels plus every decided new label (1 relevant, 0 judged non-relevant).
 

@@ -352,14 +352,14 @@ def cmd_check(args: argparse.Namespace) -> int:
     # Estimates stand in for the audit only where every checked score has one (not AP): elsewhere untrusted labels
     # are refused as before. Judged@k does not depend on what the labels say.
     systems = tuple(s.strip() for s in args.check_systems.split(",") if s.strip()) if args.check_systems else ()
-    if systems:
-        current_rows = [r for r in current_rows if r["system"] in systems] or current_rows
     bounds = estimates_of(current_rows)
     unbounded = sorted(
         {
             f"{r['system']} {r['measure']}"
             for r in current_rows
-            if (not measures or r["measure"] in measures) and not r["measure"].startswith("Judged")
+            if (not measures or r["measure"] in measures)
+            and (not systems or r["system"] in systems)
+            and not r["measure"].startswith("Judged")
         }
         - {f"{s} {m}" for s, m in bounds}
     )

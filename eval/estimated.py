@@ -32,7 +32,7 @@ from bridge.estimate import (
 from bridge.fsio import atomic_write
 from bridge.holes import Calibration, HoleModelConfig, Pair, build_hole_model
 from bridge.judging.audit import gate_recall
-from bridge.label_records import LabelRecord, current_records
+from bridge.label_records import LabelRecord, counted_configs, current_records
 from bridge.trec import Qrels, Run
 from eval.measures import MeasureSpec
 
@@ -72,6 +72,10 @@ class EstimatedLeaderboard:
         """The comparison of ``system`` with the system ranked just below it (estimate)."""
         return next((c for c in self.comparisons if c.upper == system and c.measure == measure), None)
 
+    def comparison_above(self, system: str, measure: str) -> Comparison | None:
+        """The comparison of ``system`` with the system ranked just above it (estimate)."""
+        return next((c for c in self.comparisons if c.lower == system and c.measure == measure), None)
+
     def counts(self) -> Counter[str]:
         return Counter(c.status for c in self.comparisons)
 
@@ -97,16 +101,6 @@ def estimate_measures(specs: Sequence[MeasureSpec], threshold: int = 1) -> list[
     """The leaderboard's measures that are estimated (Hit, nDCG, P, Recall, RR with a cutoff, relevance at
     ``threshold``)."""
     return [m for m in (settle_measure(s.label, s.measure, threshold) for s in specs) if m is not None]
-
-
-def counted_configs(audit: Mapping[str, Any] | None, labels: Sequence[LabelRecord]) -> list[str]:
-    """The judge configurations whose records count, in precedence order: the label run's (judge-audit.json), else
-    every configuration of labels.jsonl in file order."""
-    if audit and audit.get("counted_configs"):
-        return list(audit["counted_configs"])
-    if audit and audit.get("config_id"):
-        return [str(audit["config_id"])]
-    return list(dict.fromkeys(r.config_id for r in labels))
 
 
 def estimate_leaderboard(

@@ -20,15 +20,17 @@ from typing import Any
 
 from bridge.config import Workspace
 from bridge.datasets import Dataset
+from bridge.datasets.bridge import run_docid_issues
 from bridge.errors import BridgeError, InputError
+from bridge.estimate import Comparison, EstimateConfig, SystemEstimate
 from bridge.fsio import write_json_atomic
-from bridge.holes import CALIBRATIONS_FILE, Calibration, Pair, read_calibrations
-from bridge.judging.audit import read_audit_report
-from bridge.label.chain import ChainSpec
-from bridge.label_records import LabelRecord, augment_qrels, current_records, lift_new_labels, read_labels
-from bridge.pool import PoolEntry, build_pool, read_pool, write_pool
+from bridge.holes import Calibration, Pair
+from bridge.label.chain import ChainSpec, build_refine_chain
+from bridge.label.run import LabelPaths, LabelState, read_label_state
+from bridge.label_records import LabelRecord, augment_qrels, lift_new_labels
+from bridge.pool import PoolEntry, build_pool, write_pool
 from bridge.trec import Qrels, Run, read_runs
-from eval.estimated import counted_configs, write_comparisons
+from eval.estimated import write_comparisons
 from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, EvalResult, run_evaluation
 from eval.leaderboard import write_leaderboard
 
@@ -37,36 +39,22 @@ LABELS_FOLDER = "labels"
 
 
 @dataclass(frozen=True)
-class SavedState:
+class SavedState(LabelState):
     """What a dataset's pool, label and eval stages left in a workspace (read, never written here)."""
 
-    runs: Mapping[str, Run]
-    pool: tuple[PoolEntry, ...]
-    records: tuple[LabelRecord, ...]
-    """The counted record of each labelled pair (people's first)."""
-    configs: tuple[str, ...]
-    """The label run's counted judge configurations."""
-    audit: Mapping[str, Any] | None
-    calibrations: Mapping[str, Calibration]
+    runs: Mapping[str, Run] = field(default_factory=dict)
 
 
 def read_saved_state(ws: Workspace, ds: Dataset) -> SavedState:
     """The saved systems, pool, labels, audit and calibrations of ``ds`` in ``ws``."""
-    runs = read_runs(ws.runs(ds.slug))
-    pool_path = ws.pool_file(ds.slug)
-    if not pool_path.exists():
+    paths = LabelPaths.of_workspace(ws, ds.slug)
+    if not paths.pool.exists():
         raise BridgeError(
-            f"{pool_path} not found: `bridge score` places new runs in a dataset's filled leaderboard; run `bridge "
+            f"{paths.pool} not found: `bridge score` places new runs in a dataset's filled leaderboard; run `bridge "
             f"pool`, `bridge label` and `bridge eval` for {ds.name} first (make pool label eval DATASET=...)"
         )
-    topics = set(ds.qids)
-    labels = read_labels(ws.labels_file(ds.slug))
-    audit = read_audit_report(ws.audit_report(ds.slug))
-    configs = tuple(counted_configs(audit, labels))
-    records = tuple(r for r in current_records(labels, configs) if r.qid in topics)
-    calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(CALIBRATIONS_FILE))
-    pool = tuple(e for e in read_pool(pool_path) if e.qid in topics)
-    return SavedState(runs, pool, records, configs, audit, calibrations)
+    state = read_label_state(paths, set(ds.qids))
+    return SavedState(**vars(state), runs=read_runs(ws.runs(ds.slug)))
 
 
 def _first_line(path: Path | None, test: Callable[[list[str]], bool]) -> int | None:
@@ -99,8 +87,9 @@ def check_new_run(run: Run, ds: Dataset, topics: Sequence[str], path: Path | Non
             line=line,
             field="qid",
         )
-    missing_docs = sorted({d for q in run for d in run[q] if ds.corpus.get(d) is None})
-    if missing_docs:
+    issues = run_docid_issues({"run": run}, ds.corpus)
+    if issues:
+        missing_docs = issues[0].ids
         line = _first_line(path, lambda f: len(f) > 2 and f[2] == missing_docs[0])
         raise InputError(
             f"document id {missing_docs[0]!r} is not in the corpus of {ds.name} ({len(missing_docs)} unknown "
@@ -142,30 +131,26 @@ Labeller = Callable[[Sequence[PoolEntry], Path, Mapping[str, Run]], NewLabels]
 
 @dataclass(frozen=True)
 class Placement:
-    """A new run in the leaderboard for one measure: its estimate and its neighbours' verdicts."""
+    """A new run in the leaderboard for one measure: its estimate, its rank, and the comparisons with the systems
+    ranked just above it (``above.p_upper``: P that one beats it) and just below (P it beats that one)."""
 
-    system: str
-    measure: str
+    score: SystemEstimate
     rank: int
+    """Competition rank under the estimate (ties share)."""
     systems: int
-    estimate: float
-    interval: tuple[float, float]
-    bounds: tuple[float, float]
-    above: tuple[str, str, str, float] | None
-    """(system, status, verdict, P(it beats the new run)) of the system ranked just above."""
-    below: tuple[str, str, str, float] | None
-    """(system, status, verdict, P(the new run beats it)) of the system ranked just below."""
+    above: Comparison | None
+    below: Comparison | None
 
     def line(self) -> str:
-        lo, hi = self.interval
+        s = self.score
         out = (
-            f"{self.system:20s} {self.measure:10s} {self.estimate:.4f} [{lo:.4f}, {hi:.4f}] bounds "
-            f"[{self.bounds[0]:.4f}, {self.bounds[1]:.4f}]  rank {self.rank}/{self.systems}"
+            f"{s.system:20s} {s.measure:10s} {s.estimate:.4f} [{s.interval[0]:.4f}, {s.interval[1]:.4f}] bounds "
+            f"[{s.low:.4f}, {s.high:.4f}]  rank {self.rank}/{self.systems}"
         )
         if self.above:
-            out += f"; below {self.above[0]} ({self.above[1]}, P={self.above[3]:.2f})"
+            out += f"; below {self.above.upper} ({self.above.status}, P={self.above.p_upper:.2f})"
         if self.below:
-            out += f"; above {self.below[0]} ({self.below[1]}, P={self.below[3]:.2f})"
+            out += f"; above {self.below.lower} ({self.below.status}, P={self.below.p_upper:.2f})"
         return out
 
 
@@ -206,6 +191,13 @@ class ScoreResult:
         elif self.evaluation.estimated_note:
             out.append(f"no estimate: {self.evaluation.estimated_note}")
         return out
+
+
+def score_config(k: int = 10, measures: Sequence[str] = (), draws: int = 400, seed: int = 0) -> EvalConfig:
+    """What ``bridge score`` evaluates with: the measures (default: ``bridge eval``'s at ``k``) and the estimate
+    from ``draws`` draws; no significance test and no curves (the saved leaderboard has them)."""
+    estimate = EstimateConfig(draws=draws, seed=seed)
+    return EvalConfig(k=k, measures=tuple(measures), significance_test="none", orders=0, seed=seed, estimate=estimate)
 
 
 def score_runs(
@@ -266,7 +258,7 @@ def score_runs(
         calibrations=calibrations,
         families={s: (families or {}).get(s, s) for s in runs},
     )
-    result = run_evaluation(inputs, config or EvalConfig(orders=0, significance_test="none"), progress=progress)
+    result = run_evaluation(inputs, config or score_config(), progress=progress)
     return ScoreResult(
         result,
         tuple(new_runs),
@@ -302,21 +294,9 @@ def placements(result: EvalResult, systems: Sequence[str]) -> list[Placement]:
             if system not in order:
                 continue
             score = ranked[order.index(system)]
-            above = next((c for c in estimated.comparisons if c.measure == measure and c.lower == system), None)
-            below = estimated.next_comparison(system, measure)
-            out.append(
-                Placement(
-                    system,
-                    measure,
-                    1 + sum(s.estimate > score.estimate + 1e-12 for s in ranked),  # competition rank: ties share
-                    len(order),
-                    score.estimate,
-                    score.interval,
-                    (score.low, score.high),
-                    (above.upper, above.status, above.verdict, above.p_upper) if above else None,
-                    (below.lower, below.status, below.verdict, below.p_upper) if below else None,
-                )
-            )
+            rank = 1 + sum(s.estimate > score.estimate + 1e-12 for s in ranked)  # competition rank: ties share
+            above = estimated.comparison_above(system, measure)
+            out.append(Placement(score, rank, len(order), above, estimated.next_comparison(system, measure)))
     return out
 
 
@@ -353,17 +333,14 @@ def chain_labeller(
     the score folder's labels and ledger start afresh."""
     from bridge.judging.audit import AuditConfig
     from bridge.label.chain import build_chain
-    from bridge.label.run import LabelOptions, LabelPaths, label_pool
+    from bridge.label.run import LabelOptions, label_pool
 
     def label(entries: Sequence[PoolEntry], folder: Path, runs: Mapping[str, Run]) -> NewLabels:
         for fixed in (*saved_folder.glob("calibration*.json"), *saved_folder.glob("*-fit-*.json")):
             if not (folder / fixed.name).exists():
                 shutil.copyfile(fixed, folder / fixed.name)
         chain, choice, llm = build_chain(spec, ds)
-        refine_chain = None
-        if refine:
-            refine_spec = replace(spec, judge=replace(spec.judge, name=refine), adapters="off")
-            refine_chain, _, _ = build_chain(refine_spec, ds, llm=llm)
+        refine_chain = build_refine_chain(spec, refine, ds, llm) if refine else None
         options = LabelOptions(
             restart=restart,
             audit=AuditConfig(pairs=0, gate_pairs=0),
@@ -374,10 +351,8 @@ def chain_labeller(
         )
         paths = LabelPaths.in_folder(folder)
         summary = label_pool(ds, chain, paths, options)
-        configs = (chain.pipeline.config_id, *([refine_chain.llm.config_id] if refine_chain else []))
-        records = current_records(read_labels(paths.labels), configs)
-        calibrations = read_calibrations(paths.labels.with_name(CALIBRATIONS_FILE))
+        state = read_label_state(paths)  # the records of the configurations this run counted (its audit says)
         lines = [f"new pairs labelled with {choice}", *(line for line in summary.lines() if "routes:" in line)]
-        return NewLabels(tuple(records), configs, calibrations, tuple(lines))
+        return NewLabels(state.records, state.configs, state.calibrations, tuple(lines))
 
     return label

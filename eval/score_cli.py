@@ -62,13 +62,11 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_score(args: argparse.Namespace) -> int:
-    from bridge.estimate import EstimateConfig
     from bridge.label.cli import spec_from_args
     from bridge.options import dataset_from_args, workspace_from_args
     from bridge.trec import read_run
     from eval.cli import _named_paths, pool_families
-    from eval.harness import EvalConfig
-    from eval.score import chain_labeller, read_saved_state, score_runs, write_score
+    from eval.score import chain_labeller, read_saved_state, score_config, score_runs, write_score
 
     if args.depth < 1 or args.k < 1 or args.draws < 1:
         raise BridgeError("--depth, --k and --draws must be at least 1")
@@ -89,14 +87,8 @@ def cmd_score(args: argparse.Namespace) -> int:
         show_progress(args),
         args.restart,
     )
-    config = EvalConfig(
-        k=args.k,
-        measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()) if args.measures else (),
-        significance_test="none",
-        orders=0,
-        seed=args.seed,
-        estimate=EstimateConfig(draws=args.draws, seed=args.seed),
-    )
+    measures = [m.strip() for m in args.measures.split(",") if m.strip()] if args.measures else ()
+    config = score_config(args.k, measures, args.draws, args.seed)
     result = score_runs(
         ds,
         new_runs,

@@ -199,3 +199,10 @@ def build_chain(
     mode = evidence_mode(spec.evidence, dataset.has_answers)
     chain = JudgeChain.of(judge, EvidenceConfig(mode), adapter)  # type: ignore[arg-type]
     return chain, f"{why}; evidence {mode}", llm
+
+
+def build_refine_chain(spec: ChainSpec, name: str, dataset: Dataset, llm: Any = None) -> JudgeChain:
+    """The chain of a costly answer judge ``name`` that re-judges what ``spec``'s free stages decided (``--refine``):
+    the same settings with that judge and no topic adapters, sharing ``llm`` (the main chain's)."""
+    refine_spec = replace(spec, judge=replace(spec.judge, name=name), adapters="off")
+    return build_chain(refine_spec, dataset, llm=llm)[0]

@@ -461,21 +461,14 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_label(args: argparse.Namespace) -> int:
-    from bridge.label.chain import build_chain
+    from bridge.label.chain import build_chain, build_refine_chain
     from bridge.label.run import LabelOptions, LabelPaths, Pricing, label_pool
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
     spec = spec_from_args(args)
     chain, choice, llm = build_chain(spec, ds)
-    paths = LabelPaths(
-        ws.pool_file(ds.slug),
-        ws.labels_file(ds.slug),
-        ws.augmented_qrels(ds.slug),
-        ws.audit_file(ds.slug),
-        ws.audit_report(ds.slug),
-        ws.calibration_file(ds.slug),
-    )
+    paths = LabelPaths.of_workspace(ws, ds.slug)
     options = LabelOptions(
         restart=args.restart,
         batch_pairs=args.batch_pairs,
@@ -502,9 +495,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     if args.refine:
         if not args.reference:
             raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
-        refine_spec = replace(spec, judge=replace(spec.judge, name=args.refine), adapters="off")
-        refine, _, _ = build_chain(refine_spec, ds, llm=llm)
-        options = replace(options, refine=refine)
+        options = replace(options, refine=build_refine_chain(spec, args.refine, ds, llm))
     print(f"{ds.name}: {choice}" + (f"; costly answer judge {args.refine} in value order" if args.refine else ""))
     if ds.has_answers and not args.reference and spec.evidence != "off":
         print(

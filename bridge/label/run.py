@@ -25,10 +25,11 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from bridge.config import Workspace
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError
 from bridge.fsio import JsonlAppender, write_json_atomic
-from bridge.holes import CALIBRATIONS_FILE, Calibration, write_calibrations
+from bridge.holes import CALIBRATIONS_FILE, Calibration, read_calibrations, write_calibrations
 from bridge.judging.adapter import TopicAdapterJudge, TopicRoute, routing_summary
 from bridge.judging.adapter import summary_lines as adapter_lines
 from bridge.judging.audit import (
@@ -46,6 +47,7 @@ from bridge.judging.audit import (
     draw_audit_pairs,
     draw_gate_pairs,
     read_audit,
+    read_audit_report,
     reference_lane,
 )
 from bridge.judging.base import Case, Judge, Prepared, cases_for
@@ -58,6 +60,7 @@ from bridge.label_records import (
     HUMAN_JUDGE,
     LabelRecord,
     Usage,
+    counted_configs,
     counted_records,
     current_records,
     read_labels,
@@ -98,6 +101,43 @@ class LabelPaths:
         calibration.json)."""
         names = ("pool.tsv", "labels.jsonl", "augmented.qrels", "audit.jsonl", "judge-audit.json", "calibration.json")
         return cls(*(folder / n for n in names))
+
+    @classmethod
+    def of_workspace(cls, ws: Workspace, slug: str) -> LabelPaths:
+        """A dataset's files in a workspace, as ``bridge label`` writes them (the audit report under reports/)."""
+        return cls(
+            ws.pool_file(slug),
+            ws.labels_file(slug),
+            ws.augmented_qrels(slug),
+            ws.audit_file(slug),
+            ws.audit_report(slug),
+            ws.calibration_file(slug),
+        )
+
+
+@dataclass(frozen=True)
+class LabelState:
+    """What a label run left: its pool, each pair's counted record (people's first), the judge configurations
+    counted, the judge audit and the calibrations the open pairs' P are drawn from."""
+
+    pool: tuple[PoolEntry, ...]
+    records: tuple[LabelRecord, ...]
+    configs: tuple[str, ...]
+    audit: Mapping[str, Any] | None
+    calibrations: Mapping[str, Calibration]
+
+
+def read_label_state(paths: LabelPaths, topics: Collection[str] | None = None) -> LabelState:
+    """The label run's outputs at ``paths`` (a missing pool or labels file reads as empty); ``topics`` keeps only
+    those queries' pairs."""
+    audit = read_audit_report(paths.audit_report)
+    labels = read_labels(paths.labels)
+    configs = tuple(counted_configs(audit, labels))
+    records = tuple(r for r in current_records(labels, configs) if topics is None or r.qid in topics)
+    entries = read_pool(paths.pool) if paths.pool.exists() else []
+    pool = tuple(e for e in entries if topics is None or e.qid in topics)
+    calibrations = read_calibrations(paths.labels.with_name(CALIBRATIONS_FILE))
+    return LabelState(pool, records, configs, audit, calibrations)
 
 
 @dataclass(frozen=True)
