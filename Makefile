@@ -30,7 +30,9 @@ LABEL_MODEL_nq := qwen2.5-coder-1.5b
 REFERENCE ?= $(REFERENCE_$(DATASET))
 LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
 ANSWER_JUDGE ?= $(ANSWER_JUDGE_$(DATASET))
-LABEL_MINUTES ?= $(LABEL_MINUTES_$(DATASET))
+# A LIMIT slice is a quick look: no costly judge unless LABEL_MINUTES says so (answer-lexical's calibrated P covers
+# every answer-bearing pair; loading Qwen and 2 minutes of judging would double a 50-question job).
+LABEL_MINUTES ?= $(if $(LIMIT),0,$(LABEL_MINUTES_$(DATASET)))
 REFINE ?= $(if $(filter-out 0,$(LABEL_MINUTES)),$(REFINE_$(DATASET)))
 LABEL_ARGS ?=
 REVIEW_ARGS ?=

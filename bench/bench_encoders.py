@@ -1,12 +1,20 @@
-"""Encoder precision: fp32 against bf16 (bfloat16 autocast) for the dense MiniLM and SPLADE-tiny encoders.
+"""Encoder precision and the encoders' physical floor, for the dense MiniLM and SPLADE-tiny encoders.
 
-Throughput: the first ``--docs`` passages of a dataset encoded with each precision in the same run (fp32 is the
-baseline; the ratio is what to read, absolute rates drift on shared machines). Quality: each dataset's dense-minilm
-and splade-tiny runs with each precision (``bridge.retrievers`` pipeline, the shared cache under ``--cache-dir``):
-nDCG@10 over the judged queries and the mean share of the fp32 top-10 the bf16 top-10 keeps. ``--onnx-int8`` adds
-ONNX Runtime dynamic int8 MiniLM to the throughput table (needs the ``onnx`` package).
+On the machine at hand, in one run:
+1. the machine: CPU model and flags, and its measured matrix throughput per precision (GFLOP/s of a 2048^3
+   product, the best of a few seconds);
+2. the precision probe of ``--encoder-precision auto`` (bridge.precision): the retrievers' own entries under
+   ``--cache-dir``, measured into it when missing, and so the path ``auto`` takes;
+3. throughput on the first ``--docs`` passages of the first dataset with each path, each beside its arithmetic
+   cost (FLOPs per passage from the encoder's shapes and the passages' token counts) and the time that arithmetic
+   takes at the measured matrix throughput: "x floor" is the encode time over that floor;
+4. the whole first corpus's arithmetic and floor (what the main job's retrieve stage encodes);
+5. quality: each dataset's dense-minilm and splade-tiny runs with each path (``bridge.retrievers`` pipeline, the
+   cache under ``--cache-dir``): nDCG@10 over the judged queries and the share of the fp32 top-10 kept; then
+   whether the path ``auto`` picked is the fastest at nDCG@10 within ``--tolerance`` (0.005) of fp32's.
+``--onnx-int8`` adds ONNX Runtime dynamic int8 MiniLM to the throughput table (needs the ``onnx`` package).
 
-    python -m bench encoders [--datasets scifact,dl19] [--docs 1000] [--onnx-int8]
+    python -m bench encoders [--datasets nq,scifact,dl19] [--docs 1000] [--onnx-int8]
 """
 
 from __future__ import annotations
@@ -14,22 +22,84 @@ from __future__ import annotations
 import argparse
 import tempfile
 import time
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from pathlib import Path
+from typing import Any
 
 import numpy as np
 
 from bridge.config import DEFAULT_DATA_DIR
 from bridge.datasets import load_dataset
 from bridge.embeddings import SentenceEncoder
-from bridge.models import native_bf16
+from bridge.models import MINILM, SPLADE_TINY, resolve_model
+from bridge.precision import PATHS, ProbeResult, cpu_label, min_row_cosine, probe_file, probed_precision
 from bridge.trec import read_run, top_k
 from eval.measures import evaluate
 from retrievers.base import SystemSpec
 from retrievers.pipeline import retrieve
-from retrievers.splade import SpladeRetriever
+from retrievers.splade import SpladeRetriever, load_splade
 
 SYSTEMS = [SystemSpec("dense-minilm", "dense"), SystemSpec("splade-tiny", "splade")]
+MAX_LENGTH = 256
+"""Both encoders' passage length cap (MiniLM's max_seq_length, SPLADE's max_length)."""
+
+
+def matmul_gflops(precision: str, size: int = 2048, seconds: float = 3.0) -> float:
+    """The machine's matrix throughput in a precision: GFLOP/s of size^3 products, the best second of a few."""
+    import torch
+
+    dtype = {"fp32": torch.float32, "bf16": torch.bfloat16}[precision]
+    a, b = torch.randn(size, size).to(dtype), torch.randn(size, size).to(dtype)
+    a @ b
+    best, end = 0.0, time.perf_counter() + seconds
+    while time.perf_counter() < end:
+        start, n = time.perf_counter(), 0
+        while time.perf_counter() - start < 0.5:
+            a @ b
+            n += 1
+        best = max(best, 2 * size**3 * n / (time.perf_counter() - start) / 1e9)
+    return best
+
+
+def encoder_flops(config: Any, lengths: np.ndarray, vocabulary_head: bool) -> float:
+    """Multiply-add FLOPs (2 per MAC) of a BERT encoder over passages of ``lengths`` tokens: per layer and token the
+    Q, K, V, O projections (4 d^2 MACs) and the feed-forward (2 d f); per layer and passage the attention scores
+    and the weighted sum (2 n^2 d). ``vocabulary_head``: SPLADE's masked-LM transform (d^2) and vocabulary projection
+    (d V) per real token. Elementwise work (GELU, LayerNorm, softmax) is left out: the floor counts products."""
+    d, f, layers = config.hidden_size, config.intermediate_size, config.num_hidden_layers
+    n = lengths.astype(np.float64)
+    macs = layers * (n.sum() * (4 * d * d + 2 * d * f) + 2 * d * (n**2).sum())
+    if vocabulary_head:
+        macs += n.sum() * (d * d + d * config.vocab_size)
+    return 2 * float(macs)
+
+
+def token_lengths(tokenizer: Any, texts: Sequence[str]) -> np.ndarray:
+    ids = tokenizer(list(texts), truncation=True, max_length=MAX_LENGTH)["input_ids"]
+    return np.array([len(x) for x in ids])
+
+
+def minilm_encode(precision: str, texts: Sequence[str]) -> np.ndarray:
+    return SentenceEncoder(precision=precision).encode(texts, "", False)
+
+
+def splade_encode(precision: str, texts: Sequence[str]) -> np.ndarray:
+    return SpladeRetriever(precision=precision).encode(texts, MAX_LENGTH, False).toarray()
+
+
+ENCODERS: dict[str, tuple[str, Callable[[str, Sequence[str]], np.ndarray]]] = {
+    "MiniLM": (MINILM, minilm_encode),
+    "SPLADE-tiny": (SPLADE_TINY, splade_encode),
+}
+
+
+def encoder_shapes(name: str) -> tuple[Any, Any, bool]:
+    """(model config, tokenizer, has a vocabulary head) of a shipped encoder."""
+    if name == "MiniLM":
+        st = SentenceEncoder().model
+        return st[0].auto_model.config, st.tokenizer, False
+    splade = load_splade(resolve_model(SPLADE_TINY))
+    return splade.body.config, splade.tokenizer, True
 
 
 def rate(encode, texts: Sequence[str]) -> tuple[float, object]:
@@ -82,66 +152,126 @@ def onnx_int8_minilm(texts: Sequence[str], folder: Path) -> tuple[float, np.ndar
     return rate(encode, texts)  # type: ignore[return-value]
 
 
-def throughput(dataset: str, data_dir: Path, docs: int, onnx: bool) -> list[str]:
+def throughput(
+    dataset: str, data_dir: Path, docs: int, gflops: dict[str, float], onnx: bool
+) -> tuple[list[str], dict[str, dict[str, float]]]:
+    """The throughput table and the corpus floors; docs/s per encoder and path."""
     ds = load_dataset(dataset, data_dir)
-    texts = [d.contents() for d in list(ds.corpus)[:docs]]
-    lines = [f"{dataset}: {len(texts)} passages; this CPU multiplies bf16 natively (AMX): {native_bf16()}"]
-    lines.append(f"{'encoder':14s} {'fp32 docs/s':>12s} {'bf16 docs/s':>12s} {'bf16/fp32':>10s} {'cosine min':>11s}")
-    dense = {p: SentenceEncoder(precision=p) for p in ("fp32", "bf16")}
-    r32, v32 = rate(lambda t: dense["fp32"].encode(t, "", False), texts)
-    r16, v16 = rate(lambda t: dense["bf16"].encode(t, "", False), texts)
-    cos = float(np.min(np.sum(np.asarray(v32) * np.asarray(v16), axis=1)))
-    lines.append(f"{'MiniLM':14s} {r32:12.1f} {r16:12.1f} {r16 / r32:9.2f}x {cos:11.5f}")
-    splade = {p: SpladeRetriever(precision=p) for p in ("fp32", "bf16")}
-    s32, m32 = rate(lambda t: splade["fp32"].encode(t, 256, False), texts)
-    s16, m16 = rate(lambda t: splade["bf16"].encode(t, 256, False), texts)
-    a, b = m32.toarray(), m16.toarray()  # type: ignore[attr-defined]
-    cos_s = float(np.min(np.sum(a * b, axis=1) / (np.linalg.norm(a, axis=1) * np.linalg.norm(b, axis=1) + 1e-12)))
-    lines.append(f"{'SPLADE-tiny':14s} {s32:12.1f} {s16:12.1f} {s16 / s32:9.2f}x {cos_s:11.5f}")
+    corpus = [d.contents() for d in ds.corpus]
+    texts = corpus[:docs]
+    lines = [
+        f"{dataset}: the first {len(texts)} passages, each path timed on all of them after a warm-up batch",
+        f"{'encoder':12s} {'path':5s} {'docs/s':>8s} {'x fp32':>7s} {'GFLOP/doc':>10s} {'GFLOP/s':>8s} "
+        f"{'floor s':>8s} {'encode s':>9s} {'x floor':>8s} {'cosine min':>11s}",
+    ]
+    whole, by_encoder = [], {}
+    for name, (_, encode) in ENCODERS.items():
+        config, tokenizer, head = encoder_shapes(name)
+        flops = encoder_flops(config, token_lengths(tokenizer, texts), head)
+        vectors, rates = {}, by_encoder.setdefault(name, {})
+        for path in PATHS:
+            encode(path, texts[:16])
+            start = time.perf_counter()
+            vectors[path] = np.asarray(encode(path, texts), dtype=np.float32)
+            seconds = time.perf_counter() - start
+            rates[path] = len(texts) / seconds
+            floor = flops / (gflops[path] * 1e9)
+            lines.append(
+                f"{name:12s} {path:5s} {rates[path]:8.1f} {rates[path] / rates['fp32']:6.2f}x "
+                f"{flops / len(texts) / 1e9:10.2f} {flops / seconds / 1e9:8.1f} {floor:8.1f} {seconds:9.1f} "
+                f"{seconds / floor:7.2f}x {min_row_cosine(vectors['fp32'], vectors[path]):11.5f}"
+            )
+        corpus_flops = encoder_flops(config, token_lengths(tokenizer, corpus), head)
+        floors = ", ".join(f"{p} {corpus_flops / (gflops[p] * 1e9):.0f} s" for p in PATHS)
+        whole.append(f"{name:12s} {corpus_flops / 1e12:7.1f} TFLOP; floor at the measured throughput: {floors}")
     if onnx:
         with tempfile.TemporaryDirectory() as tmp:
+            r32 = len(texts) / _seconds(lambda: minilm_encode("fp32", texts))
             r8, v8 = onnx_int8_minilm(texts, Path(tmp))
-        cos8 = float(np.min(np.sum(np.asarray(v32) * v8, axis=1)))
-        lines.append(
-            f"{'MiniLM int8':14s} {r32:12.1f} {r8:12.1f} {r8 / r32:9.2f}x {cos8:11.5f}  (ONNX Runtime dynamic int8)"
-        )
-    return lines
+        cos8 = min_row_cosine(minilm_encode("fp32", texts), v8)
+        lines.append(f"{'MiniLM':12s} int8  {r8:8.1f} {r8 / r32:6.2f}x  (ONNX Runtime dynamic int8; cosine {cos8:.5f})")
+    lines += ["", f"{dataset}: the whole corpus ({len(corpus)} passages, <= {MAX_LENGTH} tokens each)", *whole]
+    return lines, by_encoder
 
 
-def quality(dataset: str, data_dir: Path, cache_dir: Path) -> list[str]:
+def _seconds(work: Callable[[], Any]) -> float:
+    start = time.perf_counter()
+    work()
+    return time.perf_counter() - start
+
+
+def quality(dataset: str, data_dir: Path, cache_dir: Path) -> tuple[list[str], dict[tuple[str, str], float]]:
+    """Each path's dense-minilm and splade-tiny runs: the table and nDCG@10 per (system, path)."""
     ds = load_dataset(dataset, data_dir)
     topics = [q for q in ds.qids if ds.qrels.get(q)]
     runs = {}
     with tempfile.TemporaryDirectory() as tmp:
-        for precision in ("fp32", "bf16"):
+        for precision in PATHS:
             results = retrieve(
                 ds, SYSTEMS, Path(tmp) / precision, cache_dir, options={"encoder_precision": precision}, progress=False
             )
             for r in results:
                 runs[(r.system, precision)] = read_run(r.path)
+    ndcg = {key: evaluate(run, ds.qrels, topics, ["nDCG@10"]).means["nDCG@10"] for key, run in runs.items()}
     lines = [
         f"{dataset}: {len(topics)} judged queries",
         f"{'system':14s} {'nDCG@10 fp32':>13s} {'bf16':>7s} {'diff':>8s} {'top-10 kept':>12s}",
     ]
     for spec in SYSTEMS:
         a, b = runs[(spec.name, "fp32")], runs[(spec.name, "bf16")]
-        n32 = evaluate(a, ds.qrels, topics, ["nDCG@10"]).means["nDCG@10"]
-        n16 = evaluate(b, ds.qrels, topics, ["nDCG@10"]).means["nDCG@10"]
+        n32, n16 = ndcg[(spec.name, "fp32")], ndcg[(spec.name, "bf16")]
         kept = np.mean([len(set(top_k(a.get(q, {}), 10)) & set(top_k(b.get(q, {}), 10))) / 10 for q in topics])
         lines.append(f"{spec.name:14s} {n32:13.4f} {n16:7.4f} {n16 - n32:+8.4f} {kept:12.3f}")
+    return lines, ndcg
+
+
+def verdicts(
+    probes: dict[str, ProbeResult], rates: dict[str, dict[str, float]], ndcg: dict[str, dict], tolerance: float
+) -> list[str]:
+    """Whether ``auto``'s path is the fastest (this bench's throughput) at nDCG@10 within ``tolerance`` of fp32."""
+    lines = []
+    for (name, probe), spec in zip(probes.items(), SYSTEMS, strict=True):
+        at_parity = [
+            p for p in PATHS if all(abs(n[(spec.name, p)] - n[(spec.name, "fp32")]) <= tolerance for n in ndcg.values())
+        ]
+        fastest = max(at_parity, key=lambda p: rates[name][p])
+        verdict = "yes" if fastest == probe.choice else "NO"
+        lines.append(
+            f"{name}: auto -> {probe.choice}; fastest path at nDCG@10 within {tolerance} of fp32 on "
+            f"{', '.join(ndcg)}: {fastest} ({', '.join(f'{p} {rates[name][p]:.1f} docs/s' for p in PATHS)}): {verdict}"
+        )
     return lines
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="python -m bench encoders", description=__doc__)
-    parser.add_argument("--datasets", default="scifact,dl19")
+    import torch
+
+    parser = argparse.ArgumentParser(
+        prog="python -m bench encoders", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
+    )
+    parser.add_argument("--dataset", default="nq", help="throughput and the corpus floor on this dataset (nq)")
+    parser.add_argument("--quality", default="scifact,dl19", help="datasets of the nDCG@10 tables (scifact,dl19)")
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--cache-dir", type=Path, default=Path("cache"))
     parser.add_argument("--docs", type=int, default=1000, help="passages for the throughput table")
+    parser.add_argument("--tolerance", type=float, default=0.005, help="nDCG@10 parity with fp32 (0.005)")
     parser.add_argument("--onnx-int8", action="store_true", help="add ONNX Runtime dynamic int8 MiniLM")
     args = parser.parse_args(argv)
-    datasets = [d.strip() for d in args.datasets.split(",") if d.strip()]
-    print("\n".join(throughput(datasets[0], args.data_dir, args.docs, args.onnx_int8)), flush=True)
-    for dataset in datasets:
-        print("\n" + "\n".join(quality(dataset, args.data_dir, args.cache_dir)), flush=True)
+    print(f"CPU: {cpu_label()}; torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
+    gflops = {p: matmul_gflops(p) for p in PATHS}
+    print("matrix throughput (2048^3 products): " + ", ".join(f"{p} {g:.1f} GFLOP/s" for p, g in gflops.items()))
+    probes = {}  # what `auto` picks: the retrievers' own probe entries (read from the cache, or measured into it)
+    for name, (model, encode) in ENCODERS.items():
+        family = "dense" if model == MINILM else "splade"
+        probes[name] = probed_precision(f"{family} {resolve_model(model).identity()}", encode, args.cache_dir)
+        print(f"\nprecision probe, {name} (--encoder-precision auto; {probe_file(args.cache_dir)}):")
+        print(probes[name].table())
+    lines, rates = throughput(args.dataset, args.data_dir, args.docs, gflops, args.onnx_int8)
+    print("\n" + "\n".join(lines), flush=True)
+    ndcg = {}
+    for dataset in [d.strip() for d in args.quality.split(",") if d.strip()]:
+        table, ndcg[dataset] = quality(dataset, args.data_dir, args.cache_dir)
+        print("\n" + "\n".join(table), flush=True)
+    if ndcg:
+        print("\n" + "\n".join(verdicts(probes, rates, ndcg, args.tolerance)))
     return 0

@@ -21,15 +21,8 @@ import numpy as np
 
 from bridge.datasets import Corpus, Dataset
 from bridge.fsio import artifact_dir, atomic_write, write_json_atomic
-from bridge.models import (
-    MINILM,
-    ModelRef,
-    hub_error,
-    inference_precision,
-    precision_key,
-    resolve_model,
-    resolve_precision,
-)
+from bridge.models import MINILM, ModelRef, hub_error, resolve_model
+from bridge.precision import inference_precision, precision_key, shipped_path
 
 ENCODE_CHUNK = 1024
 """Documents per chunk when a corpus is encoded by a mapper (one chunk per worker call)."""
@@ -59,8 +52,9 @@ class SentenceEncoder:
         precision: str = "fp32",
     ) -> None:
         self.model_ref = resolve_model(model)
-        self.precision = resolve_precision(precision)
-        """fp32 or bf16 (``auto`` resolved for this CPU): bf16 embeddings are cached apart from fp32 ones."""
+        self.precision = shipped_path(precision)
+        """fp32 or bf16 (``auto`` is settled by the probe before, bridge.precision): bf16 embeddings are cached
+        apart from fp32 ones."""
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.batch_size = batch_size

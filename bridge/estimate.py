@@ -29,7 +29,6 @@ probabilities, and the value of asking about a pair, all from one model of the h
 from __future__ import annotations
 
 import itertools
-import math
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
@@ -38,7 +37,7 @@ from statistics import NormalDist
 import numpy as np
 
 from bridge.holes import HoleModel, Pair
-from bridge.scoring import FlatQrels, RunMatrix, normaliser, per_topic, topic_values
+from bridge.scoring import FlatQrels, RunMatrix, gain_values, gains_at, normaliser, relevance_effects
 from bridge.trec import Qrels, Run, top_k
 
 SETTLED, LIKELY, OPEN = "settled", "likely", "open"
@@ -109,178 +108,245 @@ class EstimateConfig:
 # -- bounds --------------------------------------------------------------------------------------------
 
 
+@dataclass(frozen=True)
 class TopicView:
-    """One topic's judgments as the bounds need them: fixed grades, open pairs, the ideal DCG for every count
-    of relevant open pairs."""
+    """One topic's judgments as the bounds read them: fixed grades, open documents, the relevance threshold, the
+    cutoff and the largest gain an open document may take in nDCG (default: the threshold grade)."""
 
-    def __init__(
-        self, grades: Mapping[str, int], open_docs: Iterable[str], threshold: int, k: int, gain: int | None = None
-    ) -> None:
-        self.grades = grades
-        self.open = set(open_docs)
-        self.threshold = threshold
-        self.gain = threshold if gain is None else gain
-        """The largest gain an open document may take in nDCG (the dataset's top grade)."""
-        self.k = k
-        positive = sorted((g for g in grades.values() if g > 0), reverse=True)
-        self.relevant = sum(1 for g in positive if g >= threshold)
-        self._positive = positive
-        self._idcg: dict[int, float] = {}
+    grades: Mapping[str, int]
+    open: Iterable[str]
+    threshold: int
+    k: int
+    gain: int | None = None
 
-    def ideal_range(self) -> tuple[float, float]:
-        """The smallest positive and the largest ideal DCG@k any grades of the open documents allow (0, 0 when
-        nothing can be relevant)."""
-        high = self.idcg(len(self.open))
-        low = self.idcg(0) if self._positive else (1.0 if self.open else 0.0)
-        return low, high
-
-    def fixed_relevant(self, ranked: Sequence[str]) -> list[int]:
-        """Ranks in ``ranked`` of documents fixed as relevant."""
-        return [r for r, d in enumerate(ranked) if d not in self.open and self.grades.get(d, 0) >= self.threshold]
-
-    def fixed_dcg(self, ranked: Sequence[str]) -> float:
-        """DCG of ``ranked`` from its fixed grades alone (open documents contribute nothing)."""
-        return float(sum(self.grades.get(d, 0) / math.log2(r + 2) for r, d in enumerate(ranked) if d not in self.open))
-
-    def idcg(self, extra: int) -> float:
-        """Ideal DCG@k with ``extra`` more documents of the largest gain."""
-        if extra not in self._idcg:
-            gains = sorted(self._positive + [self.gain] * extra, reverse=True)[: self.k]
-            self._idcg[extra] = float(sum(g / math.log2(i + 2) for i, g in enumerate(gains)))
-        return self._idcg[extra]
-
-
-def system_bounds(measure: str, ranked: Sequence[str], topic: TopicView) -> tuple[float, float]:
-    """(lowest, highest) value of ``measure`` at ``topic`` for a system's top-k ``ranked`` over every
-    assignment of the topic's open labels."""
-    thr, k = topic.threshold, topic.k
-    fixed_rel = topic.fixed_relevant(ranked)
-    open_ranks = [r for r, d in enumerate(ranked) if d in topic.open]
-    m_in = len(open_ranks)
-    n_out = len(topic.open) - m_in
-    if measure == "Hit":
-        return float(bool(fixed_rel)), float(bool(fixed_rel or open_ranks))
-    if measure == "P":
-        return len(fixed_rel) / k, (len(fixed_rel) + m_in) / k
-    if measure == "RR":
-        low = 1.0 / (fixed_rel[0] + 1) if fixed_rel else 0.0
-        first = min(fixed_rel[:1] + open_ranks[:1]) if fixed_rel or open_ranks else None
-        return low, (1.0 / (first + 1) if first is not None else 0.0)
-    if measure == "Recall":
-        found = len(fixed_rel)
-
-        def recall(s: int, outside: int) -> float:
-            total = topic.relevant + s + outside
-            return (found + s) / total if total else 0.0
-
-        return min(recall(s, n_out) for s in range(m_in + 1)), max(recall(s, 0) for s in range(m_in + 1))
-    if measure == "nDCG" and topic.gain != thr:
-        dcg = topic.fixed_dcg(ranked)
-        most = dcg + sum(topic.gain / math.log2(r + 2) for r in open_ranks)
-        low_ideal, high_ideal = topic.ideal_range()
-        return (dcg / high_ideal if high_ideal > 0 else 0.0), (min(1.0, most / low_ideal) if most > 0 else 0.0)
-    if measure == "nDCG":
-        dcg = topic.fixed_dcg(ranked)
-        discounts = sorted(topic.gain / math.log2(r + 2) for r in open_ranks)
-
-        def ndcg(gain: float, extra: int) -> float:
-            ideal = topic.idcg(extra)
-            return (dcg + gain) / ideal if ideal > 0 else 0.0
-
-        low = min(ndcg(sum(discounts[:s]), s + n_out) for s in range(m_in + 1))
-        high = max(ndcg(sum(discounts[m_in - s :]), s) for s in range(m_in + 1))
-        return low, high
-    raise ValueError(f"bounds are computed for Hit, P, RR, Recall, nDCG, not {measure!r}")
+    def table(self, ranked: Sequence[Sequence[str]]) -> BoundsTable:
+        """A one-topic :class:`BoundsTable` of the given systems' rankings (system i is ``ranked[i]``)."""
+        systems = [str(i) for i in range(len(ranked))]
+        return BoundsTable(
+            {s: {"q": list(r)} for s, r in zip(systems, ranked, strict=True)},
+            systems, ["q"], {"q": dict(self.grades)}, {"q": set(self.open)}, self.threshold, self.k, self.gain,
+        )  # fmt: skip
 
 
 def difference_bounds(
     measure: str, ranked_a: Sequence[str], ranked_b: Sequence[str], topic: TopicView
 ) -> tuple[float, float]:
-    """(lowest, highest) of ``measure(a) - measure(b)`` at ``topic`` over every assignment of its open labels, the
-    two systems' top-k taken together: an open document both rank alike moves both scores alike. Exact for Hit, P,
-    Recall and nDCG (for each count of relevant open documents the difference is linear in the labels, so the
-    extremes take the documents with the smallest or largest coefficients); RR takes the two systems' own bounds
-    (valid, not tight)."""
-    thr, k = topic.threshold, topic.k
-    opened = topic.open
-    fixed_a, fixed_b = topic.fixed_relevant(ranked_a), topic.fixed_relevant(ranked_b)
-    open_a = {d for d in ranked_a if d in opened}
-    open_b = {d for d in ranked_b if d in opened}
-    if measure == "Hit":
-        low = _lowest_hit_difference(bool(fixed_a), bool(fixed_b), open_a, open_b)
-        return low, -_lowest_hit_difference(bool(fixed_b), bool(fixed_a), open_b, open_a)
-    if measure == "RR":
-        low_a, high_a = system_bounds("RR", ranked_a, topic)
-        low_b, high_b = system_bounds("RR", ranked_b, topic)
-        return low_a - high_b, high_a - low_b
-    if measure == "P":
-        coefs = [float(d in open_a) - float(d in open_b) for d in open_a | open_b]
-        base = len(fixed_a) - len(fixed_b)
-        return (base + sum(c for c in coefs if c < 0)) / k, (base + sum(c for c in coefs if c > 0)) / k
-    if measure not in ("Recall", "nDCG"):
-        raise ValueError(f"bounds are computed for Hit, P, RR, Recall, nDCG, not {measure!r}")
-    n_open = len(opened)
-    if measure == "nDCG" and topic.gain != thr:  # graded open documents: valid bounds, not tight
-        return _graded_ndcg_difference(ranked_a, ranked_b, topic)
-    if measure == "Recall":
-        base = float(len(fixed_a) - len(fixed_b))
-        inside = [float(d in open_a) - float(d in open_b) for d in open_a | open_b]
-        denominators = [float(topic.relevant + m) for m in range(n_open + 1)]
-    else:
-        rank_a = {d: r for r, d in enumerate(ranked_a)}
-        rank_b = {d: r for r, d in enumerate(ranked_b)}
-        base = topic.fixed_dcg(ranked_a) - topic.fixed_dcg(ranked_b)
+    """(lowest, highest) of ``measure(a) - measure(b)`` at one topic over every assignment of its open labels
+    (:meth:`BoundsTable.difference_bounds` on that topic alone)."""
+    low, high = topic.table([ranked_a, ranked_b]).difference_bounds(measure, 0, 1)
+    return float(low[0]), float(high[0])
 
-        def discount(rank: int | None) -> float:
-            return 0.0 if rank is None else topic.gain / math.log2(rank + 2)
 
-        inside = [discount(rank_a.get(d)) - discount(rank_b.get(d)) for d in open_a | open_b]
-        denominators = [topic.idcg(m) for m in range(n_open + 1)]
-    coefs = sorted(inside + [0.0] * (n_open - len(inside)))  # open documents neither ranks: coefficient 0
-    smallest = np.concatenate([[0.0], np.cumsum(coefs)])
-    largest = np.concatenate([[0.0], np.cumsum(coefs[::-1])])
-    values_low, values_high = [], []
-    for m, denominator in enumerate(denominators):
-        if denominator <= 0:  # nothing relevant: both scores 0
-            values_low.append(0.0)
-            values_high.append(0.0)
+MEASURES_WITH_BOUNDS = ("Hit", "P", "RR", "Recall", "nDCG")
+
+
+class BoundsTable:
+    """What the bounds read from every system's top k at every topic, as arrays (systems x topics x k): the fixed
+    grade at each rank (0 where the document is open or missing) and the column of an open document among its
+    topic's open documents (-1: not open). Everything the bounds compute is vectorized over topics and systems,
+    so a leaderboard of thousands of topics is bounded in a few array operations rather than a Python loop per
+    topic and pair of systems."""
+
+    def __init__(
+        self,
+        ranked: Mapping[str, Mapping[str, Sequence[str]]],
+        systems: Sequence[str],
+        topics: Sequence[str],
+        fixed: Qrels,
+        open_by_topic: Mapping[str, Iterable[str]],
+        threshold: int,
+        k: int,
+        gain: int | None = None,
+    ) -> None:
+        self.threshold, self.k = threshold, k
+        self.gain = threshold if gain is None else gain
+        """The largest gain an open document may take in nDCG (the dataset's top grade)."""
+        n_systems, n_topics = len(systems), len(topics)
+        opened = [sorted(set(open_by_topic.get(q, ()))) for q in topics]
+        self.n_open = np.array([len(docs) for docs in opened], dtype=int)
+        self.width = int(self.n_open.max(initial=0))
+        self.grade = np.zeros((n_systems, n_topics, k))
+        self.column = np.full((n_systems, n_topics, k), -1, dtype=int)
+        self.present = np.zeros((n_systems, n_topics, k), dtype=bool)
+        positives = np.zeros((n_topics, k))
+        self.relevant = np.zeros(n_topics, dtype=int)
+        """Fixed relevant documents per topic (the recall denominator before any open one)."""
+        self.has_positive = np.zeros(n_topics, dtype=bool)
+        for t, qid in enumerate(topics):
+            grades = fixed.get(qid, {})
+            column = {d: j for j, d in enumerate(opened[t])}
+            positive = sorted((g for g in grades.values() if g > 0), reverse=True)
+            self.relevant[t] = sum(1 for g in positive if g >= threshold)
+            self.has_positive[t] = bool(positive)
+            positives[t, : min(k, len(positive))] = positive[:k]
+            for i, system in enumerate(systems):
+                for r, docid in enumerate(ranked[system][qid][:k]):
+                    self.present[i, t, r] = True
+                    j = column.get(docid)
+                    if j is None:
+                        self.grade[i, t, r] = grades.get(docid, 0)
+                    else:
+                        self.column[i, t, r] = j
+        self.log2 = np.log2(np.arange(2, k + 2))
+        self.is_open = self.column >= 0
+        self.fixed_rel = self.present & ~self.is_open & (self.grade >= threshold)
+        self.found = self.fixed_rel.sum(axis=-1)
+        """Fixed relevant documents in each top k (systems x topics)."""
+        self.m_in = self.is_open.sum(axis=-1)
+        self.dcg = np.cumsum(self.grade / self.log2, axis=-1)[..., -1]
+        """DCG of each top k from its fixed grades alone (open documents contribute nothing)."""
+        self.idcg = self._ideal_dcg(positives)
+
+    def _ideal_dcg(self, positives: np.ndarray) -> np.ndarray:
+        """(topics, open + 1): the ideal DCG@k with m more documents of the largest gain, for every m: the fixed
+        positive grades (descending) with m copies of the gain merged in after the grades above it."""
+        k, extra = self.k, np.arange(self.width + 1)[None, :, None]
+        rank = np.arange(k)[None, None, :]
+        above = (positives > self.gain).sum(axis=1)[:, None, None]
+        source = np.where(rank < above, rank, np.where(rank < above + extra, -1, rank - extra))
+        fixed = np.take_along_axis(positives[:, None, :], np.maximum(source, 0), axis=2)
+        merged = np.where(source < 0, float(self.gain), fixed)
+        return np.cumsum(merged / self.log2, axis=-1)[..., -1]
+
+    def ideal_range(self) -> tuple[np.ndarray, np.ndarray]:
+        """Per topic, the smallest positive and the largest ideal DCG@k any grades of the open documents allow (0, 0
+        when nothing can be relevant)."""
+        topics = np.arange(len(self.n_open))
+        high = self.idcg[topics, self.n_open]
+        low = np.where(self.has_positive, self.idcg[:, 0], np.where(self.n_open > 0, 1.0, 0.0))
+        return low, high
+
+    def system_bounds(self, measure: str) -> tuple[np.ndarray, np.ndarray]:
+        """(lowest, highest) value of ``measure`` per system and topic (systems x topics) over every assignment of
+        the open labels."""
+        k, found, m_in = self.k, self.found, self.m_in
+        if measure == "Hit":
+            return (found > 0).astype(float), (found + m_in > 0).astype(float)
+        if measure == "P":
+            return found / k, (found + m_in) / k
+        if measure == "RR":
+            return _reciprocal_rank(self.fixed_rel), _reciprocal_rank(self.fixed_rel | self.is_open)
+        n_out = self.n_open[None, :] - m_in
+        s = np.arange(k + 1)[None, None, :]
+        allowed = s <= m_in[..., None]  # s: relevant open documents inside the top k
+        if measure == "Recall":
+            low = _ratio(found[..., None] + s, self.relevant[None, :, None] + s + n_out[..., None])
+            high = _ratio(found[..., None] + s, self.relevant[None, :, None] + s)
+            return np.where(allowed, low, np.inf).min(axis=-1), np.where(allowed, high, -np.inf).max(axis=-1)
+        if measure != "nDCG":
+            raise ValueError(f"bounds are computed for {', '.join(MEASURES_WITH_BOUNDS)}, not {measure!r}")
+        discount = self.gain / self.log2
+        if self.gain != self.threshold:  # graded open documents: valid bounds, not tight
+            most = self.dcg + np.where(self.is_open, discount, 0.0).sum(axis=-1)
+            low_ideal, high_ideal = self.ideal_range()
+            low = _ratio(self.dcg, np.broadcast_to(high_ideal, self.dcg.shape))
+            high = np.where(most > 0, np.minimum(1.0, _ratio(most, np.broadcast_to(low_ideal, most.shape))), 0.0)
+            return low, high
+        ascending = np.sort(np.where(self.is_open, discount, np.inf), axis=-1)
+        smallest = _prefix_sums(np.where(np.isinf(ascending), 0.0, ascending))  # the s smallest discounts
+        descending = -np.sort(np.where(self.is_open, -discount, np.inf), axis=-1)
+        largest = _prefix_sums(np.where(np.isinf(descending), 0.0, descending))
+        ideal_low = np.take_along_axis(self.idcg[None], np.minimum(s + n_out[..., None], self.width), axis=2)
+        ideal_high = np.take_along_axis(self.idcg[None], np.minimum(s, self.width), axis=2)
+        low = _ratio(self.dcg[..., None] + smallest, ideal_low)
+        high = _ratio(self.dcg[..., None] + largest, ideal_high)
+        return np.where(allowed, low, np.inf).min(axis=-1), np.where(allowed, high, -np.inf).max(axis=-1)
+
+    def _open_columns(self, system: int, values: np.ndarray) -> np.ndarray:
+        """(topics, open documents) ``values`` (k,) at the rank where ``system`` ranks each open document, 0 where it
+        does not."""
+        out = np.zeros((len(self.n_open), max(self.width, 1)))
+        t, r = np.nonzero(self.is_open[system])
+        out[t, self.column[system, t, r]] = values[r]
+        return out
+
+    def difference_bounds(self, measure: str, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """Per topic, (lowest, highest) of ``measure(a) - measure(b)`` over every assignment of the open labels, the
+        two systems' top k taken together: an open document both rank alike moves both scores alike. Exact for Hit,
+        P, Recall and nDCG (for each count of relevant open documents the difference is linear in the labels, so
+        the extremes take the documents with the smallest or largest coefficients); RR takes the two systems' own
+        bounds (valid, not tight)."""
+        k = self.k
+        if measure == "RR":
+            low, high = self.system_bounds("RR")
+            return low[a] - high[b], high[a] - low[b]
+        ones = np.ones(k)
+        in_a, in_b = self._open_columns(a, ones) > 0, self._open_columns(b, ones) > 0
+        only_a, only_b = (in_a & ~in_b).sum(axis=1), (in_b & ~in_a).sum(axis=1)
+        if measure == "Hit":
+            hit_a, hit_b = self.found[a] > 0, self.found[b] > 0
+            low = _lowest_hit_difference(hit_a, hit_b, in_b.any(axis=1), only_b > 0)
+            return low, -_lowest_hit_difference(hit_b, hit_a, in_a.any(axis=1), only_a > 0)
+        base = (self.found[a] - self.found[b]).astype(float)
+        if measure == "P":
+            return (base - only_b) / k, (base + only_a) / k
+        if measure not in ("Recall", "nDCG"):
+            raise ValueError(f"bounds are computed for {', '.join(MEASURES_WITH_BOUNDS)}, not {measure!r}")
+        if measure == "nDCG" and self.gain != self.threshold:
+            return self._graded_ndcg_difference(a, b)
+        extra = np.arange(self.width + 1)[None, :]
+        if measure == "Recall":
+            coefs = in_a.astype(float) - in_b.astype(float)
+            denominators = (self.relevant[:, None] + extra).astype(float)
         else:
-            values_low.append((base + smallest[m]) / denominator)
-            values_high.append((base + largest[m]) / denominator)
-    return min(values_low), max(values_high)
+            discount = self.gain / self.log2
+            coefs = self._open_columns(a, discount) - self._open_columns(b, discount)
+            base = self.dcg[a] - self.dcg[b]
+            denominators = self.idcg
+        # open documents neither ranks have coefficient 0; columns past a topic's open documents are left out
+        valid = np.arange(coefs.shape[1])[None, :] < self.n_open[:, None]
+        smallest = _prefix_sums(np.sort(np.where(valid, coefs, np.inf), axis=1), valid)
+        largest = _prefix_sums(-np.sort(np.where(valid, -coefs, np.inf), axis=1), valid)
+        allowed = extra <= self.n_open[:, None]
+        low = _ratio(base[:, None] + smallest[:, : self.width + 1], denominators)
+        high = _ratio(base[:, None] + largest[:, : self.width + 1], denominators)
+        return np.where(allowed, low, np.inf).min(axis=1), np.where(allowed, high, -np.inf).max(axis=1)
+
+    def _graded_ndcg_difference(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
+        """nDCG(a) - nDCG(b) when open documents may take any grade up to ``gain``: the difference of the two DCGs
+        ranges over [base + gain * (sum of negative coefficients), base + gain * (sum of positive ones)] and the
+        shared ideal DCG over :meth:`ideal_range`; for each numerator the ratio is monotone in the denominator, so
+        the extremes lie among the four corners (and 0, where every gain may be 0)."""
+        discount = 1.0 / self.log2
+        coefs = self._open_columns(a, discount) - self._open_columns(b, discount)
+        base = self.dcg[a] - self.dcg[b]
+        low = base + self.gain * np.where(coefs < 0, coefs, 0.0).sum(axis=1)
+        high = base + self.gain * np.where(coefs > 0, coefs, 0.0).sum(axis=1)
+        low_ideal, high_ideal = self.ideal_range()
+        corners = np.stack([_ratio(n, i) for n in (low, high) for i in (low_ideal, high_ideal)], axis=1)
+        usable = np.tile(np.stack([low_ideal > 0, high_ideal > 0], axis=1), 2)  # the corners' denominators
+        zero = np.where(self.has_positive, np.nan, 0.0)  # every gain may be 0: both scores 0 (NaN: no corner)
+        lowest = np.fmin(np.where(usable, corners, np.inf).min(axis=1), zero)
+        highest = np.fmax(np.where(usable, corners, -np.inf).max(axis=1), zero)
+        nothing = high_ideal <= 0
+        return np.where(nothing, 0.0, np.maximum(-1.0, lowest)), np.where(nothing, 0.0, np.minimum(1.0, highest))
 
 
-def _graded_ndcg_difference(ranked_a: Sequence[str], ranked_b: Sequence[str], topic: TopicView) -> tuple[float, float]:
-    """nDCG(a) - nDCG(b) when open documents may take any grade up to ``topic.gain``: the difference of the two DCGs
-    ranges over [base + gain * (sum of negative coefficients), base + gain * (sum of positive ones)] and the shared
-    ideal DCG over :meth:`TopicView.ideal_range`; for each numerator the ratio is monotone in the denominator, so
-    the extremes lie among the four corners (and 0, where every gain may be 0)."""
-    rank_a = {d: r for r, d in enumerate(ranked_a)}
-    rank_b = {d: r for r, d in enumerate(ranked_b)}
-
-    def discount(rank: int | None) -> float:
-        return 0.0 if rank is None else 1.0 / math.log2(rank + 2)
-
-    coefs = [discount(rank_a.get(d)) - discount(rank_b.get(d)) for d in topic.open & (set(ranked_a) | set(ranked_b))]
-    base = topic.fixed_dcg(ranked_a) - topic.fixed_dcg(ranked_b)
-    low = base + topic.gain * sum(c for c in coefs if c < 0)
-    high = base + topic.gain * sum(c for c in coefs if c > 0)
-    low_ideal, high_ideal = topic.ideal_range()
-    if high_ideal <= 0:
-        return 0.0, 0.0
-    corners = [n / i for n in (low, high) for i in (low_ideal, high_ideal) if i > 0]
-    if not topic._positive:  # every gain may be 0: both scores 0
-        corners.append(0.0)
-    return max(-1.0, min(corners)), min(1.0, max(corners))
+def _reciprocal_rank(relevant: np.ndarray) -> np.ndarray:
+    """1 / (rank of the first True + 1) along the last axis, 0 where there is none."""
+    first = np.argmax(relevant, axis=-1)
+    return np.where(relevant.any(axis=-1), 1.0 / (first + 1), 0.0)
 
 
-def _lowest_hit_difference(hit_a: bool, hit_b: bool, open_a: set[str], open_b: set[str]) -> float:
-    """min Hit(a) - Hit(b): with a fixed hit, a scores 1 and b can score 1 if it has a hit or any open document; without
-    one, a scores 0 when its open documents are not relevant, and b then scores 1 if it has a hit or an open document
-    a does not rank (one a ranks too would give a its hit)."""
-    if hit_a:
-        return 0.0 if hit_b or open_b else 1.0
-    return -1.0 if hit_b or open_b - open_a else 0.0
+def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
+    """numerator / denominator, 0 where the denominator is not positive (nothing relevant: the score is 0)."""
+    numerator, denominator = np.broadcast_arrays(np.asarray(numerator, float), np.asarray(denominator, float))
+    return np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=denominator > 0)
+
+
+def _prefix_sums(values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
+    """Along the last axis: 0, then the running sums (entries outside ``valid`` count as 0)."""
+    if valid is not None:
+        values = np.where(valid, values, 0.0)
+    zero = np.zeros((*values.shape[:-1], 1))
+    return np.concatenate([zero, np.cumsum(values, axis=-1)], axis=-1)
+
+
+def _lowest_hit_difference(hit_a: np.ndarray, hit_b: np.ndarray, open_b: np.ndarray, only_b: np.ndarray) -> np.ndarray:
+    """min Hit(a) - Hit(b): with a fixed hit, a scores 1 and b can score 1 if it has a hit or any open document
+    (``open_b``); without one, a scores 0 when its open documents are not relevant, and b then scores 1 if it has a
+    hit or an open document a does not rank (``only_b``; one a ranks too would give a its hit)."""
+    return np.where(hit_a, np.where(hit_b | open_b, 0.0, 1.0), np.where(hit_b | only_b, -1.0, 0.0))
 
 
 class Bounds:
@@ -298,39 +364,22 @@ class Bounds:
         gain: int | None = None,
     ) -> None:
         self.systems = sorted(ranked)
-        self.gain = gain
         self.topics = list(topics)
-        self.ranked = ranked
-        self.fixed = fixed
-        self.threshold = threshold
-        self.open_by_topic: dict[str, set[str]] = {}
+        open_by_topic: dict[str, set[str]] = {}
         for qid, docid in open_pairs:
-            self.open_by_topic.setdefault(qid, set()).add(docid)
-        shape = (len(self.systems), len(self.topics))
-        self.low = {m.label: np.zeros(shape) for m in measures}
-        self.high = {m.label: np.zeros(shape) for m in measures}
-        for t, qid in enumerate(self.topics):
-            for m in measures:
-                view = self.view(qid, m.k)
-                for i, s in enumerate(self.systems):
-                    low, high = system_bounds(m.name, ranked[s][qid][: m.k], view)
-                    self.low[m.label][i, t], self.high[m.label][i, t] = low, high
-
-    def view(self, qid: str, k: int) -> TopicView:
-        return TopicView(self.fixed.get(qid, {}), self.open_by_topic.get(qid, set()), self.threshold, k, self.gain)
+            open_by_topic.setdefault(qid, set()).add(docid)
+        self.tables = {
+            k: BoundsTable(ranked, self.systems, self.topics, fixed, open_by_topic, threshold, k, gain)
+            for k in sorted({m.k for m in measures})
+        }
+        self.low: dict[str, np.ndarray] = {}
+        self.high: dict[str, np.ndarray] = {}
+        for m in measures:
+            self.low[m.label], self.high[m.label] = self.tables[m.k].system_bounds(m.name)
 
     def difference(self, measure: Measure, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
         """Per topic, the lowest and highest ``measure(a) - measure(b)``."""
-        out = [
-            difference_bounds(
-                measure.name,
-                self.ranked[self.systems[a]][qid][: measure.k],
-                self.ranked[self.systems[b]][qid][: measure.k],
-                self.view(qid, measure.k),
-            )
-            for qid in self.topics
-        ]
-        return np.array([x for x, _ in out], dtype=float), np.array([x for _, x in out], dtype=float)
+        return self.tables[measure.k].difference_bounds(measure.name, a, b)
 
 
 # -- the estimate ------------------------------------------------------------------------------------------
@@ -413,7 +462,9 @@ class Leaderboard:
         self.flat = FlatQrels(model.fixed, model.fixed, self.topics, model.threshold, extra=model.pairs)
         self.open_rows = np.array([self.flat.index[p] for p in model.pairs], dtype=int)
         self.matrices = {
-            (s, k): RunMatrix(runs[s], self.flat, k) for s in self.systems for k in {m.k for m in self.measures}
+            (s, k): RunMatrix(runs[s], self.flat, k, self.ranked[s])
+            for s in self.systems
+            for k in {m.k for m in self.measures}
         }
         self._draw()
 
@@ -436,16 +487,23 @@ class Leaderboard:
         self.means = {m.label: np.zeros((draws, s)) for m in self.measures}
         self.resampled = {m.label: np.zeros((draws, s)) for m in self.measures}
         self.topic_means = {m.label: np.zeros((s, n)) for m in self.measures}
+        rows = {k: self.top_rows(k) for k in {m.k for m in self.measures}}
         for start in range(0, draws, cfg.chunk):
             c = min(cfg.chunk, draws - start)
             grades = self._drawn_grades(rng, c)
             w = self.weights[start : start + c]
+            gains = {k: gains_at(r, grades) for k, r in rows.items()}  # c x s x t x k
             for m in self.measures:
                 norm = normaliser(m.name, self.flat.slots, grades, m.k, self.model.threshold)
-                values = np.stack([self._values(m, s, grades, norm) for s in self.systems], axis=1)  # c x s x t
+                norm = None if norm is None else norm[:, None, :]  # the same for every system
+                values = gain_values(m.name, gains[m.k], m.k, self.model.threshold, norm)  # c x s x t
                 self.means[m.label][start : start + c] = values.mean(axis=2) if n else 0.0
                 self.resampled[m.label][start : start + c] = np.einsum("cst,ct->cs", values, w)
                 self.topic_means[m.label] += values.sum(axis=0) / draws
+
+    def top_rows(self, k: int) -> np.ndarray:
+        """(systems x topics x k) every system's top k as rows of the flat qrels (:class:`RunMatrix`)."""
+        return np.stack([self.matrices[(s, k)].rows for s in self.systems])
 
     def _drawn_grades(self, rng: np.random.Generator, n: int) -> np.ndarray:
         """(n, rows) grades: the fixed ones, and the open pairs' drawn from the hole model."""
@@ -453,9 +511,6 @@ class Leaderboard:
         if len(self.open_rows):
             grades[:, self.open_rows] = self.model.draw_grades(rng, n)
         return grades
-
-    def _values(self, m: Measure, system: str, grades: np.ndarray, norm: np.ndarray | None) -> np.ndarray:
-        return per_topic(m.name, self.matrices[(system, m.k)], self.flat, grades, m.k, norm)
 
     def _interval(self, draws: np.ndarray, level: float | None = None) -> tuple[float, float]:
         tail = 100 * (self.config.alpha / 2 if level is None else (1 - level))
@@ -516,35 +571,16 @@ class Leaderboard:
         included)."""
         cfg = self.config
         rng = np.random.default_rng([cfg.seed, 1])
-        c = max(cfg.value_draws, 1)
-        grades = self._drawn_grades(rng, c)
-        column = {q: t for t, q in enumerate(self.topics)}
-        by_topic: dict[int, list[int]] = {}
-        for j, (qid, _) in enumerate(pairs):
-            if qid in column:
-                by_topic.setdefault(column[qid], []).append(j)
+        grades = self._drawn_grades(rng, max(cfg.value_draws, 1))
+        topics = set(self.topics)
+        members = np.array([j for j, (qid, _) in enumerate(pairs) if qid in topics], dtype=int)
+        rows = np.array([self.flat.index[pairs[j]] for j in members], dtype=int)
         out = {m.label: np.zeros((len(pairs), len(self.systems))) for m in self.measures}
         n = max(len(self.topics), 1)
-        for t, members in by_topic.items():
-            slots = self.flat.slots[t]
-            local = {int(row): i for i, row in enumerate(slots) if row >= 0}
-            topic_grades = np.where(slots >= 0, grades[:, np.maximum(slots, 0)], 0.0)  # c x width
-            rows = [local[self.flat.index[pairs[j]]] for j in members]
-            forced = np.repeat(topic_grades[None, None], 2, axis=1).repeat(len(rows), axis=0)  # pairs x 2 x c x width
-            for i, r in enumerate(rows):
-                forced[i, 0, :, r] = float(self.model.threshold)
-                forced[i, 1, :, r] = 0.0
-            width = np.arange(len(slots))[None, :]
-            for m in self.measures:
-                ranks = np.stack([self._local_rows(s, m.k, t, local) for s in self.systems])  # systems x k
-                values = topic_values(m.name, ranks, np.where(slots >= 0, width, -1), forced, m.k, self.model.threshold)
-                effect = (values[:, 0] - values[:, 1]).mean(axis=1)  # pairs x systems
-                out[m.label][members] = effect / n
+        for m in self.measures:
+            effect = relevance_effects(m.name, self.top_rows(m.k), self.flat, grades, rows, m.k, self.model.threshold)
+            out[m.label][members] = effect / n
         return out
-
-    def _local_rows(self, system: str, k: int, t: int, local: Mapping[int, int]) -> np.ndarray:
-        rows = self.matrices[(system, k)].rows[t]
-        return np.array([local.get(int(r), -1) if r >= 0 else -1 for r in rows], dtype=int)
 
     def values(self, pairs: Sequence[Pair] | None = None) -> dict[Pair, float]:
         """Open pair -> the expected number of open comparisons its label would make likely or settled (plus a

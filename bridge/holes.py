@@ -137,7 +137,11 @@ class Calibration:
         return sigmoid(self.draws @ np.asarray(x, dtype=float).T)
 
     def mean(self, x: np.ndarray) -> np.ndarray:
-        return self.probabilities(x).mean(axis=0)
+        """P per pair averaged over the draws, computed once per distinct feature row (the gate's tens of
+        thousands of pairs share one)."""
+        x = np.asarray(x, dtype=float).reshape(len(x), len(self.features))
+        rows, inverse = np.unique(x, axis=0, return_inverse=True)
+        return self.probabilities(rows).mean(axis=0)[inverse.reshape(-1)]
 
     def shifted(self, shifts: np.ndarray, rng: np.random.Generator, size: int) -> Calibration:
         """``size`` draws, each a random draw of this calibration with its intercept moved by a draw of ``shifts``."""

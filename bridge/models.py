@@ -10,7 +10,6 @@ from __future__ import annotations
 
 import hashlib
 import importlib.util
-from contextlib import AbstractContextManager, nullcontext
 from dataclasses import dataclass
 from pathlib import Path
 
@@ -97,41 +96,3 @@ def model_digest(path: Path) -> str:
             if f.suffix in (".json", ".txt") and f.stat().st_size < 1 << 20:
                 h.update(f.read_bytes())
     return h.hexdigest()[:12]
-
-
-PRECISIONS = ("auto", "fp32", "bf16")
-"""Encoder inference precision: ``bf16`` runs the encoders' matrix products in bfloat16 (torch CPU autocast), which
-CPUs with AMX tiles (Intel Sapphire Rapids and later) execute natively: 2.8x the fp32 throughput of MiniLM here,
-embeddings at cosine > 0.9999 (bench/RESULTS.md). On other CPUs bfloat16 is emulated and slower, so ``auto`` picks
-``bf16`` only where AMX is present."""
-
-
-def native_bf16() -> bool:
-    """Whether this CPU multiplies bfloat16 matrices natively (AMX tiles)."""
-    import torch
-
-    probe = getattr(torch.cpu, "_is_amx_tile_supported", None)
-    return bool(probe()) if probe is not None else False
-
-
-def resolve_precision(precision: str) -> str:
-    """``auto`` -> ``bf16`` on a CPU with AMX, else ``fp32``; ``fp32`` and ``bf16`` as given."""
-    if precision not in PRECISIONS:
-        raise BridgeError(f"encoder precision must be one of {', '.join(PRECISIONS)}, got {precision!r}")
-    if precision == "auto":
-        return "bf16" if native_bf16() else "fp32"
-    return precision
-
-
-def precision_key(precision: str) -> dict[str, str]:
-    """What a precision adds to a cache key: nothing for fp32 (the keys fp32 encodings always had), else itself."""
-    return {} if precision == "fp32" else {"precision": precision}
-
-
-def inference_precision(precision: str, device: str = "cpu") -> AbstractContextManager:
-    """Where an encoder runs its forward pass: bfloat16 autocast for ``bf16``, nothing for ``fp32``."""
-    if precision != "bf16":
-        return nullcontext()
-    import torch
-
-    return torch.autocast(device.split(":")[0], dtype=torch.bfloat16)

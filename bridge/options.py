@@ -7,9 +7,11 @@ Environment variables are read here and only here: ``BRIDGE_DATA`` (data directo
 from __future__ import annotations
 
 import argparse
+import json
 import os
 import sys
 from pathlib import Path
+from typing import Any
 
 from bridge.config import DEFAULT_DATA_DIR, Workspace
 
@@ -149,3 +151,23 @@ def add_executor_options(
     g.add_argument("--ray-address", default=None, help="a running Ray cluster (default: start a local Ray runtime)")
     g.add_argument("--workers", type=int, default=2, help="Ray workers (default: 2)")
     g.add_argument("--worker-cpus", type=float, default=1.0, help="CPUs per Ray worker (default: 1)")
+
+
+IGNORED_ARGS = frozenset({"quiet", "verbose", "force", "func", "handler"})
+"""Command-line settings that change no output: verbosity, the up-to-date check's switch, argparse's dispatch."""
+
+
+def args_settings(args: argparse.Namespace) -> dict[str, Any]:
+    """A command's settings from its parsed arguments, without those that change no output (JSON: paths as text):
+    what a stage's up-to-date stamp (bridge.stamp) covers."""
+    kept = {k: v for k, v in sorted(vars(args).items()) if k not in IGNORED_ARGS and not callable(v)}
+    return json.loads(json.dumps(kept, default=str))
+
+
+def add_force_option(parser: argparse.ArgumentParser) -> None:
+    parser.add_argument(
+        "--force",
+        action="store_true",
+        help="run even when up to date (by default a stage whose settings, code, inputs and outputs are unchanged "
+        "since it last finished prints its last summary and stops)",
+    )

@@ -5,13 +5,15 @@ from __future__ import annotations
 import argparse
 import logging
 
-from bridge.options import add_common_options, dataset_from_args, workspace_from_args
+from bridge.options import add_common_options, add_force_option, args_settings, dataset_from_args, workspace_from_args
+from bridge.stamp import stage_stamp
 
 
 def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pool", help="top-DEPTH of every run minus judged pairs -> pool.tsv")
     add_common_options(p)
     p.add_argument("--depth", type=int, default=10, help="pool depth per run (default: 10)")
+    add_force_option(p)
     p.set_defaults(func=cmd_pool)
 
 
@@ -21,13 +23,21 @@ def cmd_pool(args: argparse.Namespace) -> int:
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
+    outputs = (ws.pool_file(ds.slug), ws.original_qrels(ds.slug))
+    read = (ws.runs(ds.slug), *outputs)
+    stamp = stage_stamp(outputs[0].parent, "pool", args_settings(args), read, dataset=ds.fingerprint)
+    if not args.force and (saved := stamp.up_to_date()) is not None:
+        print(f"pool: {stamp.skip_line()}\n{saved}")
+        return 0
     runs = load_runs(ws.runs(ds.slug))
     for warning in check_run_queries(runs, ds.qids):
         logging.warning(warning)
     entries = build_pool(runs, ds.qrels, ds.qids, depth=args.depth)
-    write_pool(entries, ws.pool_file(ds.slug))
-    write_qrels(ds.qrels, ws.original_qrels(ds.slug))
+    write_pool(entries, outputs[0])
+    write_qrels(ds.qrels, outputs[1])
     queries = len({e.qid for e in entries})
-    print(f"pooled {len(runs)} runs at depth {args.depth}: {len(entries)} unjudged pairs over {queries} queries")
-    print(f"-> {ws.pool_file(ds.slug)}")
+    summary = f"pooled {len(runs)} runs at depth {args.depth}: {len(entries)} unjudged pairs over {queries} queries"
+    summary += f"\n-> {outputs[0]}"
+    print(summary)
+    stamp.write(summary)
     return 0

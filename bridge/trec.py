@@ -13,6 +13,7 @@ from __future__ import annotations
 
 import math
 from collections.abc import Iterable, Mapping
+from operator import itemgetter
 from pathlib import Path
 
 from bridge.errors import InputError
@@ -27,37 +28,45 @@ Qrels = dict[str, dict[str, int]]
 
 def ranked(scores: Mapping[str, float]) -> list[tuple[str, float]]:
     """One query's documents in trec_eval order: score descending, then docid descending."""
-    return sorted(scores.items(), key=lambda item: (item[1], item[0]), reverse=True)
+    return sorted(scores.items(), key=_SCORE_THEN_DOCID, reverse=True)
 
 
-def top_k(scores: Mapping[str, float], k: int) -> list[str]:
+_SCORE_THEN_DOCID = itemgetter(1, 0)
+
+
+def top_k(scores: Mapping[str, float], k: int | None) -> list[str]:
+    """The first ``k`` documents in trec_eval order (all of them where ``k`` is None)."""
     return [docid for docid, _ in ranked(scores)[:k]]
 
 
-def canonical_scores(run: Mapping[str, Mapping[str, float]]) -> Run:
-    """Replace scores by strictly decreasing integers in trec_eval order.
+def canonical_scores(run: Mapping[str, Mapping[str, float]], depth: int | None = None) -> Run:
+    """Replace scores by strictly decreasing integers in trec_eval order (the first ``depth`` documents only, where
+    given: what a measure cut at ``depth`` reads).
 
     Evaluation back-ends break ties differently; after this, there are no ties left and
     every back-end sees exactly trec_eval's ranking.
     """
     out: Run = {}
     for qid, scores in run.items():
-        docs = ranked(scores)
-        out[qid] = {docid: float(len(docs) - i) for i, (docid, _) in enumerate(docs)}
+        docs = top_k(scores, depth)
+        out[qid] = {docid: float(len(docs) - i) for i, docid in enumerate(docs)}
     return out
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a TREC run; raise :class:`InputError` naming file, line and problem."""
+    """Read a TREC run; raise :class:`InputError` naming file, line and problem.
+
+    Reading the runs is a large share of ``bridge eval``: the loop keeps to what each line needs (a repeated
+    (qid, docid) shows as a query's documents not growing; the line it repeats is looked up only then)."""
     path = Path(path)
     run: Run = {}
-    seen_at: dict[tuple[str, str], int] = {}
+    current, docs = None, {}
     with open(path, encoding="utf-8") as handle:
         for lineno, line in enumerate(handle, start=1):
             fields = line.split()
-            if not fields:
-                continue
             if len(fields) != 6:
+                if not fields:
+                    continue
                 raise InputError(
                     f"expected 6 columns 'qid Q0 docid rank score tag', found {len(fields)}",
                     path=path,
@@ -74,16 +83,29 @@ def read_run(path: str | Path) -> Run:
                 raise InputError(f"score {score!r} is not a number", path=path, line=lineno, field="score") from None
             if math.isnan(value):
                 raise InputError("score is NaN", path=path, line=lineno, field="score")
-            key = (qid, docid)
-            if key in seen_at:
+            if qid != current:
+                current, docs = qid, run.get(qid)
+                if docs is None:
+                    docs = run[qid] = {}
+            size = len(docs)
+            docs[docid] = value
+            if len(docs) == size:
                 raise InputError(
-                    f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {seen_at[key]}",
+                    f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {_first_line(path, qid, docid)}",
                     path=path,
                     line=lineno,
                 )
-            seen_at[key] = lineno
-            run.setdefault(qid, {})[docid] = value
     return run
+
+
+def _first_line(path: Path, qid: str, docid: str) -> int:
+    """The first line of a run file that holds (qid, docid)."""
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            fields = line.split()
+            if fields[:1] == [qid] and fields[2:3] == [docid]:
+                return lineno
+    raise ValueError(f"({qid}, {docid}) is not in {path}")
 
 
 def read_runs(folder: str | Path) -> dict[str, Run]:

@@ -8,12 +8,24 @@ import logging
 import re
 from collections.abc import Sequence
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 from bridge.errors import BridgeError
-from bridge.options import add_common_options, dataset_from_args, show_progress, workspace_from_args
+from bridge.options import (
+    add_common_options,
+    add_force_option,
+    args_settings,
+    dataset_from_args,
+    show_progress,
+    workspace_from_args,
+)
+from bridge.stamp import stage_stamp
 from eval.leaderboard import AUGMENTED as AUGMENTED_NAME
 from eval.significance import DEFAULT_PERMUTATIONS
 from eval.summary import fmt_ci, summary_text
+
+if TYPE_CHECKING:
+    from bridge.datasets import Dataset
 
 log = logging.getLogger(__name__)
 
@@ -96,6 +108,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "stability, the most valuable open pairs)",
     )
     p.add_argument("--no-figures", action="store_true", help="skip the PNG figures")
+    add_force_option(p)
     p.add_argument(
         "--pool-config",
         default="default",
@@ -191,8 +204,9 @@ def _named_paths(values: list[str], what: str) -> list[tuple[str, Path]]:
     return out
 
 
-def load_inputs(args: argparse.Namespace):
-    """Runs, qrels sets, labels and pool membership for ``bridge eval`` (and ``bridge rag``)."""
+def load_inputs(args: argparse.Namespace, ds: Dataset | None = None):
+    """Runs, qrels sets, labels and pool membership for ``bridge eval`` (and ``bridge rag``); ``ds``: the
+    dataset the arguments name, when the caller has loaded it already."""
     from bridge.holes import CALIBRATIONS_FILE, read_calibrations
     from bridge.judging.audit import read_audit_report
     from bridge.label_records import read_labels
@@ -201,7 +215,7 @@ def load_inputs(args: argparse.Namespace):
     from eval.harness import AUGMENTED, ORIGINAL, EvalInputs, lift_new_labels
 
     ws = workspace_from_args(args)
-    ds = dataset_from_args(args)
+    ds = ds if ds is not None else dataset_from_args(args)
     run_dir = ws.runs(ds.slug)
     runs = read_runs(run_dir)
     for name, path in _named_paths(args.run, "run"):
@@ -284,7 +298,16 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise BridgeError(f"--k must be at least 1, got {args.k}")
     if args.draws < 1:
         raise BridgeError(f"--draws must be at least 1, got {args.draws}")
-    ws, ds, inputs = load_inputs(args)
+    ws, ds = workspace_from_args(args), dataset_from_args(args)
+    out = ws.reports(ds.slug)
+    read = [ws.runs(ds.slug), ws.labels_file(ds.slug).parent, out]  # out: its outputs and label's judge-audit.json
+    read += [path for _, path in _named_paths(args.run, "run") + _named_paths(args.qrels, "qrels")]
+    settings = args_settings(args)
+    stamp = stage_stamp(out, "eval", settings, read, ignore=[out / "score"], dataset=ds.fingerprint)  # not score's
+    if not args.force and (saved := stamp.up_to_date()) is not None:
+        print(f"eval: {stamp.skip_line()}\n{saved}")
+        return 0
+    ws, ds, inputs = load_inputs(args, ds)
     issues = inputs.qid_issues()
     for issue in issues:
         log.warning("query ids: %s", issue.message())
@@ -302,10 +325,10 @@ def cmd_eval(args: argparse.Namespace) -> int:
         estimate=None if args.no_estimate else EstimateConfig(draws=args.draws, seed=args.seed),
     )
     result = run_evaluation(inputs, config, progress=show_progress(args))
-    out = ws.reports(ds.slug)
     written = write_report(result, out, figures=not args.no_figures)
-    print(summary_text(result))
-    print("\n".join(f"-> {path}" for path in written))
+    text = summary_text(result) + "\n" + "\n".join(f"-> {path}" for path in written)
+    print(text)
+    stamp.write(text)
     return 0
 
 

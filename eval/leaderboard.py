@@ -21,9 +21,9 @@ from bridge.errors import InputError
 from bridge.fsio import atomic_write
 from bridge.trec import Qrels, Run
 from eval.estimated import EstimatedLeaderboard
-from eval.measures import MeasureSpec, holes_in_top_k, per_query_scores
+from eval.measures import MeasureSpec, Scorer, holes_in_top_k, per_query_scores
 from eval.rankcorr import kendall_tau, tau_ap
-from eval.significance import DEFAULT_PERMUTATIONS, PairTest, compare_systems
+from eval.significance import DEFAULT_PERMUTATIONS, PairTest, compare_families
 
 ORIGINAL = "original"
 AUGMENTED = "augmented"
@@ -73,11 +73,17 @@ def score_systems(
     systems = tuple(sorted(runs))
     values: dict[tuple[str, str], np.ndarray] = {}
     total = len(systems) * len(qrels_sets)
+    standard = [s.measure for s in specs if not s.compat]
+    prepared: dict[str, Run] = {}  # each run's part the measures read, the same under every qrels set
     with tqdm(total=total, desc="eval", unit="run", disable=not progress) as bar:
         for name, qrels in qrels_sets.items():
+            scorer = Scorer(qrels, topics, standard) if standard else None
             rows = []
             for system in systems:
-                rows.append(per_query_scores(runs[system], qrels, topics, specs, threshold))
+                if scorer is not None and system not in prepared:
+                    prepared[system] = scorer.prepare(runs[system])
+                run = runs[system]
+                rows.append(per_query_scores(run, qrels, topics, specs, threshold, scorer, prepared.get(system)))
                 bar.update(1)
             for spec in specs:
                 values[(name, spec.label)] = np.array([r[spec.label] for r in rows]).reshape(len(systems), len(topics))
@@ -117,14 +123,13 @@ def significance(
 ) -> Significance:
     if test not in ("randomization", "t"):
         raise ValueError(f"test must be 'randomization' or 't', got {test!r}")
-    tests = {}
-    for name in scores.qrels_names:
-        for spec in scores.specs:
-            if spec.tested:
-                tests[(name, spec.label)] = compare_systems(
-                    scores.values[(name, spec.label)], scores.systems, permutations, seed
-                )
-    return Significance(tests, test, alpha, permutations)
+    families = {
+        (name, spec.label): scores.values[(name, spec.label)]
+        for name in scores.qrels_names
+        for spec in scores.specs
+        if spec.tested
+    }
+    return Significance(compare_families(families, scores.systems, permutations, seed), test, alpha, permutations)
 
 
 # -- leaderboard rows ---------------------------------------------------------------------------

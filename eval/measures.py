@@ -2,8 +2,11 @@
 
 Runs are passed through :func:`bridge.trec.canonical_scores` first, so ties are broken as
 trec_eval breaks them (score descending, docid descending) whichever back-end ir_measures
-picks. Per-query values are averaged over an explicit topic set: a topic that a run did not
+picks, and cut at the measures' largest cutoff where no measure reads deeper (:func:`run_depth`).
+Per-query values are averaged over an explicit topic set: a topic that a run did not
 answer scores 0 (and is reported), a query outside the topics is ignored (and reported).
+Judged@k is computed here (:func:`judged_at`, the quantity of ir_measures' ``judged`` provider,
+tested equal), the other measures by ir_measures, one evaluator per qrels set (:class:`Scorer`).
 
 Measure names: any ir_measures string (``nDCG@10``, ``P(rel=2)@5``, ``AP``), plus the aliases
 ``Hit@k`` (= ``Success@k``), ``Recall@k`` (= ``R@k``) and ``MRR@k`` (= ``RR@k``). On a dataset
@@ -106,31 +109,98 @@ class Evaluation:
     missing_in_run: tuple[str, ...]
 
 
+TOP_K_MEASURES = frozenset({"Success", "nDCG", "P", "R", "RR", "Judged"})
+"""ir_measures measures whose value at a cutoff reads nothing of a run below its first ``cutoff`` documents (unless
+``judged_only`` filters the run first)."""
+
+
+def run_depth(measures: Sequence[ir_measures.Measure]) -> int | None:
+    """How much of each ranking the measures read: the largest cutoff where every measure is one of
+    :data:`TOP_K_MEASURES` at a cutoff, else None (all of it). Scoring only that much gives the same values and
+    spares the back-ends sorting and scanning documents no measure looks at."""
+    cutoffs = []
+    for m in measures:
+        cutoff = m.params.get("cutoff")
+        if m.NAME not in TOP_K_MEASURES or cutoff is None or m.params.get("judged_only"):
+            return None
+        cutoffs.append(int(cutoff))
+    return max(cutoffs, default=None)
+
+
+def judged_at(run: Run, qrels: Qrels, cutoff: int | None) -> dict[str, float]:
+    """Judged@cutoff per query, as ir_measures' ``judged`` provider computes it: the share of the first
+    min(cutoff, retrieved) documents (all of them without a cutoff) that the qrels judge at any grade, for every
+    query of ``run`` the qrels judge (a query they do not judge is left out; ir_measures then reports 0). Computed
+    here: ir_measures' provider re-sorts every ranking in Python, the largest cost of scoring."""
+    out = {}
+    for qid, scores in run.items():
+        judged = qrels.get(qid)
+        if not judged:
+            continue
+        ranking = top_k(scores, cutoff)
+        out[qid] = sum(1 for docid in ranking if docid in judged) / len(ranking) if ranking else 0.0
+    return out
+
+
+class Scorer:
+    """Per-query values of measures under one qrels set over exactly ``topics`` (each topic weighs the same). Built
+    once per qrels set, it scores any number of runs: ir_measures prepares the qrels once, not once per run."""
+
+    def __init__(self, qrels: Qrels, topics: Sequence[str], measures: Sequence[str] = DEFAULT_MEASURES) -> None:
+        self.measures = parse_measures(measures)
+        self.topics = list(topics)
+        self._topic_set = set(self.topics)
+        self.qrels = {q: d for q, d in qrels.items() if q in self._topic_set}
+        self.depth = run_depth(self.measures)
+        self._others = [m for m in self.measures if m.NAME != "Judged"]
+        evaluate = self._others and self.qrels
+        self._evaluator = ir_measures.evaluator(self._others, self.qrels) if evaluate else None
+
+    def prepare(self, run: Run) -> Run:
+        """What the measures read of ``run``: its topics, in trec_eval's order with the ties broken
+        (:func:`canonical_scores`), to the measures' depth. Scorers of the same measures and topics read the same,
+        so a run prepared once serves every qrels set."""
+        return canonical_scores({q: d for q, d in run.items() if q in self._topic_set}, self.depth)
+
+    def evaluate(self, run: Run, prepared: Run | None = None) -> Evaluation:
+        """``run`` scored; ``prepared``: :meth:`prepare` of it, where the caller has it."""
+        run_part = self.prepare(run) if prepared is None else prepared
+        per_query: dict[str, dict[str, float]] = {str(m): dict.fromkeys(self.topics, 0.0) for m in self.measures}
+        for m in self.measures:
+            if m.NAME == "Judged":
+                per_query[str(m)].update(judged_at(run_part, self.qrels, m.params.get("cutoff")))
+        if self._evaluator is not None and run_part:
+            for metric in self._evaluator.iter_calc(run_part):
+                per_query[str(metric.measure)][metric.query_id] = float(metric.value)
+        means = {name: (sum(values.values()) / len(values) if values else 0.0) for name, values in per_query.items()}
+        missing = tuple(q for q in self.topics if q not in run)
+        return Evaluation(means, per_query, missing)
+
+
 def evaluate(run: Run, qrels: Qrels, topics: Sequence[str], measures: Sequence[str] = DEFAULT_MEASURES) -> Evaluation:
     """Evaluate one run against qrels over exactly ``topics`` (each topic weighs the same)."""
-    parsed = parse_measures(measures)
-    topic_set = set(topics)
-    run_part = canonical_scores({q: d for q, d in run.items() if q in topic_set})
-    qrels_part = {q: d for q, d in qrels.items() if q in topic_set}
-    per_query: dict[str, dict[str, float]] = {str(m): dict.fromkeys(topics, 0.0) for m in parsed}
-    if run_part and qrels_part:
-        for metric in ir_measures.iter_calc(parsed, qrels_part, run_part):
-            per_query[str(metric.measure)][metric.query_id] = float(metric.value)
-    means = {name: (sum(values.values()) / len(values) if values else 0.0) for name, values in per_query.items()}
-    missing = tuple(q for q in topics if q not in run)
-    return Evaluation(means, per_query, missing)
+    return Scorer(qrels, topics, measures).evaluate(run)
 
 
 def per_query_scores(
-    run: Run, qrels: Qrels, topics: Sequence[str], specs: Sequence[MeasureSpec], threshold: int = 1
+    run: Run,
+    qrels: Qrels,
+    topics: Sequence[str],
+    specs: Sequence[MeasureSpec],
+    threshold: int = 1,
+    scorer: Scorer | None = None,
+    prepared: Run | None = None,
 ) -> dict[str, np.ndarray]:
-    """label -> per-topic values in ``topics`` order (NaN where a compat measure skips a topic)."""
+    """label -> per-topic values in ``topics`` order (NaN where a compat measure skips a topic). ``scorer``: the
+    :class:`Scorer` of the specs' standard measures under ``qrels`` when scoring many runs; ``prepared``: its
+    :meth:`Scorer.prepare` of ``run``."""
     from eval.bridge_compat import compat_scores
 
     out: dict[str, np.ndarray] = {}
     standard = [s for s in specs if not s.compat]
     if standard:
-        result = evaluate(run, qrels, topics, [s.measure for s in standard])
+        scorer = scorer if scorer is not None else Scorer(qrels, topics, [s.measure for s in standard])
+        result = scorer.evaluate(run, prepared)
         for spec in standard:
             values = result.per_query[spec.measure]
             out[spec.label] = np.array([values[q] for q in topics], dtype=float)

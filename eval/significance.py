@@ -12,14 +12,16 @@ B random flips. One seeded set of flips is shared by all pairs, so results are r
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from itertools import combinations
+from typing import TypeVar
 
 import numpy as np
 from scipy import stats
 
 DEFAULT_PERMUTATIONS = 10_000
+K = TypeVar("K")
 _CHUNK = 500
 _EPS = 1e-12
 
@@ -90,22 +92,36 @@ def compare_systems(
     values: np.ndarray, systems: Sequence[str], permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0
 ) -> list[PairTest]:
     """All pairs of systems on one measure: ``values`` is (systems x topics), NaN-free."""
+    return compare_families({None: values}, systems, permutations, seed)[None]
+
+
+def compare_families(
+    families: Mapping[K, np.ndarray], systems: Sequence[str], permutations: int = DEFAULT_PERMUTATIONS, seed: int = 0
+) -> dict[K, list[PairTest]]:
+    """:func:`compare_systems` for each family (a measure under a qrels set: values systems x topics, NaN-free), Holm's
+    correction within each. The flips are seeded alike for every family, so the randomization test of every pair of
+    every family runs in one pass over one set of flips."""
     pairs = list(combinations(range(len(systems)), 2))
     if not pairs:
-        return []
-    diffs = np.stack([values[a] - values[b] for a, b in pairs])
+        return {key: [] for key in families}
+    keys = list(families)
+    diffs = np.stack([families[key][a] - families[key][b] for key in keys for a, b in pairs])
     p_t = paired_t_pvalues(diffs)
     p_rand = randomization_pvalues(diffs, permutations, seed)
-    p_t_holm, p_rand_holm = holm(p_t), holm(p_rand)
-    return [
-        PairTest(
-            systems[a],
-            systems[b],
-            float(diffs[i].mean()),
-            float(p_t[i]),
-            float(p_rand[i]),
-            float(p_t_holm[i]),
-            float(p_rand_holm[i]),
-        )
-        for i, (a, b) in enumerate(pairs)
-    ]
+    out = {}
+    for f, key in enumerate(keys):
+        rows = slice(f * len(pairs), (f + 1) * len(pairs))
+        p_t_holm, p_rand_holm = holm(p_t[rows]), holm(p_rand[rows])
+        out[key] = [
+            PairTest(
+                systems[a],
+                systems[b],
+                float(diffs[rows][i].mean()),
+                float(p_t[rows][i]),
+                float(p_rand[rows][i]),
+                float(p_t_holm[i]),
+                float(p_rand_holm[i]),
+            )
+            for i, (a, b) in enumerate(pairs)
+        ]
+    return out

@@ -16,6 +16,7 @@ from typing import Any, Protocol
 from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
 from bridge.fsio import artifact_dir
+from bridge.precision import Encode, settle_precision
 from bridge.trec import Run
 
 
@@ -56,6 +57,10 @@ class RetrievalContext:
     def encoder_precision(self, params: Mapping[str, Any]) -> str:
         """An encoder system's precision: its own ``precision`` parameter, else the run's ``--encoder-precision``."""
         return str(params.get("precision", self.options.get("encoder_precision", "fp32")))
+
+    def settle_precision(self, params: Mapping[str, Any], encoder: str, encode: Encode) -> str:
+        """The encoder's precision with ``auto`` settled by this CPU model's probe (cached under the cache folder)."""
+        return settle_precision(self.encoder_precision(params), encoder, encode, self.cache_dir)
 
     def run(self, system: str, consumer: str) -> Run:
         """The run of an input system, with a clear error when it was not produced first."""

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.models import PRECISIONS
 from bridge.options import (
     add_common_options,
     add_llm_options,
@@ -13,6 +12,7 @@ from bridge.options import (
     show_progress,
     workspace_from_args,
 )
+from bridge.precision import PRECISIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -35,10 +35,11 @@ def register(sub: argparse._SubParsersAction) -> None:
         "--encoder-precision",
         choices=PRECISIONS,
         default="auto",
-        help="dense and SPLADE encoders in fp32 or bf16 (bfloat16: on CPUs with AMX tiles MiniLM encodes 3.0x and "
-        "SPLADE-tiny 1.5x faster, nDCG@10 within 0.003; bench encoders); auto (default): bf16 where the CPU has AMX, "
-        "else fp32 (bfloat16 is emulated, slower, elsewhere). A system's own 'precision' parameter wins; bf16 "
-        "encodings are cached apart from fp32 ones",
+        help="dense and SPLADE encoders in fp32 or bf16 (bfloat16 autocast). auto (default): measured, not guessed: "
+        "on first use per CPU model and encoder a ~10 s probe encodes 64 fixed passages with each path and takes "
+        "the fastest whose embeddings agree with fp32's (cosine >= 0.999) and beat it by 10%%, cached under "
+        "CACHE_DIR/precision-probe/ (bf16 is 3x faster for MiniLM with AMX tiles, 0.5x without; bench encoders). "
+        "A system's own 'precision' parameter wins; bf16 encodings are cached apart from fp32 ones",
     )
     from bridge.options import add_executor_options
 

@@ -15,7 +15,8 @@ import numpy as np
 from bridge.datasets import Corpus, Query
 from bridge.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
 from bridge.errors import BridgeError
-from bridge.models import MINILM, precision_key
+from bridge.models import MINILM, resolve_model
+from bridge.precision import precision_key
 from bridge.trec import Run
 from retrievers.base import RetrievalContext, check_params, register_family
 
@@ -154,18 +155,26 @@ DENSE_PARAMS = (
 
 def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> DenseRetriever:
     """A dense retriever whose passage embeddings live in the dataset's shared cache folder."""
+    model, passage_prefix = str(params.get("model", MINILM)), str(params.get("passage_prefix", ""))
+    batch_size, max_length = int(params.get("batch_size", 64)), params.get("max_length")
+    device = str(params.get("device", "cpu"))
+
+    def encode(precision: str, texts: Sequence[str]) -> np.ndarray:
+        encoder = SentenceEncoder(model, "", passage_prefix, batch_size, max_length, device, precision)
+        return encoder.encode_passages(texts)
+
     dense = DenseRetriever(
-        model=str(params.get("model", MINILM)),
+        model=model,
         query_prefix=str(params.get("query_prefix", "")),
-        passage_prefix=str(params.get("passage_prefix", "")),
+        passage_prefix=passage_prefix,
         index_type=str(params.get("index_type", "flat")),
         hnsw_m=int(params.get("hnsw_m", 32)),
         hnsw_ef_construction=int(params.get("hnsw_ef_construction", 200)),
         hnsw_ef_search=int(params.get("hnsw_ef_search", 128)),
-        batch_size=int(params.get("batch_size", 64)),
-        max_length=params.get("max_length"),
-        device=str(params.get("device", "cpu")),
-        precision=context.encoder_precision(params),
+        batch_size=batch_size,
+        max_length=max_length,
+        device=device,
+        precision=context.settle_precision(params, f"dense {resolve_model(model).identity()}", encode),
     )
     dense.embeddings_dir = embeddings_dir(
         dense.encoder, context.cache_dir, context.dataset_slug, context.dataset_fingerprint

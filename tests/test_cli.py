@@ -49,11 +49,20 @@ def test_pipeline_end_to_end(workspace, capsys):
     out = capsys.readouterr().out
     assert "LLM calls:" in out and f"pairs in pool:        {len(expected)}" in out
 
-    # a second label run is answered entirely from the response cache and labels.jsonl
+    # the same command again: nothing changed, so nothing runs; --force: every pair from labels.jsonl, no call
     assert bridge("label", *common, "--rounds", "1", "--max-tokens", "160") == 0
-    assert f"already labeled:      {len(expected)}" in capsys.readouterr().out
+    assert "label: up to date" in capsys.readouterr().out
+    assert bridge("label", *common, "--rounds", "1", "--max-tokens", "160", "--force") == 0
+    out = capsys.readouterr().out
+    assert f"already labeled:      {len(expected)}" in out and "LLM calls made:       0 " in out
 
     assert bridge("eval", *common) == 0
+    assert "eval: up to date" not in capsys.readouterr().out
+    assert bridge("eval", *common) == 0
+    assert "eval: up to date" in capsys.readouterr().out
+    (tmp / "reports/beir-tiny/leaderboard.csv").unlink()  # an output gone: the stage is not up to date
+    assert bridge("eval", *common) == 0
+    assert "eval: up to date" not in capsys.readouterr().out
     with open(tmp / "reports/beir-tiny/leaderboard.csv", newline="") as handle:
         rows = list(csv.DictReader(handle))
     assert {r["measure"] for r in rows} == {"Hit@10", "nDCG@10", "Recall@10", "MRR@10", "Judged@10"}

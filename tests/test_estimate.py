@@ -305,3 +305,97 @@ def test_vectorized_scores_equal_ir_measures_also_over_many_draws():
         batch = per_topic(measure, matrix, flat, draws, 10, normaliser(measure, flat.slots, draws, 10, 2))
         for row, grades in zip(batch, draws, strict=True):
             assert np.allclose(row, per_topic(measure, matrix, flat, grades, 10)), measure
+
+
+def test_bounds_over_many_topics_equal_each_topic_alone_and_every_assignment():
+    """The bounds table pads topics to the most open documents of any topic: per topic, every system's bounds are the
+    extremes over all assignments of that topic's open labels (RR's difference only valid), and each difference is
+    what the topic alone gives."""
+    rng = random.Random(11)
+    docs = [f"d{i}" for i in range(9)]
+    topics = [f"q{t}" for t in range(6)]
+    open_docs = {q: set(rng.sample(docs, rng.randint(0, 4))) for q in topics}
+    fixed = {q: {d: rng.choice([0, 1]) for d in docs if d not in open_docs[q] and rng.random() < 0.5} for q in topics}
+    runs = {
+        f"S{s}": {q: {d: rng.random() for d in rng.sample(docs, rng.randint(0, 5))} for q in topics} for s in range(3)
+    }
+    names = ["Hit", "P", "RR", "Recall", "nDCG"]
+    measures = [Measure(f"{n}@4", n, 4) for n in names]
+    specs = resolve_measures(["Hit@4", "P@4", "MRR@4", "Recall@4", "nDCG@4"], 1)
+    bounds = Bounds(ranked(runs, topics, 4), fixed, [(q, d) for q in topics for d in open_docs[q]], 1, topics, measures)
+    for t, q in enumerate(topics):
+        opened = sorted(open_docs[q])
+        values = {s: {n: [] for n in names} for s in runs}
+        for labels in itertools.product((0, 1), repeat=len(opened)):
+            qrels = {q: {**fixed[q], **dict(zip(opened, labels, strict=True))}}
+            for s, run in runs.items():
+                scores = per_query_scores({q: run[q]}, qrels, [q], specs, 1)
+                for n, spec in zip(names, specs, strict=True):
+                    values[s][n].append(float(scores[spec.label][0]))
+        view = TopicView(fixed[q], open_docs[q], 1, 4)
+        for i, s in enumerate(bounds.systems):
+            for n, m in zip(names, measures, strict=True):
+                extremes = (min(values[s][n]), max(values[s][n]))
+                assert (bounds.low[m.label][i, t], bounds.high[m.label][i, t]) == pytest.approx(extremes), (q, s, n)
+        for (a, sa), (b, sb) in itertools.permutations(enumerate(bounds.systems), 2):
+            for m in measures:
+                low, high = bounds.difference(m, a, b)
+                alone = difference_bounds(m.name, top_k(runs[sa][q], 4), top_k(runs[sb][q], 4), view)
+                assert (low[t], high[t]) == pytest.approx(alone), (q, sa, sb, m.name)
+
+
+def test_the_effect_of_a_pair_by_hand():
+    """One topic, top 3, threshold 1: system A ranks x (open) first and a (relevant) third, B ranks y (open) first.
+    Forcing x relevant rather than not: A's Hit does not move (a is a hit), its RR goes 1/3 -> 1, P by 1/3; B's Hit
+    and RR do not move, but its Recall loses (1 relevant more outside its top 3)."""
+    from bridge.scoring import FlatQrels, RunMatrix, relevance_effects
+
+    fixed = {"q": {"a": 1}}
+    runs = {"A": {"q": {"x": 3.0, "z": 2.0, "a": 1.0}}, "B": {"q": {"y": 3.0, "a": 2.0, "w": 1.0}}}
+    flat = FlatQrels(fixed, fixed, ["q"], 1, extra=[("q", "x"), ("q", "y")])
+    rows = np.stack([RunMatrix(runs[s], flat, 3).rows for s in ("A", "B")])
+    grades = np.stack([flat.grades, flat.grades])  # two draws: x and y not relevant
+    grades[1, flat.index[("q", "y")]] = 1.0  # second draw: y relevant
+    x = np.array([flat.index[("q", "x")]])
+    effect = {n: relevance_effects(n, rows, flat, grades, x, 3, 1)[0] for n in ("Hit", "P", "RR", "Recall")}
+    assert effect["Hit"].tolist() == [0.0, 0.0]
+    assert effect["P"].tolist() == pytest.approx([1 / 3, 0.0])
+    assert effect["RR"].tolist() == pytest.approx([1 - 1 / 3, 0.0])
+    # A: recall 2/2 vs 1/1 (draw 1), 2/3 vs 1/2 (draw 2); B: 1/2 vs 1/1, 2/3 vs 2/2
+    assert effect["Recall"].tolist() == pytest.approx([(0 + (2 / 3 - 1 / 2)) / 2, ((1 / 2 - 1) + (2 / 3 - 1)) / 2])
+
+
+@pytest.mark.parametrize("graded", [False, True])
+def test_effects_equal_rescoring_the_topic_with_the_pair_forced(graded):
+    """The value of a judgment's effects, computed from each topic's values as drawn, equal re-scoring the topic with
+    the pair forced to the threshold grade and to 0 (:func:`bridge.scoring.topic_values`) for every measure."""
+    from bridge.scoring import FlatQrels, RunMatrix, normaliser, relevance_effects, topic_values
+
+    rng = np.random.default_rng(3)
+    threshold = 2 if graded else 1
+    levels = [0, 1, 2, 3] if graded else [0, 1]
+    topics = [f"q{t}" for t in range(7)]
+    docs = [f"d{i}" for i in range(14)]
+    fixed = {q: {d: int(rng.choice(levels)) for d in rng.choice(docs, 3, replace=False)} for q in topics}
+    pairs = [(q, d) for q in topics for d in docs if d not in fixed[q] and rng.random() < 0.6]
+    runs = {
+        s: {q: {d: float(rng.integers(0, 4)) for d in rng.choice(docs, 6, replace=False)} for q in topics}
+        for s in "ABC"
+    }
+    flat = FlatQrels(fixed, fixed, topics, threshold, extra=pairs)
+    rows = np.stack([RunMatrix(runs[s], flat, 5).rows for s in "ABC"])
+    grades = np.broadcast_to(flat.grades, (6, len(flat.grades))).copy()
+    rows_of = np.array([flat.index[p] for p in pairs])
+    grades[:, rows_of] = rng.choice(levels, (6, len(pairs)))
+    for measure in ("Hit", "P", "RR", "Recall", "nDCG"):
+        effects = relevance_effects(measure, rows, flat, grades, rows_of, 5, threshold, chunk=7)
+        for j, row in enumerate(rows_of):
+            t = flat.topic_of[row]
+            forced = [grades.copy(), grades.copy()]
+            forced[0][:, row], forced[1][:, row] = threshold, 0.0
+            values = []  # draws x systems, with the pair relevant and not
+            for g in forced:
+                norm = normaliser(measure, flat.slots[t], g, 5, threshold)
+                norm = None if norm is None else norm[:, None]
+                values.append(topic_values(measure, rows[:, t], flat.slots[t], g, 5, threshold, norm))
+            assert effects[j] == pytest.approx((values[0] - values[1]).mean(axis=0), abs=1e-12), (measure, pairs[j])

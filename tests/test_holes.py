@@ -152,3 +152,12 @@ def test_a_judge_calibrated_on_known_pairs_reads_its_label_and_p():
     c = audit_calibration(records)
     assert c is not None and not c.hole_like and c.features == (INTERCEPT, "label", "logit_p")
     assert audit_calibration(records[:5]) is None  # too few to calibrate on
+
+
+def test_mean_p_is_computed_once_per_distinct_feature_row():
+    """Pairs with the same features (every gate zero) share one P: the mean over draws equals the per-pair mean."""
+    rng = np.random.default_rng(0)
+    c = Calibration("c", (INTERCEPT, "logit_p"), rng.normal(size=(50, 2)), "test")
+    x = np.column_stack([np.ones(7), rng.choice([-1.0, 0.0, 2.5], 7)])
+    assert np.array_equal(c.mean(x), c.probabilities(x).mean(axis=0))
+    assert c.mean(np.zeros((0, 2))).shape == (0,)

@@ -1,12 +1,24 @@
 """Measures on a hand-computed example, cross-checked against pytrec_eval (trec_eval's code)."""
 
 import math
+import random
 
+import ir_measures
 import pytest
 import pytrec_eval
 
 from bridge.errors import InputError
-from eval.measures import evaluate, hole_rate, per_query_scores, resolve_measures
+from bridge.trec import canonical_scores
+from eval.measures import (
+    Scorer,
+    evaluate,
+    hole_rate,
+    judged_at,
+    parse_measures,
+    per_query_scores,
+    resolve_measures,
+    run_depth,
+)
 
 QRELS = {
     "q1": {"d1": 1, "d2": 2, "d5": 0},
@@ -117,3 +129,42 @@ def test_unknown_measures_are_clear_errors():
         resolve_measures(["BRIDGE-MAP@10"])
     with pytest.raises(InputError, match="given twice"):
         resolve_measures(["Hit@10", "Success@10"])
+
+
+def test_judged_equals_ir_measures_judged_provider_with_ties_short_runs_and_unjudged_topics():
+    """Judged@k is computed here, not by ir_measures' provider: the same values on random runs with tied scores, runs
+    shorter than k, empty rankings, topics the qrels do not judge and judgments at grade 0."""
+    rng = random.Random(4)
+    docs = [f"d{i}" for i in range(12)]
+    qrels = {f"q{t}": {d: rng.choice([0, 1, 2]) for d in rng.sample(docs, rng.randint(1, 6))} for t in range(30)}
+    run = {f"q{t}": {d: float(rng.randint(0, 3)) for d in rng.sample(docs, rng.randint(1, 9))} for t in range(34)}
+    canonical = canonical_scores(run)
+    for k in (1, 3, 5, 10):
+        provider = ir_measures.judged.evaluator([ir_measures.parse_measure(f"Judged@{k}")], qrels)
+        expected = {m.query_id: m.value for m in provider.iter_calc(canonical) if m.query_id in canonical}
+        assert judged_at(canonical, qrels, k) == pytest.approx(expected), k
+        assert set(judged_at(canonical, qrels, k)) == {q for q in canonical if qrels.get(q)}
+
+
+def test_scoring_to_the_measures_depth_changes_nothing():
+    """Measures at a cutoff read the runs to the largest cutoff only: the values equal ir_measures' on the whole
+    runs; a measure that reads deeper (AP, judged_only) keeps them whole."""
+    assert run_depth(parse_measures(["nDCG@10", "Success@5", "R@10", "RR@10", "Judged@10"])) == 10
+    assert run_depth(parse_measures(["nDCG@10", "AP"])) is None
+    assert run_depth(parse_measures(["nDCG(judged_only=True)@10"])) is None
+    rng = random.Random(2)
+    docs = [f"d{i}" for i in range(40)]
+    topics = [f"q{t}" for t in range(25)]
+    qrels = {q: {d: rng.choice([0, 0, 1, 2]) for d in rng.sample(docs, 8)} for q in topics}
+    runs = [{q: {d: float(rng.randint(0, 9)) for d in rng.sample(docs, 30)} for q in topics} for _ in range(3)]
+    names = ["nDCG@10", "Success@10", "R@10", "RR@10", "P@5"]
+    scorer = Scorer(qrels, topics, names)
+    assert scorer.depth == 10
+    for run in runs:
+        full = canonical_scores(run)
+        metrics = ir_measures.iter_calc(parse_measures(names), qrels, full)
+        expected = {(str(m.measure), m.query_id): m.value for m in metrics}
+        result = scorer.evaluate(run)
+        for (name, qid), value in expected.items():
+            assert result.per_query[name][qid] == pytest.approx(value, abs=1e-12), (name, qid)
+        assert scorer.evaluate(run, scorer.prepare(run)).per_query == result.per_query

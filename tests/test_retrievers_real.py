@@ -5,6 +5,7 @@ CrossEncoder and a monoT5 (tiny random models built here), SmolLM2 through llama
 from __future__ import annotations
 
 import json
+from dataclasses import asdict
 from pathlib import Path
 
 import numpy as np
@@ -13,6 +14,8 @@ from conftest import ScriptedLLM, prompt_text
 
 from bridge.datasets import Query, load_beir
 from bridge.errors import BridgeError
+from bridge.fsio import write_json_atomic
+from bridge.models import MINILM, SPLADE_TINY, resolve_model
 from bridge.trec import top_k
 from retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
@@ -260,15 +263,9 @@ def test_larf_rm3_on_the_judged_set(ds, tmp_path):
     assert set(run["q2"]) and best(run, "q2") in ("d3", "d4")
 
 
-def test_bf16_encoders_keep_the_embeddings_and_cache_apart(ds, tmp_path, monkeypatch):
-    from bridge import models
-
-    monkeypatch.setattr(models, "native_bf16", lambda: False)
-    assert models.resolve_precision("auto") == "fp32"  # bfloat16 is emulated (slow) without AMX: auto stays fp32
-    monkeypatch.setattr(models, "native_bf16", lambda: True)
-    assert models.resolve_precision("auto") == "bf16"
+def test_bf16_encoders_keep_the_embeddings_and_cache_apart(ds, tmp_path):
     with pytest.raises(BridgeError, match="precision"):
-        models.resolve_precision("int4")
+        make_retriever(SystemSpec("dense", "dense"), context(tmp_path, ds, options={"encoder_precision": "int4"}))
     built = {}
     for precision in ("fp32", "bf16"):
         ctx = context(tmp_path, ds, options={"encoder_precision": precision})
@@ -289,3 +286,55 @@ def test_bf16_encoders_keep_the_embeddings_and_cache_apart(ds, tmp_path, monkeyp
     assert "precision" not in dense32.encoder.fingerprint() and dense16.encoder.fingerprint()["precision"] == "bf16"
     assert len(list((tmp_path / "cache").glob(f"{ds.slug}/dense-embeddings-*/embeddings.npy"))) == 2
     assert len(list((tmp_path / "cache").glob(f"{ds.slug}/splade-*/splade-docs.npz"))) == 2
+
+
+def test_auto_precision_follows_the_probes_cached_result(ds, tmp_path, monkeypatch):
+    """auto takes what this CPU model's probe file says, per encoder, and measures nothing when it is there."""
+    from bridge import precision
+
+    ctx = context(tmp_path, ds, options={"encoder_precision": "auto"})
+    dense_id, splade_id = "dense " + resolve_model(MINILM).identity(), "splade " + resolve_model(SPLADE_TINY).identity()
+    path = precision.probe_file(ctx.cache_dir)
+    for dense_choice, splade_choice in (("bf16", "fp32"), ("fp32", "bf16")):
+        entries = {dense_id: dense_choice, splade_id: splade_choice}
+        write_json_atomic(path, {k: asdict(probe_result(k, v)) for k, v in entries.items()})
+        monkeypatch.setattr(precision, "run_probe", lambda *a: pytest.fail("probed although the result was cached"))
+        dense = make_retriever(SystemSpec("dense", "dense"), ctx)
+        splade = make_retriever(SystemSpec("splade", "splade"), ctx)
+        assert (dense.encoder.precision, splade.precision) == (dense_choice, splade_choice)
+    # an explicit precision is taken as given, whatever the probe says
+    explicit = context(tmp_path, ds, options={"encoder_precision": "fp32"})
+    assert make_retriever(SystemSpec("dense", "dense"), explicit).encoder.precision == "fp32"
+
+
+def probe_result(encoder: str, choice: str):
+    from bridge.precision import ProbeResult
+
+    return ProbeResult(encoder, {"fp32": 10.0, "bf16": 20.0}, {"fp32": 1.0, "bf16": 0.9999}, choice, "cpu", "torch")
+
+
+def test_the_precision_probe_measures_every_path_once_and_caches_it(ds, tmp_path, monkeypatch):
+    """The real probe on MiniLM: every shipped path timed, bf16 at parity with fp32, the choice the rule's, and a
+    second retriever on the same CPU reads the file instead of measuring."""
+    from bridge import precision
+
+    texts = precision.probe_passages(16, words=40)
+    monkeypatch.setattr(precision, "probe_passages", lambda: texts)
+    ctx = context(tmp_path, ds, options={"encoder_precision": "auto"})
+    dense = make_retriever(SystemSpec("dense", "dense"), ctx)
+    probes = precision.read_probes(precision.probe_file(ctx.cache_dir))
+    (result,) = probes.values()
+    assert set(result.rates) == set(precision.PATHS) and all(r > 0 for r in result.rates.values())
+    assert result.min_cosine["fp32"] == pytest.approx(1.0, abs=1e-6) and result.min_cosine["bf16"] > 0.999
+    assert result.choice == precision.choose(result.rates, result.min_cosine) == dense.encoder.precision
+    monkeypatch.setattr(precision, "run_probe", lambda *a: pytest.fail("probed twice"))
+    assert make_retriever(SystemSpec("dense", "dense"), ctx).encoder.precision == result.choice
+
+
+def test_the_probe_choice_rule():
+    from bridge.precision import choose
+
+    assert choose({"fp32": 10.0, "bf16": 30.0}, {"fp32": 1.0, "bf16": 0.9999}) == "bf16"
+    assert choose({"fp32": 10.0, "bf16": 10.5}, {"fp32": 1.0, "bf16": 0.9999}) == "fp32"  # within the noise margin
+    assert choose({"fp32": 10.0, "bf16": 30.0}, {"fp32": 1.0, "bf16": 0.99}) == "fp32"  # fast but not at parity
+    assert choose({"fp32": 10.0, "bf16": 5.0}, {"fp32": 1.0, "bf16": 0.9999}) == "fp32"

@@ -71,3 +71,16 @@ def test_compare_systems_separates_clear_from_null_differences():
     assert tests[("best", "same2")].p_rand_holm < 0.01 and tests[("best", "same2")].p_t_holm < 0.01
     assert tests[("best", "same2")].mean_diff == pytest.approx(0.2)
     assert tests[("same1", "same2")].p_rand_holm > 0.05
+
+
+def test_families_tested_together_equal_each_family_alone():
+    """One pass of flips over several families (measures x qrels sets) gives each family what it gets alone, Holm's
+    correction within the family."""
+    from eval.significance import compare_families
+
+    rng = np.random.default_rng(5)
+    systems = ["a", "b", "c", "d"]
+    families = {(q, m): rng.random((4, 40)) + rng.random((4, 1)) for q in ("original", "augmented") for m in "xyz"}
+    together = compare_families(families, systems, 500, seed=7)
+    for key, values in families.items():
+        assert together[key] == compare_systems(values, systems, 500, seed=7), key

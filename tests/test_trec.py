@@ -1,3 +1,4 @@
+import random
 from pathlib import Path
 
 import pytest
@@ -115,3 +116,63 @@ def test_atomic_write_gives_normal_permissions(tmp_path):
     umask = os.umask(0)
     os.umask(umask)
     assert stat.S_IMODE(path.stat().st_mode) == 0o666 & ~umask
+
+
+def _reference_errors(text: str) -> tuple[int, str] | None:
+    """The first problem of a run file as a plain line-by-line reader finds it: (line, message start)."""
+    seen = {}
+    for lineno, line in enumerate(text.split("\n"), start=1):
+        fields = line.split()
+        if not fields:
+            continue
+        if len(fields) != 6:
+            return lineno, "expected 6 columns"
+        qid, _, docid, rank, score, _ = fields
+        try:
+            int(rank)
+        except ValueError:
+            return lineno, f"rank {rank!r} is not an integer"
+        try:
+            value = float(score)
+        except ValueError:
+            return lineno, f"score {score!r} is not a number"
+        if value != value:
+            return lineno, "score is NaN"
+        if (qid, docid) in seen:
+            return lineno, f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {seen[(qid, docid)]}"
+        seen[(qid, docid)] = lineno
+    return None
+
+
+@pytest.mark.parametrize("seed", range(40))
+def test_run_reader_names_the_first_problem_a_line_by_line_reader_meets(tmp_path, seed):
+    """Runs with blank lines, queries in two blocks and random damage (a short or long line, a bad rank or score, a
+    NaN, a repeated pair): the reader names the same line and problem as a plain line-by-line reading."""
+    rng = random.Random(seed)
+    lines = [f"q{q} Q0 d{d} {r} {10 - r * 0.5} tag" for q in (1, 2, 1) for r, d in enumerate(rng.sample(range(30), 6))]
+    for _ in range(rng.randint(0, 3)):
+        i = rng.randrange(len(lines))
+        fields = lines[i].split()
+        damage = rng.choice(["short", "long", "rank", "score", "nan", "repeat", "blank"])
+        if damage == "short":
+            fields = fields[:5]
+        elif damage == "long":
+            fields.append("extra")
+        elif damage == "rank":
+            fields[3] = "first"
+        elif damage == "score":
+            fields[4] = "1,5"
+        elif damage == "nan":
+            fields[4] = "nan"
+        elif damage == "repeat":
+            fields = lines[rng.randrange(len(lines))].split()
+        lines[i] = "   " if damage == "blank" else "\t".join(fields) if rng.random() < 0.3 else " ".join(fields)
+    text = "\n".join(lines) + "\n"
+    path = write(tmp_path / "r.run", text)
+    expected = _reference_errors(text)
+    if expected is None:
+        assert sum(map(len, read_run(path).values())) == sum(1 for line in lines if line.strip())
+        return
+    with pytest.raises(InputError) as info:
+        read_run(path)
+    assert (info.value.line, info.value.message[: len(expected[1])]) == expected

@@ -10,6 +10,7 @@ import argparse
 import re
 from collections.abc import Sequence
 from dataclasses import replace
+from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.errors import BridgeError
@@ -26,13 +27,16 @@ from bridge.label.value import ValueConfig
 from bridge.options import (
     add_common_options,
     add_executor_options,
+    add_force_option,
     add_llm_options,
+    args_settings,
     at_least_two,
     dataset_from_args,
     llm_config_from_args,
     show_progress,
     workspace_from_args,
 )
+from bridge.stamp import stage_stamp
 from bridge.trec import read_runs
 
 if TYPE_CHECKING:
@@ -307,9 +311,11 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--gate-audit",
         type=int,
-        default=20,
+        default=0,
         metavar="N",
-        help="answer-absent pairs the LLM judge also sees, to estimate what the gate drops (default: 20)",
+        help="answer-absent pairs the LLM judge also sees, a trust check of what the gate drops: N LLM calls of fixed "
+        "cost that the estimate does not use (a gate zero's P comes from the gate's miss rate on the known relevant "
+        "passages, measured for free), so none by default (default: 0; 20 was the old default)",
     )
     g.add_argument("--audit-seed", type=int, default=0, help="seed of the audit samples and their mixing (default: 0)")
     p.add_argument("--batch-pairs", type=int, default=64, help="pairs per engine batch (records are written per batch)")
@@ -385,6 +391,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     p.add_argument(
         "--restart", action="store_true", help="start labels.jsonl and audit.jsonl afresh (old files kept as .bak)"
     )
+    add_force_option(p)
     add_executor_options(p)
     p.add_argument("--price-prompt", type=float, default=0.0, help="$ per million prompt tokens (cost estimate)")
     p.add_argument("--price-completion", type=float, default=0.0, help="$ per million completion tokens")
@@ -467,8 +474,14 @@ def cmd_label(args: argparse.Namespace) -> int:
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
     spec = spec_from_args(args)
-    chain, choice, llm = build_chain(spec, ds)
     paths = LabelPaths.of_workspace(ws, ds.slug)
+    reference = [Path(args.reference).parent] if args.reference else []  # the reference and its shipped fits
+    read = (ws.runs(ds.slug), paths.labels.parent, paths.audit_report, *reference)
+    stamp = stage_stamp(paths.labels.parent, "label", args_settings(args), read, dataset=ds.fingerprint)
+    if not (args.force or args.restart) and (saved := stamp.up_to_date()) is not None:
+        print(f"label: {stamp.skip_line()}\n{saved}")
+        return 0
+    chain, choice, llm = build_chain(spec, ds)
     options = LabelOptions(
         restart=args.restart,
         batch_pairs=args.batch_pairs,
@@ -496,7 +509,8 @@ def cmd_label(args: argparse.Namespace) -> int:
         if not args.reference:
             raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
         options = replace(options, refine=build_refine_chain(spec, args.refine, ds, llm))
-    print(f"{ds.name}: {choice}" + (f"; costly answer judge {args.refine} in value order" if args.refine else ""))
+    head = f"{ds.name}: {choice}" + (f"; costly answer judge {args.refine} in value order" if args.refine else "")
+    print(head)
     if ds.has_answers and not args.reference and spec.evidence != "off":
         print(
             f"note: {ds.name}'s answer-bearing pairs go to {spec.judge.name}; with --reference FILE (labelled "
@@ -504,9 +518,11 @@ def cmd_label(args: argparse.Namespace) -> int:
             "on them gives every such pair a P"
         )
     summary = label_pool(ds, chain, paths, options)
-    print(f"{ds.name} ({chain.pipeline.config_id})")
-    print("\n".join([*summary.lines(), *endpoint_lines(llm)]))
-    print(f"-> {paths.labels}\n-> {paths.augmented}\n-> {paths.audit}\n-> {paths.audit_report}")
+    text = "\n".join([f"{ds.name} ({chain.pipeline.config_id})", *summary.lines(), *endpoint_lines(llm)])
+    text += f"\n-> {paths.labels}\n-> {paths.augmented}\n-> {paths.audit}\n-> {paths.audit_report}"
+    print(text)
+    if args.max_pairs is None:  # a pair cap is per invocation: a second run goes on, so it is never up to date
+        stamp.write(f"{head}\n{text}")
     return 0
 
 
