@@ -131,7 +131,7 @@ def main(argv: list[str] | None = None) -> int:
     wanted = [s.strip() for s in args.scenarios.split(",") if s.strip()]
     root = args.keep or Path(tempfile.mkdtemp(prefix="bench-main-job-"))
     root.mkdir(parents=True, exist_ok=True)
-    venv = Path(sys.executable).resolve().parent.parent
+    venv = Path(sys.prefix)  # this environment (a venv: its own prefix)
     commit = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=REPO, capture_output=True, text=True).stdout
     print(f"CPU: {cpu_label()}; commit {commit.strip()}; work folder {root}", flush=True)
     common = [f"DATASET={args.dataset}", f"DATA_DIR={args.data_dir.resolve()}", f"VENV={venv}"]
