@@ -263,7 +263,8 @@ def main(argv: Sequence[str] | None = None) -> int:
     probes = {}  # what `auto` picks: the retrievers' own probe entries (read from the cache, or measured into it)
     for name, (model, encode) in ENCODERS.items():
         family = "dense" if model == MINILM else "splade"
-        probes[name] = probed_precision(f"{family} {resolve_model(model).identity()}", encode, args.cache_dir)
+        key = f"{family} {resolve_model(model).identity()} cpu"  # the retrievers' own key (family, model, device)
+        probes[name] = probed_precision(key, encode, args.cache_dir)
         print(f"\nprecision probe, {name} (--encoder-precision auto; {probe_file(args.cache_dir)}):")
         print(probes[name].table())
     lines, rates = throughput(args.dataset, args.data_dir, args.docs, gflops, args.onnx_int8)

@@ -12,6 +12,8 @@ encoded for retrieval is never encoded again for the adapters.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Callable, Sequence
 from functools import cache, partial
 from pathlib import Path
@@ -23,6 +25,11 @@ from bridge.datasets import Corpus, Dataset
 from bridge.fsio import artifact_dir, atomic_write, write_json_atomic
 from bridge.models import MINILM, ModelRef, hub_error, resolve_model
 from bridge.precision import inference_precision, precision_key, shipped_path
+
+log = logging.getLogger(__name__)
+
+CORPUS_ENCODED = "%s: corpus of %d passages encoded in %s in %.1f s"
+"""The log line of a corpus encoding (bench main_job reads the seconds beside the encoder's arithmetic floor)."""
 
 ENCODE_CHUNK = 1024
 """Documents per chunk when a corpus is encoded by a mapper (one chunk per worker call)."""
@@ -129,11 +136,13 @@ def corpus_embeddings(
     docs = list(corpus)
     docids = [d.docid for d in docs]
     texts = [d.contents() for d in docs]
+    start = time.perf_counter()
     if mapper is not None and texts:
         worker = partial(SentenceEncoder, **encoder.params)
         vectors = np.vstack(encode_in_chunks(texts, mapper, worker, "encode_passages"))
     else:
         vectors = encoder.encode(texts, encoder.passage_prefix, progress=progress)
+    log.info(CORPUS_ENCODED, "dense", len(texts), encoder.precision, time.perf_counter() - start)
     with atomic_write(vectors_file, "wb", encoding=None) as handle:
         np.save(handle, vectors)
     write_json_atomic(ids_file, docids)

@@ -25,13 +25,28 @@ STAMP_SUFFIX = ".stamp.json"
 SOURCE_SUFFIXES = (".py", ".j2", ".toml", ".txt", ".html", ".js", ".css")
 
 
+DEPENDENCIES = (
+    "faiss-cpu", "ir-measures", "llama-cpp-python", "numpy", "pyserini", "pytrec-eval-terrier", "scikit-learn",
+    "scipy", "sentence-transformers", "torch", "transformers",
+)  # fmt: skip
+"""The installed libraries whose versions are part of every stamp: a new version may change a result."""
+
+
 @cache
 def code_digest() -> str:
-    """The source of bridge's packages (``bridge``, ``retrievers``, ``eval``): a changed rule reruns its stages."""
+    """The source of bridge's packages (``bridge``, ``retrievers``, ``eval``) and the versions of the libraries it
+    computes with: a changed rule or library reruns its stages."""
+    from importlib import metadata
+
     import bridge
 
     root = Path(bridge.__file__).resolve().parent.parent
     h = hashlib.blake2b(digest_size=16)
+    for name in DEPENDENCIES:
+        try:
+            h.update(f"{name}=={metadata.version(name)}\0".encode())
+        except metadata.PackageNotFoundError:
+            h.update(f"{name} absent\0".encode())
     for package in ("bridge", "retrievers", "eval"):
         for path in sorted((root / package).rglob("*")):
             if path.suffix in SOURCE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
@@ -40,17 +55,15 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _files(paths: Iterable[Path], stamp: Path, ignore: Iterable[Path]) -> list[Path]:
-    """Every regular file under ``paths`` (folders recursively) but stamps and ``ignore``'s folders, sorted;
-    missing paths as given."""
-    skip = tuple(ignore)
+def _files(paths: Iterable[Path], stamp: Path) -> list[Path]:
+    """Every regular file under ``paths`` (folders recursively) but stamps, sorted; missing paths as given."""
     out: set[Path] = set()
     for path in paths:
         if path.is_dir():
             out.update(p for p in path.rglob("*") if p.is_file() and not p.name.endswith(STAMP_SUFFIX))
         elif path != stamp:
             out.add(path)
-    return sorted(p for p in out if not any(p.is_relative_to(folder) for folder in skip))
+    return sorted(out)
 
 
 @dataclass(frozen=True)
@@ -63,14 +76,14 @@ class StageStamp:
     """Files and folders the stage reads or writes (missing ones count as missing)."""
     extra: Mapping[str, str] = field(default_factory=dict)
     """Identities that are not files (a dataset's fingerprint)."""
-    ignore: tuple[Path, ...] = ()
-    """Folders inside ``paths`` that are not the stage's (another command's outputs)."""
 
-    def digest(self) -> str:
+    def digest(self, outputs: Iterable[Path] = ()) -> str:
+        """One digest of the settings, the code, ``extra`` and the bytes of every file under ``paths`` and
+        ``outputs`` (the files a stage wrote, recorded in its stamp)."""
         h = hashlib.blake2b(digest_size=16)
         h.update(json.dumps({"settings": self.settings, "extra": self.extra}, sort_keys=True).encode())
         h.update(code_digest().encode())
-        for path in _files(self.paths, self.path, self.ignore):
+        for path in _files([*self.paths, *outputs], self.path):
             h.update(f"\0{path}\0".encode())
             if path.is_file():
                 with path.open("rb") as handle:
@@ -85,13 +98,18 @@ class StageStamp:
             saved = json.loads(self.path.read_text(encoding="utf-8"))
         except (OSError, ValueError):
             return None
-        if not isinstance(saved, dict) or saved.get("digest") != self.digest():
+        if not isinstance(saved, dict) or not isinstance(saved.get("outputs", []), list):
+            return None
+        if saved.get("digest") != self.digest(Path(p) for p in saved.get("outputs", [])):
             return None
         return str(saved.get("summary", ""))
 
-    def write(self, summary: str) -> None:
-        """Stamp the state the stage leaves, with what it printed (call after its last output is written)."""
-        write_json_atomic(self.path, {"digest": self.digest(), "settings": self.settings, "summary": summary})
+    def write(self, summary: str, outputs: Iterable[Path] = ()) -> None:
+        """Stamp the state the stage leaves, with what it printed and the files it wrote that ``paths`` does not
+        cover (call after its last output is written)."""
+        written = sorted({str(p) for p in outputs})
+        stamp = {"digest": self.digest(Path(p) for p in written), "settings": self.settings, "summary": summary}
+        write_json_atomic(self.path, {**stamp, "outputs": written})
 
     def skip_line(self) -> str:
         return f"up to date: nothing changed since the last run (stamp {self.path}; --force runs it again)"
@@ -102,10 +120,9 @@ def stage_stamp(
     stage: str,
     settings: Mapping[str, Any],
     paths: Iterable[Path],
-    ignore: Iterable[Path] = (),
     **extra: str,
 ) -> StageStamp:
     """The stamp of ``stage`` kept in ``folder`` (``.<stage>.stamp.json``) over its ``settings`` (JSON), ``paths``
-    (but the folders in ``ignore``) and ``extra`` identities."""
+    and ``extra`` identities."""
     identities = {k: str(v) for k, v in extra.items()}
-    return StageStamp(folder / f".{stage}{STAMP_SUFFIX}", dict(settings), tuple(paths), identities, tuple(ignore))
+    return StageStamp(folder / f".{stage}{STAMP_SUFFIX}", dict(settings), tuple(paths), identities)

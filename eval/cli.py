@@ -300,10 +300,9 @@ def cmd_eval(args: argparse.Namespace) -> int:
         raise BridgeError(f"--draws must be at least 1, got {args.draws}")
     ws, ds = workspace_from_args(args), dataset_from_args(args)
     out = ws.reports(ds.slug)
-    read = [ws.runs(ds.slug), ws.labels_file(ds.slug).parent, out]  # out: its outputs and label's judge-audit.json
+    read = [ws.runs(ds.slug), ws.labels_file(ds.slug).parent, ws.audit_report(ds.slug)]  # + what it writes
     read += [path for _, path in _named_paths(args.run, "run") + _named_paths(args.qrels, "qrels")]
-    settings = args_settings(args)
-    stamp = stage_stamp(out, "eval", settings, read, ignore=[out / "score"], dataset=ds.fingerprint)  # not score's
+    stamp = stage_stamp(out, "eval", args_settings(args), read, dataset=ds.fingerprint)
     if not args.force and (saved := stamp.up_to_date()) is not None:
         print(f"eval: {stamp.skip_line()}\n{saved}")
         return 0
@@ -328,7 +327,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     written = write_report(result, out, figures=not args.no_figures)
     text = summary_text(result) + "\n" + "\n".join(f"-> {path}" for path in written)
     print(text)
-    stamp.write(text)
+    stamp.write(text, outputs=written)
     return 0
 
 

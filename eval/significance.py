@@ -102,7 +102,7 @@ def compare_families(
     correction within each. The flips are seeded alike for every family, so the randomization test of every pair of
     every family runs in one pass over one set of flips."""
     pairs = list(combinations(range(len(systems)), 2))
-    if not pairs:
+    if not pairs or not families:
         return {key: [] for key in families}
     keys = list(families)
     diffs = np.stack([families[key][a] - families[key][b] for key in keys for a, b in pairs])

@@ -174,7 +174,7 @@ def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> D
         batch_size=batch_size,
         max_length=max_length,
         device=device,
-        precision=context.settle_precision(params, f"dense {resolve_model(model).identity()}", encode),
+        precision=context.settle_precision(params, f"dense {resolve_model(model).identity()} {device}", encode),
     )
     dense.embeddings_dir = embeddings_dir(
         dense.encoder, context.cache_dir, context.dataset_slug, context.dataset_fingerprint

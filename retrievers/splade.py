@@ -10,6 +10,8 @@ inverted-index traversal in matrix form, never a dense scan of the vocabulary.
 from __future__ import annotations
 
 import json
+import logging
+import time
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cache, partial
@@ -19,7 +21,7 @@ from typing import Any
 import numpy as np
 
 from bridge.datasets import Corpus, Query
-from bridge.embeddings import encode_in_chunks
+from bridge.embeddings import CORPUS_ENCODED, encode_in_chunks
 from bridge.errors import BridgeError
 from bridge.fsio import atomic_write, write_json_atomic
 from bridge.models import SPLADE_TINY, ModelRef, hub_error, resolve_model
@@ -31,11 +33,11 @@ from retrievers.base import RetrievalContext, check_params, register_family
 @dataclass(frozen=True)
 class SpladeModel:
     """A masked LM split in two: ``body`` returns hidden states after the head's transform;
-    the projection (hidden -> vocabulary) is applied to real tokens only, never to padding.
+    the projection (hidden -> vocabulary) is applied apart, by ``pooled``.
 
-    The projection is most of the cost of a small SPLADE model (tokens x hidden x 30k), so
-    skipping padding and reducing with a max before log(1 + ReLU) (both monotone) halves
-    the encoding time without changing a single weight of the output.
+    The projection is most of the cost of a small SPLADE model (tokens x hidden x 30k), so it is
+    reduced with a max before log(1 + ReLU) (both monotone) chunk by chunk, and padding stands for
+    a real token (texts are batched by length, so there is little of it): the output is SPLADE's.
     """
 
     tokenizer: Any
@@ -46,19 +48,22 @@ class SpladeModel:
 
     def pooled(self, hidden: Any, mask: Any, precision: str) -> np.ndarray:
         """log(1 + ReLU(max over each text's real tokens of the projection)) for a batch (``hidden``: texts x tokens x
-        d, ``mask``: texts x tokens). A padding position takes its text's first token's state, which changes no max
+        d, ``mask``: texts x tokens). A padding position takes its text's first real token's state, which changes no max
         and spares a masking pass. One product per ``PROJECTION_CHUNK`` vocabulary rows over the whole batch: each
         chunk's output stays near the cache until it is max-reduced; the 30k-wide output, not the multiplications, is
         what one whole product pays for (6x slower in fp32 on 2 cores; bench encoders)."""
         import torch
 
         linear = torch.nn.functional.linear
-        hidden = torch.where(mask[..., None], hidden, hidden[:, :1, :])
+        first = hidden.gather(1, mask.int().argmax(dim=1)[:, None, None].expand(-1, 1, hidden.shape[2]))
+        hidden = torch.where(mask[..., None], hidden, first)  # padding on either side: the first real token
         texts, tokens, width = hidden.shape
         x = hidden.reshape(texts * tokens, width).to(torch.bfloat16 if precision == "bf16" else torch.float32)
         top = torch.cat([linear(x, w, b).view(texts, tokens, -1).amax(dim=1) for w, b in self.chunks[precision]], dim=1)
         return torch.log1p(torch.relu(top.float())).cpu().numpy()
 
+
+log = logging.getLogger(__name__)
 
 PROJECTION_CHUNK = 128
 """Vocabulary rows per product in ``SpladeModel.pooled``."""
@@ -181,11 +186,13 @@ class SpladeRetriever:
         docs = list(corpus)
         self._docids = [d.docid for d in docs]
         texts = [d.contents() for d in docs]
+        start = time.perf_counter()
         if self.mapper is not None and texts:
             worker = partial(SpladeRetriever, **self._params)
             self._docs = sp.vstack(encode_in_chunks(texts, self.mapper, worker, "encode_documents"), format="csr")
         else:
             self._docs = self.encode(texts, self.max_length, progress=self.progress)
+        log.info(CORPUS_ENCODED, "splade", len(texts), self.precision, time.perf_counter() - start)
         with atomic_write(matrix_file, "wb", encoding=None) as handle:
             sp.save_npz(handle, self._docs)
         write_json_atomic(ids_file, self._docids)
@@ -227,7 +234,7 @@ def make_splade(params: Mapping[str, Any], context: RetrievalContext) -> SpladeR
         query_max_length=int(params.get("query_max_length", 64)),
         batch_size=batch_size,
         device=device,
-        precision=context.settle_precision(params, f"splade {resolve_model(model).identity()}", encode),
+        precision=context.settle_precision(params, f"splade {resolve_model(model).identity()} {device}", encode),
     )
     splade.mapper = context.options.get("mapper")
     splade.progress = context.progress

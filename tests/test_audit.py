@@ -238,10 +238,12 @@ def test_a_judge_that_says_yes_to_every_hint_is_untrusted_on_answer_data(tmp_pat
     llm = report.lanes["llm"]
     assert report.decisive == "llm" and not report.trusted
     assert llm.kinds["answer-swap"].pairs == 20 and llm.kinds["answer-swap"].correct == 0  # asked with the hint
-    assert llm.kinds["qrels-relevant"].with_hint == 30 and llm.kinds["answer-free"].gated == 10
-    assert llm.agreement.pairs == 50 and llm.agreement.specificity == 0.0  # the gated kind is not in the headline
+    assert llm.kinds["qrels-relevant"].with_hint == 30 and "answer-free" not in llm.kinds  # the gate's: not asked
+    assert llm.agreement.pairs == 50 and llm.agreement.specificity == 0.0
     saved = json.loads((tmp_path / "judge-audit.json").read_text())
     assert saved["lanes"]["pipeline"]["kinds"]["answer-swap"]["kind"] == "answer-swap negatives"
+    free = saved["lanes"]["pipeline"]["kinds"]["answer-free"]  # measured where the pool meets them: by the gate
+    assert free["pairs"] == free["gated"] == free["correct"] == 10
     path = report.same_path  # both lanes asked every LLM-decided pair the same way
     assert (
         path is not None and path.compared == 50 and path.same_hint == 50 and path.same_prompt == path.with_prompt == 50

@@ -293,7 +293,8 @@ def test_auto_precision_follows_the_probes_cached_result(ds, tmp_path, monkeypat
     from bridge import precision
 
     ctx = context(tmp_path, ds, options={"encoder_precision": "auto"})
-    dense_id, splade_id = "dense " + resolve_model(MINILM).identity(), "splade " + resolve_model(SPLADE_TINY).identity()
+    dense_id = f"dense {resolve_model(MINILM).identity()} cpu"  # family, model, device: the probe's key
+    splade_id = f"splade {resolve_model(SPLADE_TINY).identity()} cpu"
     path = precision.probe_file(ctx.cache_dir)
     for dense_choice, splade_choice in (("bf16", "fp32"), ("fp32", "bf16")):
         entries = {dense_id: dense_choice, splade_id: splade_choice}
@@ -338,3 +339,16 @@ def test_the_probe_choice_rule():
     assert choose({"fp32": 10.0, "bf16": 10.5}, {"fp32": 1.0, "bf16": 0.9999}) == "fp32"  # within the noise margin
     assert choose({"fp32": 10.0, "bf16": 30.0}, {"fp32": 1.0, "bf16": 0.99}) == "fp32"  # fast but not at parity
     assert choose({"fp32": 10.0, "bf16": 5.0}, {"fp32": 1.0, "bf16": 0.9999}) == "fp32"
+
+
+def test_splade_batches_encode_each_text_as_alone(ds):
+    """Padding stands for a real token in the batched projection: a text's vector is the one it gets alone, whatever
+    its neighbours' lengths, and rows come back in input order."""
+    from retrievers.splade import SpladeRetriever
+
+    texts = [d.contents() for d in ds.corpus] + ["", "x", " ".join(["long"] * 300)]
+    splade = SpladeRetriever(batch_size=4)
+    together = splade.encode(texts, 256, False).toarray()
+    alone = np.vstack([splade.encode([t], 256, False).toarray() for t in texts])
+    assert together.shape == (len(texts), 30522) and np.all(together.any(axis=1))
+    np.testing.assert_allclose(together, alone, rtol=1e-4, atol=1e-5)

@@ -51,3 +51,17 @@ def test_verbosity_and_the_force_switch_are_not_settings(tmp_path):
     a = stage_stamp(tmp_path, "pool", args_settings(loud), [tmp_path])
     b = stage_stamp(tmp_path, "pool", args_settings(quiet), [tmp_path])
     assert a.path == tmp_path / ".pool.stamp.json" and a.digest() == b.digest()
+
+
+def test_the_files_a_stage_wrote_are_recorded_and_covered(tmp_path):
+    """An output outside ``paths`` (eval's report files beside other commands' files) counts once recorded."""
+    (tmp_path / "in").mkdir()
+    (tmp_path / "out").mkdir()
+    report = tmp_path / "out" / "report.md"
+    report.write_text("# report\n")
+    stamp = StageStamp(tmp_path / "out" / ".eval.stamp.json", {}, (tmp_path / "in",))
+    stamp.write("done", outputs=[report])
+    (tmp_path / "out" / "other-command.json").write_text("{}")  # not the stage's: no effect
+    assert stamp.up_to_date() == "done"
+    report.write_text("# edited\n")
+    assert stamp.up_to_date() is None

@@ -475,7 +475,7 @@ def cmd_label(args: argparse.Namespace) -> int:
     ds = dataset_from_args(args)
     spec = spec_from_args(args)
     paths = LabelPaths.of_workspace(ws, ds.slug)
-    reference = [Path(args.reference).parent] if args.reference else []  # the reference and its shipped fits
+    reference = [Path(args.reference), Path(args.reference).parent / "fits"] if args.reference else []  # its fits too
     read = (ws.runs(ds.slug), paths.labels.parent, paths.audit_report, *reference)
     stamp = stage_stamp(paths.labels.parent, "label", args_settings(args), read, dataset=ds.fingerprint)
     if not (args.force or args.restart) and (saved := stamp.up_to_date()) is not None:

@@ -633,7 +633,9 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         for lane, pairs in lanes.items()
         for pair, case in zip(pairs, _audit_cases(dataset, pairs), strict=True)
         if (lane, pair.qid, pair.docid) not in audited
-    ]
+        and not (lane == LLM_STAGE and GATE not in lanes and chain.llm_case(case) is None)
+    ]  # the LLM alone on pairs the gate settles in the pool (the pipeline lane measures them for free) only puts the
+    # gate audit's rate beside its answer on known answer-free negatives: without a gate audit, a cost for nothing
     refine_prepared = _prepare_refine(refine, dataset, known, all_cases, paths)
     summary.fixed_s = time.perf_counter() - start
 
