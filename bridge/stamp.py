@@ -4,9 +4,10 @@
 byte what they were when it last finished would write the same files again (every stage is deterministic, and a
 label run stops at a fixed point: its budget is kept per configuration, so a second run asks nothing new). So each
 stage keeps a stamp beside its outputs: one digest of its settings (the command line but its verbosity), the
-source of bridge's packages, and every file it reads or writes. A stage whose stamp matches prints "up to date"
-and stops; ``--force`` runs it anyway. Content digests, not modification times: a copied or touched folder is not
-stale, a file edited by hand, a review's new labels or a new run file is.
+source of bridge's packages and the versions of the libraries it computes with, and every file it reads or writes.
+A stage whose stamp matches prints "up to date" and stops; ``--force`` runs it anyway. Content digests, not
+modification times: a copied or touched folder is not stale; a file edited by hand, a review's new labels or a new
+run file is.
 """
 
 from __future__ import annotations
