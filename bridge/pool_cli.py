@@ -26,8 +26,8 @@ def cmd_pool(args: argparse.Namespace) -> int:
     outputs = (ws.pool_file(ds.slug), ws.original_qrels(ds.slug))
     read = (ws.runs(ds.slug), *outputs)
     stamp = stage_stamp(outputs[0].parent, "pool", args_settings(args), read, dataset=ds.fingerprint)
-    if not args.force and (saved := stamp.up_to_date()) is not None:
-        print(f"pool: {stamp.skip_line()}\n{saved}")
+    if (skipped := stamp.skip_message(args.force)) is not None:
+        print(skipped)
         return 0
     runs = load_runs(ws.runs(ds.slug))
     for warning in check_run_queries(runs, ds.qids):

@@ -141,8 +141,9 @@ def probe_file(cache_dir: Path) -> Path:
     """This CPU model's probe results (one JSON per CPU model and torch version, every encoder in it)."""
     import torch
 
-    slug = re.sub(r"[^a-z0-9]+", "-", cpu_model().lower()).strip("-")[:60]
-    digest = hashlib.sha256(f"{cpu_model()}|{torch.__version__}".encode()).hexdigest()[:8]
+    cpu = cpu_model()
+    slug = re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-")[:60]
+    digest = hashlib.sha256(f"{cpu}|{torch.__version__}".encode()).hexdigest()[:8]
     return Path(cache_dir) / "precision-probe" / f"{slug}-{digest}.json"
 
 

@@ -112,8 +112,14 @@ class StageStamp:
         stamp = {"digest": self.digest(Path(p) for p in written), "settings": self.settings, "summary": summary}
         write_json_atomic(self.path, {**stamp, "outputs": written})
 
-    def skip_line(self) -> str:
-        return f"up to date: nothing changed since the last run (stamp {self.path}; --force runs it again)"
+    def skip_message(self, force: bool) -> str | None:
+        """What a stage prints instead of running when it is up to date and not forced; None: run it."""
+        saved = None if force else self.up_to_date()
+        if saved is None:
+            return None
+        stage = self.path.name.removeprefix(".").removesuffix(STAMP_SUFFIX)
+        why = f"nothing changed since the last run (stamp {self.path}; --force runs it again)"
+        return f"{stage}: up to date: {why}\n{saved}"
 
 
 def stage_stamp(

@@ -303,8 +303,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
     read = [ws.runs(ds.slug), ws.labels_file(ds.slug).parent, ws.audit_report(ds.slug)]  # + what it writes
     read += [path for _, path in _named_paths(args.run, "run") + _named_paths(args.qrels, "qrels")]
     stamp = stage_stamp(out, "eval", args_settings(args), read, dataset=ds.fingerprint)
-    if not args.force and (saved := stamp.up_to_date()) is not None:
-        print(f"eval: {stamp.skip_line()}\n{saved}")
+    if (skipped := stamp.skip_message(args.force)) is not None:
+        print(skipped)
         return 0
     ws, ds, inputs = load_inputs(args, ds)
     issues = inputs.qid_issues()

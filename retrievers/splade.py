@@ -51,7 +51,7 @@ class SpladeModel:
         d, ``mask``: texts x tokens). A padding position takes its text's first real token's state, which changes no max
         and spares a masking pass. One product per ``PROJECTION_CHUNK`` vocabulary rows over the whole batch: each
         chunk's output stays near the cache until it is max-reduced; the 30k-wide output, not the multiplications, is
-        what one whole product pays for (6x slower in fp32 on 2 cores; bench encoders)."""
+        what one whole product pays for (33 against 200-217 GFLOP/s in fp32 on 2 cores; bench/RESULTS.md, issue 36)."""
         import torch
 
         linear = torch.nn.functional.linear
@@ -152,7 +152,7 @@ class SpladeRetriever:
 
         model = load_splade(self.model_ref, self.device)
         order = sorted(range(len(texts)), key=lambda i: len(texts[i]))  # similar lengths share a batch: less padding
-        rows: list[Any] = [None] * len(texts)
+        batches: list[Any] = []  # CSR blocks in length order
         starts = range(0, len(order), self.batch_size)
         with tqdm(total=len(texts), desc="SPLADE encode", unit="text", disable=not progress, leave=False) as bar:
             for start in starts:
@@ -162,13 +162,11 @@ class SpladeRetriever:
                 ).to(self.device)
                 with torch.inference_mode(), inference_precision(self.precision, self.device):
                     hidden = model.body(**enc).logits  # the projection's input (see SpladeModel)
-                    vectors = sp.csr_matrix(model.pooled(hidden, enc["attention_mask"].bool(), self.precision))
-                for row, i in enumerate(batch):
-                    rows[i] = vectors[row]
+                    batches.append(sp.csr_matrix(model.pooled(hidden, enc["attention_mask"].bool(), self.precision)))
                 bar.update(len(batch))
-        if not rows:
+        if not batches:
             return sp.csr_matrix((0, model.projection.out_features), dtype=np.float32)
-        return sp.vstack(rows, format="csr", dtype=np.float32)
+        return sp.vstack(batches, format="csr", dtype=np.float32)[np.argsort(order)]  # back to input order
 
     def encode_documents(self, texts: Sequence[str]) -> Any:
         """Document vectors of one chunk (what a worker computes for ``index``)."""

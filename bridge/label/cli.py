@@ -478,8 +478,8 @@ def cmd_label(args: argparse.Namespace) -> int:
     reference = [Path(args.reference), Path(args.reference).parent / "fits"] if args.reference else []  # its fits too
     read = (ws.runs(ds.slug), paths.labels.parent, paths.audit_report, *reference)
     stamp = stage_stamp(paths.labels.parent, "label", args_settings(args), read, dataset=ds.fingerprint)
-    if not (args.force or args.restart) and (saved := stamp.up_to_date()) is not None:
-        print(f"label: {stamp.skip_line()}\n{saved}")
+    if (skipped := stamp.skip_message(args.force or args.restart)) is not None:
+        print(skipped)
         return 0
     chain, choice, llm = build_chain(spec, ds)
     options = LabelOptions(
