@@ -35,6 +35,7 @@ import numpy as np
 
 from bridge.errors import InputError
 from bridge.fsio import write_json_atomic
+from bridge.kinds import kind_of
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.trec import Qrels
 
@@ -43,6 +44,8 @@ INTERCEPT = "1"
 GATE, ADAPTER, LLM, PRIOR, UNPOOLED, PEOPLE = "gate", "adapter", "llm", "prior", "unpooled", "people"
 RANDOM_SAMPLING = "random"
 """``details["sampling"]`` of a people's label drawn at random from the open pairs (usable for calibration)."""
+KIND_PREFIX = "kind="
+"""A feature ``kind=NAME``: 1 for a pair of that kind of hole (:mod:`bridge.kinds`), a sampling design's indicator."""
 CALIBRATIONS_FILE = "hole-calibrations.json"
 """The label run's calibrations (beside labels.jsonl); ``bridge eval`` reads them."""
 
@@ -77,7 +80,13 @@ class PairFacts:
 
     def value(self, name: str) -> float:
         """One feature by name: ``1``, ``logit_p``, ``label``, ``log_systems`` (log of how many systems pooled
-        the pair), ``log_rank`` (log of its best rank), ``pooled_by:SYSTEM``, or a recorded feature."""
+        the pair), ``log_rank`` (log of its best rank), ``pooled_by:SYSTEM``, a recorded feature (a kind's facts
+        among them, :mod:`bridge.kinds`), or ``A*B``, the product of two of these (a kind's own slope)."""
+        if "*" in name and name not in self.extra:
+            left, right = name.split("*", 1)
+            return self.value(left) * self.value(right)
+        if name.startswith(KIND_PREFIX):
+            return float(kind_of(self.extra) == name[len(KIND_PREFIX) :])
         if name == INTERCEPT:
             return 1.0
         if name == "logit_p":

@@ -163,6 +163,61 @@ def _ci(value: float | None, interval: Sequence[float] | None, digits: int = 3) 
     return f"{value:.{digits}f}" + (f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else "")
 
 
+def _hole_kind_blocks(
+    strata: Sequence[Mapping[str, Any]], in_pool: Mapping[str, Mapping[str, float]] | None = None
+) -> list[Block]:
+    """The answer judge's cross-fitted quality on each kind of hole (the reference lane), weakest kind first, with
+    the pool's pairs of that kind and their mean P."""
+    in_pool = in_pool or {}
+    kinds = [q for q in strata if q.get("kind")]
+    if not kinds:
+        return []
+    ordered = sorted(kinds, key=lambda q: (q.get("auc") is None, q.get("auc") or 0.0))
+    overall = [q for q in strata if q.get("stratum") == "all"]
+    rows = tuple(
+        (
+            ("all kinds (weighted as the pool stands)" if q["stratum"] == "all" else q["stratum"])
+            + (" (weakest)" if q is ordered[0] else ""),
+            str(q["pairs"]),
+            "" if q.get("pool_share") is None else f"{100 * q['pool_share']:.0f}%",
+            _with_interval(q, "share"),
+            _with_interval(q, "mean_p"),
+            _with_interval(q, "auc"),
+            _with_interval(q, "balanced_accuracy"),
+            _with_interval(q, "ece"),
+            "" if q.get("coverage") is None else f"{100 * q['coverage']:.0f}%",
+            _pool_kind(in_pool, q["stratum"]),
+        )
+        for q in [*ordered, *overall]
+    )
+    return [
+        Para(
+            "The judge of the answer-bearing holes, kind by kind (kinds of hole: bridge.kinds), on the read "
+            "reference, cross-fitted by question; the reference was drawn at random within each kind, and the last "
+            "row weights each kind as it stands in the pool. Its labels are the maintainers' reading, not a crowd's. "
+            "Covered: share of random half splits whose held-out share relevant lies in the 95% interval the other "
+            "half predicts. The last column: the label run's pool pairs of that kind with a P, and their mean P (to "
+            "set beside the reference's share relevant)."
+        ),
+        Table(HOLE_KIND_COLUMNS, rows),
+    ]
+
+
+HOLE_KIND_COLUMNS = (
+    "kind of hole", "reference pairs", "of the pool", "share relevant", "mean P", "AUC", "bAcc", "ECE", "covered",
+    "pool pairs: mean P",
+)  # fmt: skip
+
+
+def _pool_kind(in_pool: Mapping[str, Mapping[str, float]], kind: str) -> str:
+    """``2,472: 0.204``: the label run's pairs of a kind (all kinds for ``all``) and their mean P."""
+    rows = list(in_pool.values()) if kind == "all" else [in_pool[kind]] if kind in in_pool else []
+    pairs = sum(int(r["pairs"]) for r in rows)
+    if not pairs:
+        return ""
+    return f"{pairs:,}: {sum(r['mean_p'] * r['pairs'] for r in rows) / pairs:.3f}"
+
+
 def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
     """How far the augmented qrels' labels can be trusted: the label run's known-pair audit."""
     blocks: list[Block] = [Heading("Can these labels be trusted? (judge audit)")]
@@ -210,6 +265,9 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
                 tuple(rows),
             )
         )
+    blocks += _hole_kind_blocks(
+        audit.get("lanes", {}).get("reference", {}).get("hole_kinds") or [], audit.get("kinds_in_pool") or {}
+    )
     kinds = [
         (
             _LANE_TITLES.get(name, name),

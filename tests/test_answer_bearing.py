@@ -6,7 +6,7 @@ from __future__ import annotations
 import json
 
 import pytest
-from conftest import ScriptedLLM, run_label
+from conftest import DATA_DIR, ScriptedLLM, needs_shared_data, run_label
 
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.errors import BridgeError
@@ -247,3 +247,155 @@ def test_a_costly_answer_judge_refines_in_value_order_and_a_larger_budget_goes_o
     refined = [r for r in read_labels(tmp_path / "labels.jsonl") if r.judge == "answer-context"]
     assert second.refined > 0 and len({(r.qid, r.docid) for r in refined}) == len(refined) > len(refined_first)
     assert len(llm.requests) == fixed_calls + len(refined)  # the fit is kept beside the labels: no call again
+
+
+def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(monkeypatch):
+    """The free judge's cross-fitted AUC per kind of hole ranks the kinds (weakest first); the costly judge takes
+    every positive-value pair of the weakest kind before the others, most valuable first within each, and never a
+    pair of value 0."""
+    import numpy as np
+
+    from bridge.holes import INTERCEPT, Calibration
+    from bridge.judging.base import Case
+    from bridge.label import run as label_run
+    from bridge.label.value import PairValues
+
+    strata = [
+        {"stratum": "all", "auc": 0.80, "kind": False},
+        {"stratum": "listed topic", "auc": 0.55, "kind": True},
+        {"stratum": "other topic", "auc": 0.85, "kind": True},
+    ]
+    free = Calibration("lexical", (INTERCEPT,), np.zeros((1, 1)), "ref", True, {"strata": strata})
+    order = label_run.weakest_kinds_first([free])
+    assert order == {"listed topic": 0, "other topic": 1}
+
+    def case(docid: str, listed: float) -> label_run.WorkItem:
+        kind = (("topic_listed", listed), ("passage_listed", 0.0))
+        return label_run.WorkItem("pool", Case("q", docid, "question", "text", kind=kind))
+
+    items = [case("o-high", 0.0), case("l-low", 1.0), case("o-zero", 0.0), case("l-high", 1.0)]
+    values = {("q", "o-high"): 3.0, ("q", "l-low"): 1.0, ("q", "o-zero"): 0.0, ("q", "l-high"): 2.0}
+    monkeypatch.setattr(label_run, "pair_values", lambda *a, **k: PairValues(values, 2, 3))
+    options = label_run.LabelOptions()
+    ordered, _ = label_run._value_order(None, options, {}, [], [], items, {}, None, order)
+    assert [it.case.docid for it in ordered] == ["l-high", "l-low", "o-high"]
+    plain, _ = label_run._value_order(None, options, {}, [], [], items, {}, None)
+    assert [it.case.docid for it in plain] == ["o-high", "l-high", "l-low"]
+
+
+def listed_company_dataset() -> Dataset:
+    """The company dataset where the first 10 questions come with a candidate list of their own (as nq's first 441
+    questions do): their pairs are of kind ``listed topic``, the others ``other topic``."""
+    ds = company_dataset()
+    from dataclasses import replace
+
+    return replace(ds, candidate_lists={f"q{i}": (f"g{i}", f"r{i}") for i in range(10)})
+
+
+def test_a_reference_design_is_read_with_clear_errors_and_checked_against_the_data(tmp_path):
+    from bridge.judging.reference_labels import Inclusion, read_reference_design
+
+    reference = tmp_path / "ref.tsv"
+    write_reference(reference)
+    assert read_reference_design(reference) == {}  # no design: a simple random sample
+    design = tmp_path / "design.tsv"
+    for text, message in (
+        ("qid\tdocid\tkind\n", r"design\.tsv:1: expected the header"),
+        ("qid\tdocid\tkind\tinclusion\nq1\tr1\tother topic\n", r"design\.tsv:2: expected 4 tab-separated fields"),
+        ("qid\tdocid\tkind\tinclusion\nq1\tr1\tother topic\thalf\n", r"design\.tsv:2: field 'inclusion' is not a"),
+        ("qid\tdocid\tkind\tinclusion\nq1\tr1\tother topic\t0\n", r"design\.tsv:2: field 'inclusion' must lie in"),
+    ):
+        design.write_text(text, encoding="utf-8")
+        with pytest.raises(BridgeError, match=message):
+            read_reference_design(reference)
+    rows = [f"q{i}\t{d}\t{'listed topic' if i < 10 else 'other topic'}\t{0.5 if i < 10 else 0.1}"
+            for i in range(30) for d in (f"r{i}", f"x{i}")]  # fmt: skip
+    design.write_text("qid\tdocid\tkind\tinclusion\n" + "\n".join(rows) + "\n", encoding="utf-8")
+    assert read_reference_design(reference)[("q0", "r0")] == Inclusion("listed topic", 0.5)
+    ds = listed_company_dataset()
+    judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))
+    from bridge.judging.base import cases_for
+
+    views = cases_for(ds, [PoolEntry(p.qid, p.docid, ("s",), 1) for p in read_reference(reference)])
+    assert dict(views[0].kind) == {"topic_listed": 1.0, "passage_listed": 1.0}
+    assert dict(views[1].kind) == {"topic_listed": 1.0, "passage_listed": 0.0}
+    assert dict(views[-1].kind)["topic_listed"] == 0.0
+    wrong = dict(read_reference_design(reference))
+    wrong[("q0", "r0")] = Inclusion("other topic", 0.1)
+    with pytest.raises(BridgeError, match=r"\(q0, r0\) was drawn as kind 'other topic', but the dataset makes it"):
+        judge.fit(views, [int(d.startswith("r")) for d in (v.docid for v in views)], "test", wrong)
+
+
+def test_kinds_come_from_the_datasets_candidate_lists():
+    from bridge.kinds import ALL, LISTED_TOPIC, OTHER_TOPIC, has_kinds, kind_facts, kind_of, pair_kind
+
+    plain = company_dataset()
+    assert not has_kinds(plain) and kind_facts(plain, "q0", "r0") == {} and kind_of({}) == ALL
+    ds = listed_company_dataset()
+    assert has_kinds(ds) and pair_kind(ds, "q3") == LISTED_TOPIC and pair_kind(ds, "q12") == OTHER_TOPIC
+    assert kind_facts(ds, "q12", "r3") == {"topic_listed": 0.0, "passage_listed": 1.0}  # r3 is on q3's list
+    assert kind_facts(ds.head(5), "q12", "r3") == kind_facts(ds, "q12", "r3")  # a --limit head keeps the lists
+
+
+@needs_shared_data()
+def test_nq_lists_the_retrieved_passages_of_its_first_441_questions():
+    from bridge.datasets import load_dataset
+    from bridge.kinds import pair_kind
+
+    ds = load_dataset("nq", DATA_DIR)
+    assert len(ds.candidate_lists) == 441 and all(len(v) == 20 for v in ds.candidate_lists.values())
+    assert all(next(iter(ds.qrels[q])) == docs[0] for q, docs in ds.candidate_lists.items())  # gold first
+    assert pair_kind(ds, "440") == "listed topic" and pair_kind(ds, "441") == "other topic"
+
+
+def test_weighted_quality_by_hand():
+    """Two positives (weights 1, 3) and two negatives (weights 2, 2): the weighted AUC counts each (positive,
+    negative) comparison with the product of the weights; the weighted mean P and share are plain weighted means."""
+    import numpy as np
+
+    from bridge.judging.metrics import weighted_auc, weighted_measures
+
+    p = np.array([0.9, 0.3, 0.5, 0.1])
+    y = np.array([1, 1, 0, 0])
+    w = np.array([1.0, 3.0, 2.0, 2.0])
+    # comparisons: (0.9 > 0.5) 1*2, (0.9 > 0.1) 1*2, (0.3 < 0.5) 0, (0.3 > 0.1) 3*2 -> 10 of (4 * 4)
+    assert weighted_auc(p, y, w) == pytest.approx(10 / 16)
+    m = weighted_measures(p, y, w, threshold=0.4)
+    assert m["mean_p"] == pytest.approx((0.9 + 0.9 + 1.0 + 0.2) / 8) and m["share"] == pytest.approx(4 / 8)
+    # labels P >= 0.4: tp weight 1, fn 3, fp 2, tn 2 -> sensitivity 1/4, specificity 2/4
+    assert m["balanced_accuracy"] == pytest.approx((0.25 + 0.5) / 2)
+
+
+def test_the_reference_lane_headline_is_the_weakest_kind():
+    from bridge.judging.audit import AuditConfig, reference_lane
+
+    truth = [1, 0] * 20 + [1, 0] * 20
+    labels = [1, 0] * 20 + [0, 0, 1, 1] * 10  # right on every "other" pair, at chance on the "listed" ones
+    kinds = ["other topic"] * 40 + ["listed topic"] * 40
+    quality = {
+        "cross_fitted": {"truth": truth, "labels": labels, "kinds": kinds},
+        "strata": [{"stratum": "all", "kind": False, "pairs": 80}, {"stratum": "listed topic", "kind": True,
+                   "pairs": 40, "auc": 0.5}, {"stratum": "other topic", "kind": True, "pairs": 40, "auc": 1.0}],
+        "weakest_kind": "listed topic",
+    }  # fmt: skip
+    lane = reference_lane(quality, "ref", AuditConfig())
+    assert lane.agreement.pairs == 40 and lane.agreement.balanced_accuracy == pytest.approx(0.5)
+    assert "weakest kind of hole, listed topic" in lane.population and len(lane.hole_kinds) == 3
+
+
+@needs_shared_data()
+def test_the_shipped_nq_answer_lexical_fit_matches_the_code_that_would_refit_it():
+    """The cold main job reuses bench/data/nq-answer-reference/fits/: a change to the fitting code, the reference or
+    its design that does not ship a new fit would cost every cold run a refit. The digest the label run computes
+    names a shipped file, whose inputs say what it was made from."""
+    from pathlib import Path
+
+    from bridge.judging.reference_labels import read_reference_design, read_reference_facts
+
+    reference = Path(__file__).resolve().parents[1] / "bench/data/nq-answer-reference/labels-first.tsv"
+    judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))
+    pairs = read_reference(reference)
+    digest = judge._digest(pairs, read_reference_facts(reference), read_reference_design(reference))
+    shipped = reference.parent / "fits" / f"answer-lexical-fit-{digest}.json"
+    assert shipped.exists(), f"no shipped fit {shipped.name}: refit with `make label DATASET=nq` and ship it"
+    assert json.loads(shipped.read_text())["inputs"] == judge.fit_inputs(pairs)

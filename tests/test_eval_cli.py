@@ -325,3 +325,24 @@ def test_a_system_outside_the_pool_gets_widened_bounds_and_a_note(workspace, cap
     rows = {(r["system"], r["measure"]): r for r in read_csv(tmp / "reports/beir-small/leaderboard.csv")}
     splade = rows[("splade", "Hit@10")]  # e is in nobody's pool and nobody labelled it: it may be relevant
     assert (float(splade["lower"]), float(splade["upper"])) == (0.5, 1.0)
+
+
+def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp_path):
+    """The audit's reference lane carries the answer judge's cross-fitted quality per kind of hole: the report's
+    trust section lists every kind (weakest first, marked) and the pool-weighted row after them."""
+    from eval.report import _audit_blocks, to_markdown
+
+    def stratum(name, auc, kind=True):
+        return {"stratum": name, "kind": kind, "pairs": 100, "pool_share": 0.5, "share": 0.3, "mean_p": 0.31,
+                "auc": auc, "balanced_accuracy": 0.7, "ece": 0.04, "coverage": 0.9,
+                "intervals": {"auc": [auc - 0.05, auc + 0.05]}}  # fmt: skip
+
+    strata = [stratum("all", 0.80, kind=False), stratum("other topic", 0.86), stratum("listed topic", 0.61)]
+    in_pool = {"listed topic": {"pairs": 100, "mean_p": 0.5}, "other topic": {"pairs": 300, "mean_p": 0.2}}
+    audit = {"judge": "answer-lexical", "lanes": {"reference": {"pairs": 100, "hole_kinds": strata}},
+             "kinds_in_pool": in_pool}  # fmt: skip
+    text = to_markdown(_audit_blocks(audit), tmp_path)
+    rows = [line for line in text.splitlines() if line.startswith("| ") and "0.3" in line]
+    assert rows[0].startswith("| listed topic (weakest) | 100 | 50% |") and "0.610 [0.56, 0.66]" in rows[0]
+    assert rows[1].startswith("| other topic |") and rows[2].startswith("| all kinds (weighted as the pool stands)")
+    assert rows[0].endswith("| 100: 0.500 |") and rows[2].endswith("| 400: 0.275 |")  # (50 + 60) / 400

@@ -161,3 +161,71 @@ def test_mean_p_is_computed_once_per_distinct_feature_row():
     x = np.column_stack([np.ones(7), rng.choice([-1.0, 0.0, 2.5], 7)])
     assert np.array_equal(c.mean(x), c.probabilities(x).mean(axis=0))
     assert c.mean(np.zeros((0, 2))).shape == (0,)
+
+
+def _flipping_sample(seed: int, per_kind: int = 200, share_listed: float = 0.1):
+    """Two kinds of holes: on listed topics a feature says relevant, on the others the same feature says not
+    (its sign flips). The sample draws ``per_kind`` pairs of each kind; the pool holds ``share_listed`` of listed
+    ones, so each pair's design weight is its kind's pool share over its sample share."""
+    rng = np.random.default_rng(seed)
+    rows, truth, groups, kinds, weights = [], [], [], [], []
+    for listed in (1.0, 0.0):
+        for i in range(per_kind):
+            f = rng.normal()
+            z = 2.5 * f + 0.5 if listed else -2.5 * f - 2.5
+            facts = PairFacts(systems=("s",), min_rank=1, extra={"f": f, "topic_listed": listed})
+            rows.append({n: facts.value(n) for n in ("f", "topic_listed", "f*topic_listed")})
+            truth.append(float(rng.random() < 1 / (1 + math.exp(-z))))
+            groups.append(f"{int(listed)}-{i // 2}")
+            kinds.append("listed topic" if listed else "other topic")
+            weights.append((share_listed if listed else 1 - share_listed) / 0.5)
+    return rows, np.array(truth), groups, kinds, np.array(weights)
+
+
+def test_a_kinds_own_slopes_rank_both_kinds_where_one_common_fit_cannot():
+    """The feature's sign flips between two kinds. With the kind's own slopes among the candidates, the cross-fitted
+    P ranks each kind right (AUC > 0.8 in each); one common fit, which must give the feature one sign, ranks the
+    kind it sides against below chance."""
+    from bridge.judging.hole_calibration import kind_candidates
+
+    rows, truth, groups, kinds, weights = _flipping_sample(3)
+    sample = Sample(rows, truth, groups, weights, kinds)
+    config = HoleCalibrationConfig(draws=20, splits=4, intervals=100)
+    fitted = fit_hole_calibration("k", sample, ("f",), kind_candidates(["topic_listed"], ("f",)), "synthetic", config)
+    per_kind = {q.stratum: q for q in fitted.quality if q.kind}
+    assert set(per_kind) == {"listed topic", "other topic"}
+    assert all(q.auc > 0.8 for q in per_kind.values()), {k: q.auc for k, q in per_kind.items()}
+    assert any("topic_listed" in name for name, _ in fitted.selection[1:])
+    assert fitted.calibration.quality["weakest_kind"] in per_kind
+    common = fit_hole_calibration("c", sample, ("f",), (), "synthetic", config)
+    common_auc = {q.stratum: q.auc for q in common.quality if q.kind}
+    assert min(common_auc.values()) < 0.5 < 0.8 < max(common_auc.values())
+
+
+def test_design_weights_give_the_pools_share_where_the_sample_oversamples_a_kind():
+    """Listed topics are 10% of the pool (60% relevant there, by the simulation) but half the sample. Over 12
+    simulated samples, the weighted share and the calibration's mean P over a pool-like draw sit at the pool's share
+    (known exactly by simulation), where the sample's plain share sits far above it."""
+    from bridge.judging.hole_calibration import kind_candidates
+
+    rng = np.random.default_rng(0)
+    f = rng.normal(size=200_000)
+    listed = rng.random(200_000) < 0.1
+    z = np.where(listed, 2.5 * f + 0.5, -2.5 * f - 2.5)
+    truth_share = float(np.mean(1 / (1 + np.exp(-z))))  # the pool's expected share relevant
+    config = HoleCalibrationConfig(draws=10, splits=2, intervals=0)
+    weighted, plain, predicted = [], [], []
+    pool_facts = [PairFacts(extra={"f": float(a), "topic_listed": float(b)}) for a, b in zip(f[:4000], listed[:4000])]
+    for seed in range(12):
+        rows, truth, groups, kinds, weights = _flipping_sample(100 + seed)
+        sample = Sample(rows, truth, groups, weights, kinds)
+        all_ = next(q for q in fit_hole_calibration(
+            "w", sample, ("f",), kind_candidates(["topic_listed"], ("f",)), "synthetic", config).quality
+            if q.stratum == "all")  # fmt: skip
+        weighted.append(all_.share)
+        plain.append(float(truth.mean()))
+        c = fit_hole_calibration("w", sample, ("f", "topic_listed", "f*topic_listed"), (), "s", config).calibration
+        predicted.append(float(c.mean(c.rows(pool_facts)).mean()))
+    assert abs(np.mean(weighted) - truth_share) < 0.02
+    assert abs(np.mean(predicted) - truth_share) < 0.02
+    assert np.mean(plain) - truth_share > 0.1

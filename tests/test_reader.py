@@ -215,6 +215,15 @@ def test_a_reader_fit_shipped_with_the_reference_is_reused_without_reading_it_ag
     read = {r.messages[-1].content for r in llm.requests}
     assert all("ship named founder" in text for text in read if "Passage" in text)  # pool pairs only (x<i>)
     assert len([t for t in read if "Passage" in t]) == 30
+    # another reader model misses the shipped fit, and the run says in what it differs before paying for the refit
+    other = ScoringLLM()
+    other.model_id = "another-model"
+    third = tmp_path / "third"
+    third.mkdir()
+    write_pool(entries, third / "pool.tsv")
+    lines = run_label(ds, judge(other), third, audit_pairs=0, evidence=EvidenceConfig()).lines()
+    why = next(line for line in lines if "fitting on the reference" in line)
+    assert "no shipped fit matches" in why and "model 'scoring' there, 'another-model' here" in why
 
 
 def test_a_backend_that_only_generates_refuses_to_score(tmp_path):
@@ -236,3 +245,27 @@ def test_a_passage_window_keeps_the_title_and_the_words_around_the_first_answer_
     whole = Reader(ScoringLLM()).reader_id
     assert Reader(ScoringLLM(), ReaderConfig(window=None)).reader_id == whole  # the default id is unchanged
     assert Reader(ScoringLLM(), ReaderConfig(window=30)).reader_id != whole
+
+
+def test_the_reader_as_answer_judge_or_as_costly_refiner_reuses_one_fit(tmp_path):
+    """`--answer-judge answer-reader` and `--answer-judge answer-lexical --refine answer-reader` build the reader
+    with the same inputs, so both name the same fit file (one fixed cost, shipped once)."""
+    from dataclasses import replace
+
+    from bridge.judging.answer_context import AnswerContextConfig
+    from bridge.judging.reference_labels import read_reference, read_reference_facts
+    from bridge.judging.spec import JudgeSpec
+    from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
+
+    ds = company_dataset()
+    reference = tmp_path / "ref.tsv"
+    write_reference(reference)
+    judge = JudgeSpec("answer-reader", answer_context=AnswerContextConfig(str(reference)), answer_context_fallback=None)
+    spec = ChainSpec(judge=judge, adapters="off", progress=False)
+    llm = ScoringLLM()
+    main = build_chain(spec, ds, llm=llm)[0].judge
+    lexical = replace(spec, judge=replace(judge, name="answer-lexical"))
+    refine = build_refine_chain(lexical, "answer-reader", ds, llm).judge
+    pairs, facts = read_reference(reference), read_reference_facts(reference)
+    assert main._digest(pairs, facts) == refine._digest(pairs, facts)
+    assert main.fit_inputs(pairs) == refine.fit_inputs(pairs)

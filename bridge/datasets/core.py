@@ -88,6 +88,10 @@ class Dataset:
     known_negatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Unjudged documents known not to answer a query (nq: the answer-free distractors the
     dataset's authors chose), used as audit negatives where the qrels judge no non-relevant pair."""
+    candidate_lists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
+    """Passages the dataset's authors retrieved for a topic (nq: the 20 contexts of the first 441 questions, gold
+    included). A hole of a topic with its own list is another kind of hole than one of a topic without
+    (:mod:`bridge.kinds`)."""
     extra_qrels: Mapping[str, Qrels] = field(default_factory=dict)
     """Further qrels sets that come with the dataset (bridge:SUBSET: ``bridge``), compared with ``qrels`` by eval."""
     unlimited: Dataset | None = field(default=None, repr=False, compare=False)
@@ -123,6 +127,11 @@ class Dataset:
             for docid, grade in sorted(whole.qrels.get(q.qid, {}).items())
             if grade >= self.relevance_threshold
         )
+
+    @cached_property
+    def listed_passages(self) -> frozenset[str]:
+        """Every passage on some topic's candidate list."""
+        return frozenset(d for docs in self.candidate_lists.values() for d in docs)
 
     def answered(self) -> tuple[AnsweredPassage, ...]:
         """Judged-relevant passages of queries with answers, of the whole dataset."""

@@ -84,6 +84,9 @@ def load_nq(data_dir: Path) -> Dataset:
         qrels=qrels,
         fingerprint=fingerprint(oracle, distractor_file),
         known_negatives={qid: tuple(d for d in ids if d not in qrels[qid]) for qid, ids in distractors.items()},
+        candidate_lists={
+            qid: (*qrels[qid], *(d for d in ids if d not in qrels[qid])) for qid, ids in distractors.items()
+        },
     )
 
 

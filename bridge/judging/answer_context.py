@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import math
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
@@ -56,9 +57,24 @@ from bridge.judging.base import (
 )
 from bridge.judging.cascade import CalibratedJudge, Score
 from bridge.judging.evidence import answer_forms, normalize, occurrences
-from bridge.judging.hole_calibration import HoleCalibrationConfig, Sample, fit_hole_calibration
+from bridge.judging.hole_calibration import (
+    HoleCalibrationConfig,
+    Sample,
+    fit_hole_calibration,
+    kind_candidates,
+    kind_shares,
+    model_names,
+)
 from bridge.judging.reader import Reader
-from bridge.judging.reference_labels import HumanPair, read_reference, read_reference_facts
+from bridge.judging.reference_labels import (
+    HumanPair,
+    Inclusion,
+    read_reference,
+    read_reference_design,
+    read_reference_facts,
+)
+from bridge.kinds import FACTS as KIND_FACTS
+from bridge.kinds import kind_of
 from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import LLMResponse, request_key
 from bridge.pool import PoolEntry
@@ -66,6 +82,8 @@ from bridge.pool import PoolEntry
 if TYPE_CHECKING:
     from bridge.judging.spec import JudgeSpec
     from bridge.llm.base import LLMBackend
+
+log = logging.getLogger(__name__)
 
 LEXICAL = ("question_in_passage", "question_near_answer", "question_in_title")
 LLM_FEATURE = "llm_logit"
@@ -138,8 +156,11 @@ class AnswerContextJudge:
         self.llm = scorer.llm if scorer is not None else reader.llm if reader is not None else None
         self.impute: dict[str, float] = {}
         """Feature values used where a pair's LLM score failed (the reference pairs' mean)."""
+        self.thresholds: dict[str, float] = {}
+        """P at or above which a pair of each kind of hole is labelled 1: the kind's share relevant in the reference
+        (the balanced decision for a calibrated P); a kind the reference lacks takes the overall share."""
         self.threshold = 0.5
-        """P at or above which the label is 1: the share of relevant pairs in the reference."""
+        """The overall share relevant (weighted as the pool stands)."""
 
     @property
     def features(self) -> tuple[str, ...]:
@@ -188,7 +209,7 @@ class AnswerContextJudge:
         return np.array(rows, dtype=float).reshape(len(cases), len(self.features)), scores, read
 
     def _facts(self, case: Case, x: np.ndarray) -> PairFacts:
-        extra = dict(zip(self.features, x, strict=True))
+        extra = {**dict(case.kind), **dict(zip(self.features, x, strict=True))}
         return PairFacts(systems=tuple(case.systems), min_rank=case.min_rank, extra=extra)
 
     def probabilities(
@@ -208,7 +229,8 @@ class AnswerContextJudge:
 
     # -- the Preparable protocol --------------------------------------------------------------------------------
     def reference_pairs(self) -> tuple[list[HumanPair], dict[tuple[str, str], PoolEntry]]:
-        """The reference's labelled pairs and, from ``pairs.tsv`` beside it, the pool facts each was drawn with."""
+        """The reference's labelled pairs and, from ``pairs.tsv`` beside it, the pool facts each was drawn with (its
+        sampling design, ``design.tsv``, is read by :meth:`design`)."""
         if not self.config.reference:
             raise BridgeError(
                 "the answer-context judge needs labelled answer-bearing pairs to fit on: pass --reference FILE "
@@ -217,11 +239,21 @@ class AnswerContextJudge:
         path = Path(self.config.reference)
         return read_reference(path), read_reference_facts(path)
 
-    def _digest(self, pairs: Sequence[HumanPair], facts: Mapping[tuple[str, str], PoolEntry]) -> str:
+    def design(self) -> dict[tuple[str, str], Inclusion]:
+        """The reference's sampling design (empty: a simple random sample)."""
+        return read_reference_design(Path(self.config.reference)) if self.config.reference else {}
+
+    def _digest(
+        self,
+        pairs: Sequence[HumanPair],
+        facts: Mapping[tuple[str, str], PoolEntry],
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
+    ) -> str:
         payload = json.dumps(
             {
                 "pairs": [[p.qid, p.docid, int(p.relevant)] for p in pairs],
                 "facts": sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items()),
+                "design": sorted([q, d, i.kind, i.probability] for (q, d), i in (design or {}).items()),
                 "features": self.features,
                 **self.model_ids,
                 "window": self.config.window,
@@ -232,6 +264,31 @@ class AnswerContextJudge:
             sort_keys=True,
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def fit_inputs(self, pairs: Sequence[HumanPair]) -> dict[str, Any]:
+        """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest)."""
+        return {
+            "model": self.llm.model_id if self.llm is not None else None,
+            **self.model_ids,
+            "features": list(self.features),
+            "reference pairs": len(pairs),
+            "window": self.config.window,
+            "version": CALIBRATION_VERSION,
+        }
+
+    def _why_refit(self, shipped_folder: Path, inputs: Mapping[str, Any]) -> str:
+        """Why no shipped fit of this judge is reused: the inputs in which the nearest one differs."""
+        differences = []
+        for path in sorted(shipped_folder.glob(f"{self.name}-fit-*.json")):
+            kept = json.loads(path.read_text(encoding="utf-8")).get("inputs")
+            if not kept:
+                differences.append(f"{path.name} predates this version of the fit")
+                continue
+            changed = [f"{k} {kept.get(k)!r} there, {v!r} here" for k, v in inputs.items() if kept.get(k) != v]
+            differences.append(f"{path.name}: " + ("; ".join(changed) or "the reference's pairs or labels differ"))
+        if not differences:
+            return f"no fit of {self.name} is shipped in {shipped_folder}"
+        return "no shipped fit matches (" + " | ".join(differences) + ")"
 
     def prepare(self, preparation: Preparation) -> Prepared:
         """Fit the calibration on every reference pair that holds an answer (each asked as a pool pair, with the
@@ -249,7 +306,8 @@ class AnswerContextJudge:
             )
             seen = [(p, preparation.view(c)) for p, c in zip(pairs, cases, strict=True)]
             seen = [(p, v) for p, v in seen if v is not None and v.evidence]
-            fit_name = f"{self.name}-fit-{self._digest(pairs, facts)}.json"
+            design = self.design()
+            fit_name = f"{self.name}-fit-{self._digest(pairs, facts, design)}.json"
             kept = preparation.calibration_path.with_name(fit_name)
             shipped = Path(cast(str, self.config.reference)).parent / "fits" / fit_name
             found = next((path for path in (kept, shipped) if path.exists()), None)
@@ -257,14 +315,17 @@ class AnswerContextJudge:
                 self.restore(json.loads(found.read_text(encoding="utf-8")))
                 lines.append(f"{self.name}: calibration on the reference reused from {found}")
             else:
+                why = self._why_refit(shipped.parent, self.fit_inputs(pairs))
+                lines.append(f"{self.name}: fitting on the reference ({len(seen)} pairs; {why})")
+                if self.llm is not None:
+                    log.info("%s: %s; reading %d reference pairs (a fixed cost, kept for later runs)", self.name, why,
+                             len(seen))  # fmt: skip
                 x, scores, read = self.feature_rows([v for _, v in seen])
                 called = [r for s in scores if s is not None for r in s.responses] + [r for rs in read for r in rs]
                 usage = usage_of(called)
-                self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
-                               for j, n in enumerate(self.features)}  # fmt: skip
-                self.threshold = float(np.mean([int(p.relevant) for p, _ in seen])) if seen else 0.5
-                self.calibration = self._fit(seen, x, facts)
-                write_json_atomic(kept, {k: v for k, v in self.prepared_state().items() if k != "fallback"})
+                self.calibration = self._fit(seen, x, facts, design=design)
+                state = {k: v for k, v in self.prepared_state().items() if k != "fallback"}
+                write_json_atomic(kept, {**state, "inputs": self.fit_inputs(pairs)})
                 lines.append(f"{self.name}: calibration fitted on the reference -> {kept}")
             lines += calibration_lines(self.calibration)
             write_json_atomic(preparation.calibration_path, self.prepared_state())
@@ -275,15 +336,19 @@ class AnswerContextJudge:
             usage = usage + done.usage
         return Prepared(lines, usage)
 
-    def fit(self, cases: Sequence[Case], truth: Sequence[int], source: str) -> Calibration:
-        """Calibrate on labelled pairs given directly (judge-eval's cross-fitting), asked as pool pairs are."""
+    def fit(
+        self,
+        cases: Sequence[Case],
+        truth: Sequence[int],
+        source: str,
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
+    ) -> Calibration:
+        """Calibrate on labelled pairs given directly (judge-eval's cross-fitting), asked as pool pairs are;
+        ``design``: their kinds and inclusion probabilities where they are a stratified sample."""
         x, _, _ = self.feature_rows(cases)
-        self.impute = {n: float(np.nanmean(x[:, j])) if np.any(~np.isnan(x[:, j])) else 0.0
-                       for j, n in enumerate(self.features)}  # fmt: skip
-        self.threshold = float(np.mean(truth)) if len(truth) else 0.5
         pairs = [HumanPair(c.qid, c.docid, bool(t)) for c, t in zip(cases, truth, strict=True)]
         facts = {(c.qid, c.docid): PoolEntry(c.qid, c.docid, tuple(c.systems), c.min_rank or 0) for c in cases}
-        self.calibration = self._fit(list(zip(pairs, cases, strict=True)), x, facts, source)
+        self.calibration = self._fit(list(zip(pairs, cases, strict=True)), x, facts, source, design)
         return self.calibration
 
     def _fit(
@@ -292,24 +357,54 @@ class AnswerContextJudge:
         x: np.ndarray,
         facts: Mapping[tuple[str, str], PoolEntry],
         source: str | None = None,
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
     ) -> Calibration:
+        """The calibration on labelled answer-bearing pairs: the judge's features, the strata and kinds the
+        cross-validation picks, each pair weighted by its design weight (1 / its inclusion probability)."""
         if len({int(p.relevant) for p, _ in seen}) < 2:
             raise BridgeError(f"the {self.name} judge needs relevant and non-relevant reference pairs to fit on")
+        design = design or {}
+        kinds = [kind_of(dict(v.kind)) for _, v in seen]
+        weights = np.ones(len(seen))
+        if design:
+            for i, ((p, _), kind) in enumerate(zip(seen, kinds, strict=True)):
+                inclusion = design.get((p.qid, p.docid))
+                if inclusion is None:
+                    raise BridgeError(f"reference pair ({p.qid}, {p.docid}) is missing from its sampling design")
+                if inclusion.kind != kind:
+                    raise BridgeError(
+                        f"reference pair ({p.qid}, {p.docid}) was drawn as kind {inclusion.kind!r}, but the dataset "
+                        f"makes it {kind!r}: the design and the data folder disagree"
+                    )
+                weights[i] = 1.0 / inclusion.probability
+        w = weights / weights.mean()
+        self.impute = {n: float(np.average(x[~np.isnan(x[:, j]), j], weights=w[~np.isnan(x[:, j])]))
+                       if np.any(~np.isnan(x[:, j])) else 0.0 for j, n in enumerate(self.features)}  # fmt: skip
+        truth = [float(p.relevant) for p, _ in seen]
+        self.threshold = float(np.average(truth, weights=w))
+        self.thresholds = kind_shares(kinds, truth, w)
         for j, name in enumerate(self.features):
             x[np.isnan(x[:, j]), j] = self.impute[name]
         systems = sorted({s for e in facts.values() for s in e.systems})
-        candidates = pool_candidates(systems) if systems else ()
+        present = [f for f in KIND_FACTS if any(f in dict(v.kind) for _, v in seen)]
+        candidates = (*(pool_candidates(systems) if systems else ()), *kind_candidates(present, self.features))
         pair_facts = [self._facts(v, row) for (_, v), row in zip(seen, x, strict=True)]
-        rows = [{n: f.value(n) for n in (*self.features, *candidates)} for f in pair_facts]
-        sample = Sample(rows, np.array([float(p.relevant) for p, _ in seen]), [p.qid for p, _ in seen])
+        names = model_names(self.features, candidates)
+        rows = [{n: f.value(n) for n in names} for f in pair_facts]
+        sample = Sample(rows, np.array([float(p.relevant) for p, _ in seen]), [p.qid for p, _ in seen], weights, kinds)
+        drawn = (
+            "a sample of the pool's answer-bearing holes drawn at random within each kind, weighted as the pool stands"
+            if design
+            else "a random sample of the pool's answer-bearing holes"
+        )
         population = (
             source
-            or f"{len(seen)} answer-bearing pairs of {self.config.reference} (a random sample of the pool's "
-            "answer-bearing holes, labelled by reading: the maintainers' reading, not a crowd's)"
+            or f"{len(seen)} answer-bearing pairs of {self.config.reference} ({drawn}, labelled by reading: the "
+            "maintainers' reading, not a crowd's)"
         ) + (f"; pooled by {', '.join(systems)}" if systems else "")
         report = tuple(r for r in self.config.report_strata if r in candidates)
         fitted = fit_hole_calibration(
-            f"{self.name}-{self._digest([p for p, _ in seen], facts)[:8]}",
+            f"{self.name}-{self._digest([p for p, _ in seen], facts, design)[:8]}",
             sample,
             self.features,
             candidates,
@@ -325,6 +420,7 @@ class AnswerContextJudge:
             "calibration": self.calibration.to_json() if self.calibration else None,
             "impute": self.impute,
             "threshold": self.threshold,
+            "thresholds": self.thresholds,
         }
         if isinstance(self.fallback, Preparable):
             state["fallback"] = self.fallback.prepared_state()
@@ -343,6 +439,7 @@ class AnswerContextJudge:
             self.calibration = calibration
             self.impute = dict(state.get("impute") or {})
             self.threshold = float(state.get("threshold", 0.5))
+            self.thresholds = {str(k): float(v) for k, v in (state.get("thresholds") or {}).items()}
         if isinstance(self.fallback, Preparable) and state.get("fallback") is not None:
             self.fallback.restore(state["fallback"])
 
@@ -361,7 +458,11 @@ class AnswerContextJudge:
             for case, p, row, score, reads in zip(mine, probabilities, x, scores, read, strict=True):
                 details: dict[str, Any] = {
                     "calibration": calibration.name,
-                    "features": {n: round(float(v), 6) for n, v in zip(self.features, row, strict=True)},
+                    "features": {
+                        **dict(case.kind),
+                        **{n: round(float(v), 6) for n, v in zip(self.features, row, strict=True)},
+                    },
+                    "kind": kind_of(dict(case.kind)),
                     "p": float(p),
                 }
                 responses = list(reads)
@@ -372,7 +473,7 @@ class AnswerContextJudge:
                 record = LabelRecord(
                     qid=case.qid,
                     docid=case.docid,
-                    label=int(p >= self.threshold),
+                    label=int(p >= self.thresholds.get(details["kind"], self.threshold)),
                     route=STAGE,
                     judge=self.name,
                     config_id=config_id,
@@ -408,7 +509,7 @@ class AnswerContextJudge:
         )
 
 
-CALIBRATION_VERSION = 2
+CALIBRATION_VERSION = 5
 """Bumped when the fitting procedure changes, so a kept fit is not reused across it."""
 
 
@@ -420,6 +521,14 @@ def calibration_lines(calibration: Calibration) -> list[str]:
         f"  on {calibration.population}",
         "  strata chosen by cross-validated log loss: " + (", ".join(chosen) if chosen else "none (one calibration)"),
     ]
+    weakest = next((q for q in quality.get("strata") or [] if q["stratum"] == quality.get("weakest_kind")), None)
+    if weakest is not None:
+        auc = (weakest.get("intervals") or {}).get("auc")
+        span = f" [{auc[0]:.3f}, {auc[1]:.3f}]" if auc else ""
+        out.append(
+            f"  weakest kind of hole: {weakest['stratum']} (cross-fitted AUC {weakest['auc']:.3f}{span}, "
+            f"{weakest['pairs']} reference pairs, {100 * (weakest.get('pool_share') or 0):.0f}% of the pool)"
+        )
     for q in quality.get("strata") or []:
         intervals = q.get("intervals") or {}
 

@@ -354,6 +354,9 @@ class LaneResult:
     kinds: dict[str, KindResult] = field(default_factory=dict)
     population: str = "every known pair of the lane"
     """What the headline agreement covers."""
+    hole_kinds: list[dict[str, Any]] = field(default_factory=list)
+    """The reference lane: the calibration's cross-fitted quality on each kind of hole and overall (weighted as the
+    pool stands): AUC, bAcc, kappa, ECE, coverage, with intervals (:mod:`bridge.kinds`)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -362,6 +365,7 @@ class LaneResult:
             "by_stage": self.by_stage,
             "sources": self.sources,
             "kinds": {k: v.to_json() for k, v in self.kinds.items()},
+            **({"hole_kinds": self.hole_kinds} if self.hole_kinds else {}),
         }
 
 
@@ -486,6 +490,7 @@ class AuditReport:
                 f"undecided {a.undecided}",
                 "  decided by stage: " + ", ".join(f"{k} {v}" for k, v in sorted(lane.by_stage.items())),
             ]
+            out += [f"  {line}" for line in hole_kind_lines(lane.hole_kinds)]
             for kind in lane.kinds.values():
                 rate = "n/a" if kind.rate is None else f"{kind.rate:.3f}"
                 interval = kind.interval
@@ -529,15 +534,47 @@ class AuditReport:
 ADAPTER_CV = "adapter-cv"
 
 
+def hole_kind_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
+    """A line per kind of hole (and overall, weighted as the pool stands): the cross-fitted quality and its
+    intervals."""
+
+    def shown(q: Mapping[str, Any], measure: str) -> str:
+        value, interval = q.get(measure), (q.get("intervals") or {}).get(measure)
+        if value is None:
+            return "n/a"
+        return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+    out = []
+    for q in strata:
+        name = "all kinds, weighted as the pool stands" if q["stratum"] == "all" else f"kind {q['stratum']}"
+        share = "" if q.get("pool_share") is None else f", {100 * q['pool_share']:.0f}% of the pool"
+        cover = "n/a" if q.get("coverage") is None else f"{q['coverage']:.2f}"
+        out.append(
+            f"{name}: {q['pairs']} pairs{share}, share relevant {shown(q, 'share')}, mean P {shown(q, 'mean_p')}, "
+            f"AUC {shown(q, 'auc')}, bAcc {shown(q, 'balanced_accuracy')}, ECE {shown(q, 'ece')}, held-out share "
+            f"covered {cover}"
+        )
+    return out
+
+
 def reference_lane(quality: Mapping[str, Any], population: str, config: AuditConfig) -> LaneResult | None:
-    """A hole-like calibration's cross-fitted labels (its quality's ``cross_fitted``) as the audit's reference lane."""
+    """A hole-like calibration's cross-fitted labels (its quality's ``cross_fitted``) as the audit's reference lane.
+    Where the reference covers several kinds of hole, the headline agreement is the **weakest kind**'s (lowest
+    cross-fitted AUC), so no kind at chance hides behind an overall figure; every kind's quality is listed."""
     fitted = quality.get("cross_fitted") or {}
     truth, labels = fitted.get("truth"), fitted.get("labels")
     if not truth or not labels:
         return None
+    hole_kinds = [q for q in quality.get("strata") or [] if q.get("kind") or q.get("stratum") == "all"]
+    weakest = quality.get("weakest_kind")
+    kinds = fitted.get("kinds") or []
+    where = f"{population}, cross-fitted by question"
+    if weakest and len(kinds) == len(truth):
+        rows = [i for i, k in enumerate(kinds) if k == weakest]
+        truth, labels = [truth[i] for i in rows], [labels[i] for i in rows]
+        where += f"; headline: the weakest kind of hole, {weakest} ({len(rows)} pairs)"
     agreement = agreement_of(truth, labels, config.resamples, config.seed)
-    return LaneResult(REFERENCE, agreement, {}, {"reference": len(truth)}, {},
-                      f"{population}, cross-fitted by question")  # fmt: skip
+    return LaneResult(REFERENCE, agreement, {}, {"reference": len(fitted["truth"])}, {}, where, hole_kinds)
 
 
 def lane_result(
@@ -607,6 +644,12 @@ def audit_report(
     trusted = decisive is not None and lanes[decisive].agreement.better_than_chance(config.chance_line)
     if decisive is None:
         notes.append("no audit pairs were judged (--audit-pairs 0?): the labels' quality is unmeasured")
+    if decisive == REFERENCE and not trusted and reference is not None and reference.hole_kinds:
+        notes.append(
+            f"trust is decided on the weakest kind of hole ({reference.population.rsplit('; headline: ', 1)[-1]}): "
+            "its thresholded labels are not shown to beat chance, whatever the other kinds do (see the reference "
+            "lane's kinds); the estimate draws from the calibrated P instead, whose mean follows each kind's share"
+        )
     if any(a.pair.source == "easy-negative" for a in current):
         notes.append(
             "some negatives are random documents (easy negatives): specificity on them overstates the judge's"

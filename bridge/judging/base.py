@@ -13,6 +13,7 @@ from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_check
 
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError
+from bridge.kinds import kind_facts
 from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.pool import PoolEntry
@@ -37,6 +38,8 @@ class Case:
     min_rank: int | None = None
     evidence: tuple[str, ...] = ()
     """Answers found in the chunk by the evidence stage, shown to the judge as a hint."""
+    kind: tuple[tuple[str, float], ...] = ()
+    """What the dataset says of the pair's kind (:func:`bridge.kinds.kind_facts`), for a judge's calibration."""
 
 
 class Judge(Protocol):
@@ -146,7 +149,8 @@ def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:
                 f"pool pair ({e.qid}, {e.docid}): document {e.docid!r} is not in the {dataset.name} corpus"
             )
         q = queries[e.qid]
-        cases.append(Case(e.qid, e.docid, q.text, doc.contents(), q.answers, e.systems, e.min_rank))
+        kind = tuple(kind_facts(dataset, e.qid, e.docid).items())
+        cases.append(Case(e.qid, e.docid, q.text, doc.contents(), q.answers, e.systems, e.min_rank, kind=kind))
     return cases
 
 

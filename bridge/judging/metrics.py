@@ -204,3 +204,86 @@ def agreement_of(
         **counts,
         **values,
     )
+
+
+def weighted_auc(scores: np.ndarray, truth: np.ndarray, weights: np.ndarray) -> float | None:
+    """ROC AUC where each pair counts with its weight (a pair of pairs with the product): the AUC of the population
+    a weighted sample stands for (ties count a half)."""
+    s, y, w = np.asarray(scores, float), np.asarray(truth, bool), np.asarray(weights, float)
+    pos, neg = y & (w > 0), ~y & (w > 0)
+    if not pos.any() or not neg.any():
+        return None
+    wins = (s[pos][:, None] > s[neg][None, :]) + 0.5 * (s[pos][:, None] == s[neg][None, :])
+    wp, wn = w[pos], w[neg]
+    return float(wp @ wins @ wn / (wp.sum() * wn.sum()))
+
+
+def weighted_ece(p: np.ndarray, truth: np.ndarray, weights: np.ndarray, bins: int = 10) -> float | None:
+    """Expected calibration error (equal-width bins) with each pair counting by its weight."""
+    p, y, w = np.asarray(p, float), np.asarray(truth, float), np.asarray(weights, float)
+    if not len(p) or w.sum() <= 0:
+        return None
+    which = np.clip(np.digitize(p, np.linspace(0.0, 1.0, bins + 1)[1:-1]), 0, bins - 1)
+    mass = np.bincount(which, w, bins)
+    gap = np.abs(np.bincount(which, w * (y - p), bins))
+    return float(gap.sum() / w.sum()) if mass.sum() else None
+
+
+def weighted_measures(
+    p: np.ndarray, truth: np.ndarray, weights: np.ndarray, threshold: float, labels: np.ndarray | None = None
+) -> dict[str, float | None]:
+    """A calibrated P against the truth on a weighted sample: AUC, balanced accuracy and Cohen's kappa of the label
+    ``P >= threshold`` (or of ``labels``, NaN where undecided: left out), ECE, the mean P and the share relevant, each
+    pair counting by its weight."""
+    p, y, w = np.asarray(p, float), np.asarray(truth, float), np.asarray(weights, float)
+    label = p >= threshold if labels is None else np.asarray(labels, float) == 1
+    decided = w if labels is None else np.where(np.isnan(np.asarray(labels, float)), 0.0, w)
+    counts = [float(decided[(y == t) & (label == lab)].sum()) for t, lab in ((1, 1), (1, 0), (0, 1), (0, 0))]
+    rates = {k: float(v[()]) for k, v in _rates(*(np.array(c) for c in counts)).items()}
+    total = float(w.sum())
+    return {
+        "auc": weighted_auc(p, y, w),
+        "balanced_accuracy": None if math.isnan(rates["balanced_accuracy"]) else rates["balanced_accuracy"],
+        "kappa": None if math.isnan(rates["kappa"]) else rates["kappa"],
+        "ece": weighted_ece(p, y, w),
+        "mean_p": float(w @ p / total) if total else None,
+        "share": float(w @ y / total) if total else None,
+    }
+
+
+def design_intervals(
+    p: np.ndarray,
+    truth: np.ndarray,
+    weights: np.ndarray,
+    groups: Sequence[str],
+    strata: Sequence[str],
+    threshold: float,
+    resamples: int = 1000,
+    seed: int = 0,
+    labels: np.ndarray | None = None,
+) -> dict[str, tuple[float, float] | None]:
+    """95% percentile intervals of :func:`weighted_measures` from a bootstrap that follows the sampling design: the
+    questions (``groups``) of each stratum (``strata``: the unit the sample was drawn in) are resampled apart, a
+    question's pairs together."""
+    p, y, w = np.asarray(p, float), np.asarray(truth, float), np.asarray(weights, float)
+    members: dict[str, dict[str, list[int]]] = {}
+    for i, (g, s) in enumerate(zip(groups, strata, strict=True)):
+        members.setdefault(s, {}).setdefault(g, []).append(i)
+    rng = np.random.default_rng(seed)
+    draws: dict[str, list[float]] = {}
+    for _ in range(resamples):
+        idx: list[int] = []
+        for by_group in members.values():
+            keys = list(by_group)
+            for k in rng.integers(0, len(keys), len(keys)):
+                idx += by_group[keys[k]]
+        rows = np.array(idx, dtype=int)
+        chosen = None if labels is None else np.asarray(labels, float)[rows]
+        for name, value in weighted_measures(p[rows], y[rows], w[rows], threshold, chosen).items():
+            if value is not None:
+                draws.setdefault(name, []).append(value)
+    out: dict[str, tuple[float, float] | None] = {}
+    for name in ("auc", "balanced_accuracy", "kappa", "ece", "mean_p", "share"):
+        values = draws.get(name, [])
+        out[name] = tuple(float(v) for v in np.percentile(values, [2.5, 97.5])) if len(values) > 10 else None  # type: ignore[misc]
+    return out

@@ -27,6 +27,44 @@ class HumanPair:
     relevant: bool
 
 
+DESIGN_FILE = "design.tsv"
+"""The sampling design beside a reference: ``qid  docid  kind  inclusion`` per pair (header line first)."""
+
+
+@dataclass(frozen=True)
+class Inclusion:
+    """How a reference pair came into the sample: the kind it was drawn in, and its probability of being drawn."""
+
+    kind: str
+    probability: float
+
+
+def read_reference_design(path: Path) -> dict[tuple[str, str], Inclusion]:
+    """Each reference pair's kind and inclusion probability (``design.tsv`` beside the reference); empty where the
+    file is absent (a simple random sample: every pair weighs the same)."""
+    design_path = path.with_name(DESIGN_FILE)
+    if not design_path.exists():
+        return {}
+    out: dict[tuple[str, str], Inclusion] = {}
+    lines = design_path.read_text(encoding="utf-8").splitlines()
+    if not lines or lines[0].split("\t") != ["qid", "docid", "kind", "inclusion"]:
+        raise BridgeError(f"{design_path}:1: expected the header qid<TAB>docid<TAB>kind<TAB>inclusion")
+    for number, line in enumerate(lines[1:], start=2):
+        if not line.strip():
+            continue
+        fields = line.split("\t")
+        if len(fields) != 4:
+            raise BridgeError(f"{design_path}:{number}: expected 4 tab-separated fields, got {len(fields)}")
+        try:
+            probability = float(fields[3])
+        except ValueError:
+            raise BridgeError(f"{design_path}:{number}: field 'inclusion' is not a number: {fields[3]!r}") from None
+        if not 0.0 < probability <= 1.0:
+            raise BridgeError(f"{design_path}:{number}: field 'inclusion' must lie in (0, 1], got {probability}")
+        out[(fields[0], fields[1])] = Inclusion(fields[2], probability)
+    return out
+
+
 def read_reference_facts(path: Path) -> dict[tuple[str, str], PoolEntry]:
     """Each reference pair's place in the pool it was drawn from (``pairs.tsv`` beside the reference: the systems
     that pooled it, its best rank), which an answer judge's strata read; empty where the file is absent."""

@@ -644,10 +644,18 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     """``judge-eval --reference``: every judge on the reference's pairs, asked as the pipeline asks pool pairs."""
     from pathlib import Path
 
-    from bridge.judging import build_judge
-    from bridge.judging.reference_labels import read_reference, read_reference_facts, subsample
-    from bridge.label.judge_eval import reliability_figure, run_reference_eval, write_report
+    from bridge.judging import build_judge, cases_for
+    from bridge.judging.reference_labels import read_reference, read_reference_design, read_reference_facts, subsample
+    from bridge.kinds import kind_of
+    from bridge.label.judge_eval import (
+        kind_qualities,
+        kind_quality_lines,
+        reliability_figure,
+        run_reference_eval,
+        write_report,
+    )
     from bridge.llm import open_llm
+    from bridge.pool import PoolEntry
 
     unknown = sorted(set(methods) - set(REFERENCE_METHODS))
     if unknown:
@@ -659,6 +667,7 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     everything = read_reference(path)
     pairs = subsample(everything, args.sample, args.seed)
     facts = read_reference_facts(path)
+    design = read_reference_design(path)
     qids = set(ds.qids)
     missing = [p for p in pairs if ds.corpus.get(p.docid) is None or p.qid not in qids]
     if missing:
@@ -676,8 +685,12 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     relevant = sum(p.relevant for p in pairs)
     source = f"{path}"
     qualities = run_reference_eval(
-        ds, judges, pairs, out_dir, source, args.folds, args.seed, show_progress(args), facts
+        ds, judges, pairs, out_dir, source, args.folds, args.seed, show_progress(args), facts, design
     )
+    kinds = {(c.qid, c.docid): kind_of(dict(c.kind)) for c in cases_for(ds, [PoolEntry(p.qid, p.docid, (), 0)
+                                                                              for p in pairs])}  # fmt: skip
+    weights = {key: 1.0 / design[key].probability for key in kinds if key in design}
+    per_kind = [row for q in qualities for row in kind_qualities(q, kinds, weights)]
     model = llm.model_id if llm is not None else "-"
     population = (
         f"{len(pairs)} pairs of the reference `{path}` ({relevant} relevant; labels by reading under its written "
@@ -686,14 +699,25 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
         f"over {args.folds} parts of the reference's questions: every pair is scored by a judge fitted on the "
         "other parts. answer-string says relevant to every pair that holds an answer."
     )
+    by_kind = [
+        "",
+        f"## Per kind of hole ({'design weights from ' + str(path.with_name('design.tsv')) if design else 'one kind'})",
+        "",
+        "Cross-fitted as above. The `all` row weights each pair by its design weight (1 / inclusion probability), so "
+        "it stands for the pool's answer-bearing holes, not for the sample; bAcc and kappa are of the judge's own "
+        "labels; intervals: a bootstrap of questions within kinds.",
+        "",
+        *kind_quality_lines(per_kind),
+    ]
     figure = reliability_figure(qualities, out_dir.parent / "figures" / f"reliability-{name}.png")
     md, csv_path = write_report(
-        out_dir, ds, model, qualities, [], len(pairs), ds.relevance_threshold, None, figure, population, name
+        out_dir, ds, model, qualities, [], len(pairs), ds.relevance_threshold, None, figure, population, name, by_kind
     )
     print(f"judge quality on {len(pairs)} reference pairs of {ds.name} ({relevant} relevant) with {model}")
     print_quality_table(qualities)
+    print("\n".join(by_kind[1:]))
     calibrated = answer_calibrations(ds, [m for m in methods if m in ANSWER_JUDGES], judges,
-                                     pairs, facts, source)  # fmt: skip
+                                     pairs, facts, source, design)  # fmt: skip
     if calibrated:
         (out_dir / "calibrations.md").write_text("\n".join(calibrated) + "\n", encoding="utf-8")
         print("\n".join(calibrated))
@@ -701,7 +725,7 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     return 0
 
 
-def answer_calibrations(ds, methods, judges, pairs, facts, source) -> list[str]:
+def answer_calibrations(ds, methods, judges, pairs, facts, source, design=None) -> list[str]:
     """Each answer judge calibrated on every reference pair as ``bridge label`` calibrates it (strata chosen by
     cross-validation, its quality cross-fitted by question: ECE, AUC, bAcc and the coverage of the held-out share
     relevant, overall and per stratum)."""
@@ -716,7 +740,7 @@ def answer_calibrations(ds, methods, judges, pairs, facts, source) -> list[str]:
     kept = [(p, v) for p, v in zip(pairs, views, strict=True) if v.evidence]
     for method in methods:
         judge = judges[method]()
-        calibration = judge.fit([v for _, v in kept], [int(p.relevant) for p, _ in kept], source)
+        calibration = judge.fit([v for _, v in kept], [int(p.relevant) for p, _ in kept], source, design)
         out += [f"calibration of {method} on the reference (as `bridge label` fits it):"]
         out += calibration_lines(calibration)
     return out

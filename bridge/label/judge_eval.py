@@ -20,7 +20,9 @@ from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
+from typing import Any
 
+import numpy as np
 from matplotlib.figure import Figure
 
 from bridge.datasets import Dataset
@@ -34,7 +36,14 @@ from bridge.judging.calibration import Reliability, brier_score, expected_calibr
 from bridge.judging.cascade import CalibratedJudge, CascadeJudge
 from bridge.judging.evidence import EvidenceConfig, EvidenceStage, matched_answers
 from bridge.judging.learning_curve import CurvePoint, learning_curve
-from bridge.judging.metrics import Agreement, agreement_of, auc_interval, roc_auc
+from bridge.judging.metrics import (
+    Agreement,
+    agreement_of,
+    auc_interval,
+    design_intervals,
+    roc_auc,
+    weighted_measures,
+)
 from bridge.judging.reference_labels import HumanPair, question_folds
 from bridge.label.run import judge_pairs
 from bridge.label_records import LabelRecord
@@ -89,6 +98,8 @@ class JudgeQuality:
     compute_s: float = 0.0
     """Model time the judge's answers took, including those served from the response cache."""
     seed: int = 0
+    keys: list[tuple[str, str]] = field(default_factory=list)
+    """The pair of each entry (qid, docid)."""
 
     @cached_property
     def agreement(self) -> Agreement:
@@ -162,6 +173,7 @@ def score(method: str, sample: Sequence[HumanPair], records: Sequence[LabelRecor
     human = {(p.qid, p.docid): p.relevant for p in sample}
     quality = JudgeQuality(method, seed=seed)
     for r in records:
+        quality.keys.append((r.qid, r.docid))
         quality.truth.append(int(human[(r.qid, r.docid)]))
         quality.labels.append(r.label)
         quality.p_yes.append(r.p_yes)
@@ -266,12 +278,14 @@ def run_judge_eval(
     return qualities, injections
 
 
-def fit_on(judge: Judge, cases: Sequence[Case], truth: Sequence[int], source: str) -> bool:
+def fit_on(
+    judge: Judge, cases: Sequence[Case], truth: Sequence[int], source: str, design: Mapping[Any, Any] | None = None
+) -> bool:
     """Fit what a judge fits on known pairs (an answer-context model, a calibration and the cascade's band);
-    False for a judge that fits nothing."""
+    False for a judge that fits nothing. ``design``: the pairs' sampling design, for an answer judge."""
     pairs = [(c.qid, c.docid) for c in cases]
     if isinstance(judge, AnswerContextJudge):
-        judge.fit(cases, truth, source)
+        judge.fit(cases, truth, source, design)
     elif isinstance(judge, CascadeJudge):
         judge.calibrate_scores(judge.scores(cases), truth, source, pairs)
     elif isinstance(judge, CalibratedJudge):
@@ -291,12 +305,14 @@ def run_reference_eval(
     seed: int = 0,
     progress: bool = True,
     facts: Mapping[tuple[str, str], PoolEntry] | None = None,
+    design: Mapping[tuple[str, str], Any] | None = None,
 ) -> list[JudgeQuality]:
     """Every judge on reference pairs, asked as the label pipeline asks pool pairs (behind the evidence gate,
     with the matched answers as a hint). A judge that fits on known pairs (``calibrated``, ``cascade``,
     ``answer-context``) is cross-fitted: fitted on ``folds - 1`` parts of the reference's questions, scored on
     the remaining one, so no pair is scored by a judge that saw its question (resumable per part). ``facts``: each
-    pair's place in the pool it was drawn from (the reference's pairs.tsv), which an answer judge's strata read."""
+    pair's place in the pool it was drawn from (the reference's pairs.tsv), which an answer judge's strata read;
+    ``design``: the reference's sampling design (design.tsv), which an answer judge's fit weights by."""
     facts = facts or {}
     entries = [PoolEntry(p.qid, p.docid, (SAMPLE_TAG,), 0) for p in reference]
     fold_of = question_folds(reference, folds, seed)
@@ -309,7 +325,9 @@ def run_reference_eval(
             judge = make()
             fitting = [i for i, f in enumerate(fold_of) if f != k]
             label = f"{len(fitting)} pairs of {source} outside part {k + 1} of {folds} (by question)"
-            fitted = fit_on(judge, [views[i] for i in fitting], [int(reference[i].relevant) for i in fitting], label)
+            fitted = fit_on(
+                judge, [views[i] for i in fitting], [int(reference[i].relevant) for i in fitting], label, design
+            )
             if isinstance(judge, CascadeJudge):
                 judge.set_band([views[i] for i, f in enumerate(fold_of) if f == k])
             scored = [entries[i] for i, f in enumerate(fold_of) if f == k or not fitted]
@@ -322,6 +340,77 @@ def run_reference_eval(
                 break
         qualities.append(score(method, reference, records, seed))
     return qualities
+
+
+@dataclass(frozen=True)
+class KindQuality:
+    """A judge on one kind of hole of a reference (or on all of them, weighted as the pool stands)."""
+
+    method: str
+    kind: str
+    pairs: int
+    relevant: int
+    measures: dict[str, float | None]
+    """:func:`bridge.judging.metrics.weighted_measures` (bAcc and kappa of the judge's own labels)."""
+    intervals: dict[str, tuple[float, float] | None]
+    """95% intervals from a bootstrap of questions within kinds."""
+
+
+def kind_qualities(
+    quality: JudgeQuality,
+    kinds: Mapping[tuple[str, str], str],
+    weights: Mapping[tuple[str, str], float],
+    resamples: int = 1000,
+) -> list[KindQuality]:
+    """``quality`` per kind of hole and over all kinds (each pair weighted by its design weight: as the pool
+    stands); AUC, ECE and mean P only where the judge gives every pair a P."""
+    kind = [kinds.get(k, "all") for k in quality.keys]
+    w = np.array([weights.get(k, 1.0) for k in quality.keys])
+    y = np.array(quality.truth, float)
+    labels = np.array([np.nan if x is None else float(x) for x in quality.labels])
+    p = np.array([float(x) for x in quality.p_yes]) if quality.scored else labels.copy()
+    groups = [q for q, _ in quality.keys]
+    out = []
+    for name in ["all", *(k for k in dict.fromkeys(kind) if k != "all")] if len(set(kind)) > 1 else ["all"]:
+        rows = np.array([name == "all" or k == name for k in kind])
+        measures = weighted_measures(p[rows], y[rows], w[rows], 0.5, labels[rows])
+        intervals = design_intervals(
+            p[rows], y[rows], w[rows], [g for g, r in zip(groups, rows, strict=True) if r],
+            [k for k, r in zip(kind, rows, strict=True) if r], 0.5, resamples, quality.seed, labels[rows],
+        )  # fmt: skip
+        if not quality.scored:
+            measures.update(auc=None, ece=None, mean_p=None)
+        out.append(KindQuality(quality.method, name, int(rows.sum()), int(y[rows].sum()), measures, intervals))
+    return out
+
+
+def kind_quality_lines(rows: Sequence[KindQuality]) -> list[str]:
+    """The per-kind table (markdown) of judge-eval on a reference: the weakest kind named."""
+
+    def shown(r: KindQuality, measure: str) -> str:
+        value, interval = r.measures.get(measure), r.intervals.get(measure)
+        if value is None:
+            return "-"
+        return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
+
+    lines = [
+        "| method | kind of hole | pairs | relevant | share relevant | mean P | AUC [95% CI] | bAcc [95% CI] | "
+        "ECE [95% CI] |",
+        "|---|---|---|---|---|---|---|---|---|",
+    ]
+    for r in rows:
+        name = "all (weighted as the pool stands)" if r.kind == "all" else r.kind
+        lines.append(
+            f"| {r.method} | {name} | {r.pairs} | {r.relevant} | {shown(r, 'share')} | {shown(r, 'mean_p')} | "
+            f"{shown(r, 'auc')} | {shown(r, 'balanced_accuracy')} | {shown(r, 'ece')} |"
+        )
+    for method in dict.fromkeys(r.method for r in rows):
+        kinds = [r for r in rows if r.method == method and r.kind != "all"]
+        scored = [r for r in kinds if r.measures.get("auc") is not None]
+        if scored:
+            weakest = min(scored, key=lambda r: r.measures["auc"])  # type: ignore[arg-type, return-value]
+            lines.append(f"\n{method}: weakest kind of hole {weakest.kind} (AUC {shown(weakest, 'auc')})")
+    return lines
 
 
 PAPER_ESCALATION = 0.035
@@ -518,9 +607,10 @@ def write_report(
     reliability_png: Path | None = None,
     population: str | None = None,
     name: str = "judge-eval",
+    appendix: Sequence[str] = (),
 ) -> tuple[Path, Path]:
     """``population``: the line that says what the pairs are (default: a balanced sample of human-judged
-    pairs); ``name``: the report's file stem."""
+    pairs); ``name``: the report's file stem; ``appendix``: lines after the main table (per kind of hole)."""
     rows = report_rows(qualities)
     csv_path = out_dir.parent / f"{name}.csv"
     md_path = out_dir.parent / f"{name}.md"
@@ -556,6 +646,7 @@ def write_report(
         "ECE (10 equal-width bins) and Brier score measure how well P(relevant) matches the observed share of "
         "relevant pairs: `calibrated` and `cascade` use the calibrated one-pass probability (fitted on other "
         "known pairs), `llmjudge` its raw P(true), `dream` Agent A's first-round P(yes).",
+        *appendix,
     ]
     if reliability_png is not None:
         lines += ["", f"![Reliability diagram]({reliability_png.relative_to(md_path.parent).as_posix()})"]

@@ -18,7 +18,7 @@ import json
 import shutil
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -54,6 +54,7 @@ from bridge.judging.base import Case, Judge, Prepared, cases_for
 from bridge.judging.cascade import ScoreRunner
 from bridge.judging.evidence import EvidenceRecall, gold_recall
 from bridge.judging.hole_calibration import audit_calibration
+from bridge.kinds import kind_of
 from bridge.label.chain import JudgeChain
 from bridge.label.value import VALUE_FLOOR, PairValues, ValueConfig, pair_values, value_summary
 from bridge.label_records import (
@@ -524,15 +525,46 @@ def _value_order(
     items: list[WorkItem],
     calibrations: Mapping[str, Calibration],
     gate: tuple[int, int] | None,
+    kind_order: Mapping[str, int] | None = None,
 ) -> tuple[list[WorkItem], PairValues]:
-    """``items`` most valuable first against ``runs`` (value-0 pairs left out unless ``ask_all``)."""
+    """``items`` most valuable first against ``runs`` (value-0 pairs left out unless ``ask_all``); with
+    ``kind_order`` (kind of hole -> rank), the pairs of a lower-ranked kind first (the kinds where the free judge is
+    measured weakest), most valuable first within each."""
     pairs = [(it.case.qid, it.case.docid) for it in items]
     found = pair_values(dataset, runs, records, pool, calibrations, gate, options.value, pairs)
     value = {pair: found.values.get(pair, 0.0) for pair in pairs}
+    rank = kind_order or {}
+    kinds = [rank.get(kind_of(dict(it.case.kind)), len(rank)) for it in items]
     order = sorted(
-        range(len(items)), key=lambda i: (-value[pairs[i]], -len(items[i].case.systems), items[i].case.min_rank or 0)
+        range(len(items)),
+        key=lambda i: (kinds[i], -value[pairs[i]], -len(items[i].case.systems), items[i].case.min_rank or 0),
     )
     return [items[i] for i in order if options.value.ask_all or value[pairs[i]] > VALUE_FLOOR], found
+
+
+def pool_kinds(records: Iterable[LabelRecord]) -> dict[str, dict[str, float]]:
+    """The pool's pairs that an answer judge gave a P, per kind of hole: how many, and their mean P (to set beside
+    the reference's share relevant of that kind)."""
+    by_kind: dict[str, list[float]] = {}
+    for r in records:
+        kind = r.details.get("kind")
+        if kind is not None and r.p_yes is not None and r.judge != HUMAN_JUDGE:
+            by_kind.setdefault(str(kind), []).append(float(r.p_yes))
+    return {k: {"pairs": len(v), "mean_p": sum(v) / len(v)} for k, v in sorted(by_kind.items())}
+
+
+def weakest_kinds_first(calibrations: Iterable[Calibration], exclude: JudgeChain | None = None) -> dict[str, int]:
+    """Kinds of hole ranked by the free answer judge's cross-fitted AUC on them, weakest first (its hole-like
+    calibration's quality per kind; the costly judge's own, ``exclude``, is not the free judge's)."""
+    own = set(chain_calibrations(exclude)) if exclude is not None else set()
+    for c in calibrations:
+        if not c.hole_like or c.name in own:
+            continue
+        kinds = [q for q in (c.quality or {}).get("strata") or [] if q.get("kind") and q.get("auc") is not None]
+        if kinds:
+            ordered = sorted(kinds, key=lambda q: q["auc"])
+            return {q["stratum"]: i for i, q in enumerate(ordered)}
+    return {}
 
 
 def audit_positives(chain: JudgeChain, dataset: Dataset, avoid: Collection[tuple[str, str]], size: int) -> int | None:
@@ -648,7 +680,8 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         paid = _judge_free(chain, paths, options, pool_items, summary)
         records = current_records(read_labels(paths.labels), order_ids)
         pool_items, found = _value_order(dataset, options, options.runs, records, pool, paid, calibrations, gate)
-        summary.evidence_lines.append(found.line())
+        if paid or refine is None:  # with a free answer judge and --refine, the refine's value line says it
+            summary.evidence_lines.append(found.line())
         summary.left_at_value_0 = len(paid) - len(pool_items)
         extra["value"] = value_summary(found, len(pool_items), len(paid))
         if options.max_pairs is not None and len(pool_items) > options.max_pairs:
@@ -709,6 +742,11 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     llm_decided = any(r.label is not None and r.stage not in NO_LLM_STAGES and r.judge != HUMAN_JUDGE for r in records)
     extra["coverage"] = {"pool_pairs": len(entries), "judged": len({(r.qid, r.docid) for r in records})}
     extra["coverage"]["unjudged"] = len(entries) - extra["coverage"]["judged"]
+    kinds_in_pool = pool_kinds(
+        r for r in current_records(read_labels(paths.labels), order_ids) if (r.qid, r.docid) in wanted
+    )
+    if kinds_in_pool:
+        extra["kinds_in_pool"] = kinds_in_pool
     extra["counted_configs"] = order_ids
     drawn = {(lane, p.qid, p.docid) for lane, pairs in lanes.items() for p in pairs}
     audit_records = [a for a in read_audit(paths.audit) if (a.lane, a.pair.qid, a.pair.docid) in drawn]
@@ -781,8 +819,15 @@ def _refine(
             items.append(WorkItem(POOL, case))
     pool = [(e.qid, e.docid) for e in entries]
     if options.runs:
-        items, found = _value_order(dataset, options, options.runs, records, pool, items, calibrations, gate)
-        extra["refine_value"] = value_summary(found, len(items), len(items))
+        weak_first = weakest_kinds_first(calibrations.values(), exclude=refine)
+        candidates = len(items)
+        items, found = _value_order(dataset, options, options.runs, records, pool, items, calibrations, gate,
+                                    weak_first)  # fmt: skip
+        extra["refine_value"] = value_summary(found, len(items), candidates)
+        summary.evidence_lines.append(
+            found.line(f"the costly answer judge {refine.judge.name}")
+            + (f"; kinds where the free judge is weakest first: {', '.join(weak_first)}" if weak_first else "")
+        )
     if options.max_pairs is not None:
         items = items[: options.max_pairs]
     with JsonlAppender(paths.labels) as log:

@@ -42,10 +42,10 @@ class PairValues:
     open_comparisons: int
     comparisons: int
 
-    def line(self) -> str:
+    def line(self, judge: str = "the costly judge") -> str:
         asked = sum(1 for v in self.values.values() if v > VALUE_FLOOR)
         return (
-            f"value: {asked} of {len(self.values)} pairs for the costly judge can help decide one of "
+            f"value: {asked} of {len(self.values)} pairs for {judge} can help decide one of "
             f"{self.open_comparisons} open adjacent comparisons (of {self.comparisons}); the other "
             f"{len(self.values) - asked} cannot move any (value 0) and keep their calibrated P"
         )
