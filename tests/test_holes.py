@@ -216,8 +216,7 @@ def test_design_weights_give_the_pools_share_where_the_sample_oversamples_a_kind
     config = HoleCalibrationConfig(draws=10, splits=2, intervals=0)
     weighted, plain, predicted = [], [], []
     pool_facts = [
-        PairFacts(extra={"f": float(a), "topic_listed": float(b)})
-        for a, b in zip(f[:4000], listed[:4000], strict=True)
+        PairFacts(extra={"f": float(a), "topic_listed": float(b)}) for a, b in zip(f[:4000], listed[:4000], strict=True)
     ]
     for seed in range(12):
         rows, truth, groups, kinds, weights = _flipping_sample(100 + seed)
