@@ -35,6 +35,7 @@ import numpy as np
 
 from bridge.errors import InputError
 from bridge.fsio import write_json_atomic
+from bridge.kinds import FACTS as KIND_FACTS
 from bridge.kinds import kind_of
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.trec import Qrels
@@ -86,6 +87,8 @@ class PairFacts:
             left, right = name.split("*", 1)
             return self.value(left) * self.value(right)
         if name.startswith(KIND_PREFIX):
+            if not any(fact in self.extra for fact in KIND_FACTS):
+                raise KeyError(f"no feature {name!r} for this pair: its record holds no kind facts (bridge.kinds)")
             return float(kind_of(self.extra) == name[len(KIND_PREFIX) :])
         if name == INTERCEPT:
             return 1.0

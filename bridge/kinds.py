@@ -48,8 +48,6 @@ def kind_of(facts: Mapping[str, float]) -> str:
     return LISTED_TOPIC if facts[TOPIC_LISTED] else OTHER_TOPIC
 
 
-def pair_kind(dataset: Dataset, qid: str) -> str:
-    """The kind of a topic's holes on ``dataset``."""
-    if not has_kinds(dataset):
-        return ALL
-    return LISTED_TOPIC if qid in dataset.whole().candidate_lists else OTHER_TOPIC
+def pair_kind(dataset: Dataset, qid: str, docid: str = "") -> str:
+    """The kind of a pair on ``dataset`` (a topic's holes are all of its kind)."""
+    return kind_of(kind_facts(dataset, qid, docid))

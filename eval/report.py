@@ -164,20 +164,22 @@ def _ci(value: float | None, interval: Sequence[float] | None, digits: int = 3) 
 
 
 def _hole_kind_blocks(
-    strata: Sequence[Mapping[str, Any]], in_pool: Mapping[str, Mapping[str, float]] | None = None
+    strata: Sequence[Mapping[str, Any]],
+    in_pool: Mapping[str, Mapping[str, float]] | None = None,
+    weakest: str | None = None,
 ) -> list[Block]:
-    """The answer judge's cross-fitted quality on each kind of hole (the reference lane), weakest kind first, with
-    the pool's pairs of that kind and their mean P."""
+    """The answer judge's cross-fitted quality on each kind of hole (the reference lane), the weakest kind (the one
+    the audit's headline covers) first, with the pool's pairs of that kind and their mean P."""
     in_pool = in_pool or {}
     kinds = [q for q in strata if q.get("kind")]
     if not kinds:
         return []
-    ordered = sorted(kinds, key=lambda q: (q.get("auc") is None, q.get("auc") or 0.0))
+    ordered = sorted(kinds, key=lambda q: (q["stratum"] != weakest, q.get("auc") is None, q.get("auc") or 0.0))
     overall = [q for q in strata if q.get("stratum") == "all"]
     rows = tuple(
         (
             ("all kinds (weighted as the pool stands)" if q["stratum"] == "all" else q["stratum"])
-            + (" (weakest)" if q is ordered[0] else ""),
+            + (" (weakest)" if q["stratum"] == weakest else ""),
             str(q["pairs"]),
             "" if q.get("pool_share") is None else f"{100 * q['pool_share']:.0f}%",
             _with_interval(q, "share"),
@@ -265,8 +267,9 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
                 tuple(rows),
             )
         )
+    reference = audit.get("lanes", {}).get("reference", {})
     blocks += _hole_kind_blocks(
-        audit.get("lanes", {}).get("reference", {}).get("hole_kinds") or [], audit.get("kinds_in_pool") or {}
+        reference.get("hole_kinds") or [], audit.get("kinds_in_pool") or {}, reference.get("weakest_kind")
     )
     kinds = [
         (

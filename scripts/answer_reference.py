@@ -31,7 +31,7 @@ from bridge.datasets import load_dataset  # noqa: E402
 from bridge.fsio import atomic_write, write_json_atomic  # noqa: E402
 from bridge.judging.evidence import matched_answers  # noqa: E402
 from bridge.judging.metrics import cohen_kappa  # noqa: E402
-from bridge.judging.reference_labels import DESIGN_FILE  # noqa: E402
+from bridge.judging.reference_labels import DESIGN_FILE, read_reference_design  # noqa: E402
 from bridge.kinds import pair_kind  # noqa: E402
 from bridge.pool import PoolEntry, read_pool  # noqa: E402
 
@@ -199,12 +199,11 @@ def cmd_agreement(args: argparse.Namespace) -> int:
     first, second = read_labels(FOLDER / "labels-first.tsv"), read_labels(FOLDER / "labels-second.tsv")
     result = agreement_of_readings(first, second, list(first))
     result["first_relevant_share"] = sum(first.values()) / len(first) if first else None
-    design = FOLDER / DESIGN_FILE
-    if design.exists():
+    design = read_reference_design(FOLDER / "labels-first.tsv")
+    if design:
         kinds: dict[str, list] = {}
-        for line in design.read_text(encoding="utf-8").splitlines()[1:]:
-            qid, docid, kind, _ = line.split("\t")
-            kinds.setdefault(kind, []).append((qid, docid))
+        for pair, inclusion in design.items():
+            kinds.setdefault(inclusion.kind, []).append(pair)
         result["by_kind"] = {kind: agreement_of_readings(first, second, keys) for kind, keys in sorted(kinds.items())}
     write_json_atomic(FOLDER / "agreement.json", result)
     print(json.dumps(result, indent=2))

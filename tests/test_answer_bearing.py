@@ -381,6 +381,9 @@ def test_the_reference_lane_headline_is_the_weakest_kind():
     lane = reference_lane(quality, "ref", AuditConfig())
     assert lane.agreement.pairs == 40 and lane.agreement.balanced_accuracy == pytest.approx(0.5)
     assert "weakest kind of hole, listed topic" in lane.population and len(lane.hole_kinds) == 3
+    assert lane.weakest_kind == "listed topic"
+    one_kind = reference_lane({**quality, "weakest_kind": None}, "ref", AuditConfig())
+    assert one_kind.agreement.pairs == 80 and one_kind.weakest_kind is None and not one_kind.hole_kinds
 
 
 @needs_shared_data()
@@ -394,8 +397,7 @@ def test_the_shipped_nq_answer_lexical_fit_matches_the_code_that_would_refit_it(
 
     reference = Path(__file__).resolve().parents[1] / "bench/data/nq-answer-reference/labels-first.tsv"
     judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))
-    pairs = read_reference(reference)
-    digest = judge._digest(pairs, read_reference_facts(reference), read_reference_design(reference))
-    shipped = reference.parent / "fits" / f"answer-lexical-fit-{digest}.json"
+    pairs, facts, design = read_reference(reference), read_reference_facts(reference), read_reference_design(reference)
+    shipped = reference.parent / "fits" / f"answer-lexical-fit-{judge._digest(pairs, facts, design)}.json"
     assert shipped.exists(), f"no shipped fit {shipped.name}: refit with `make label DATASET=nq` and ship it"
-    assert json.loads(shipped.read_text())["inputs"] == judge.fit_inputs(pairs)
+    assert json.loads(shipped.read_text())["inputs"] == judge.fit_inputs(pairs, facts, design)

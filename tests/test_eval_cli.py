@@ -339,8 +339,8 @@ def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp
 
     strata = [stratum("all", 0.80, kind=False), stratum("other topic", 0.86), stratum("listed topic", 0.61)]
     in_pool = {"listed topic": {"pairs": 100, "mean_p": 0.5}, "other topic": {"pairs": 300, "mean_p": 0.2}}
-    audit = {"judge": "answer-lexical", "lanes": {"reference": {"pairs": 100, "hole_kinds": strata}},
-             "kinds_in_pool": in_pool}  # fmt: skip
+    reference = {"pairs": 100, "hole_kinds": strata, "weakest_kind": "listed topic"}
+    audit = {"judge": "answer-lexical", "lanes": {"reference": reference}, "kinds_in_pool": in_pool}
     text = to_markdown(_audit_blocks(audit), tmp_path)
     rows = [line for line in text.splitlines() if line.startswith("| ") and "0.3" in line]
     assert rows[0].startswith("| listed topic (weakest) | 100 | 50% |") and "0.610 [0.56, 0.66]" in rows[0]

@@ -268,4 +268,4 @@ def test_the_reader_as_answer_judge_or_as_costly_refiner_reuses_one_fit(tmp_path
     refine = build_refine_chain(lexical, "answer-reader", ds, llm).judge
     pairs, facts = read_reference(reference), read_reference_facts(reference)
     assert main._digest(pairs, facts) == refine._digest(pairs, facts)
-    assert main.fit_inputs(pairs) == refine.fit_inputs(pairs)
+    assert main.fit_inputs(pairs, facts) == refine.fit_inputs(pairs, facts)

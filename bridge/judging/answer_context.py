@@ -265,13 +265,27 @@ class AnswerContextJudge:
         )
         return hashlib.sha256(payload.encode()).hexdigest()[:16]
 
-    def fit_inputs(self, pairs: Sequence[HumanPair]) -> dict[str, Any]:
-        """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest)."""
+    def fit_inputs(
+        self,
+        pairs: Sequence[HumanPair],
+        facts: Mapping[tuple[str, str], PoolEntry],
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
+    ) -> dict[str, Any]:
+        """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest; the
+        reference's parts by a short digest each)."""
+
+        def short(value: Any) -> str:
+            return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+
         return {
             "model": self.llm.model_id if self.llm is not None else None,
             **self.model_ids,
             "features": list(self.features),
             "reference pairs": len(pairs),
+            "labels": short([[p.qid, p.docid, int(p.relevant)] for p in pairs]),
+            "pool facts": short(sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items())),
+            "design": short(sorted([q, d, i.kind, i.probability] for (q, d), i in (design or {}).items())),
+            "calibration settings": short([asdict(self.config.calibration), self.config.report_strata]),
             "window": self.config.window,
             "version": CALIBRATION_VERSION,
         }
@@ -285,7 +299,7 @@ class AnswerContextJudge:
                 differences.append(f"{path.name} predates this version of the fit")
                 continue
             changed = [f"{k} {kept.get(k)!r} there, {v!r} here" for k, v in inputs.items() if kept.get(k) != v]
-            differences.append(f"{path.name}: " + ("; ".join(changed) or "the reference's pairs or labels differ"))
+            differences.append(f"{path.name}: " + ("; ".join(changed) or "inputs the digest covers differ"))
         if not differences:
             return f"no fit of {self.name} is shipped in {shipped_folder}"
         return "no shipped fit matches (" + " | ".join(differences) + ")"
@@ -315,7 +329,7 @@ class AnswerContextJudge:
                 self.restore(json.loads(found.read_text(encoding="utf-8")))
                 lines.append(f"{self.name}: calibration on the reference reused from {found}")
             else:
-                why = self._why_refit(shipped.parent, self.fit_inputs(pairs))
+                why = self._why_refit(shipped.parent, self.fit_inputs(pairs, facts, design))
                 lines.append(f"{self.name}: fitting on the reference ({len(seen)} pairs; {why})")
                 if self.llm is not None:
                     log.info("%s: %s; reading %d reference pairs (a fixed cost, kept for later runs)", self.name, why,
@@ -325,7 +339,7 @@ class AnswerContextJudge:
                 usage = usage_of(called)
                 self.calibration = self._fit(seen, x, facts, design=design)
                 state = {k: v for k, v in self.prepared_state().items() if k != "fallback"}
-                write_json_atomic(kept, {**state, "inputs": self.fit_inputs(pairs)})
+                write_json_atomic(kept, {**state, "inputs": self.fit_inputs(pairs, facts, design)})
                 lines.append(f"{self.name}: calibration fitted on the reference -> {kept}")
             lines += calibration_lines(self.calibration)
             write_json_atomic(preparation.calibration_path, self.prepared_state())

@@ -357,6 +357,8 @@ class LaneResult:
     hole_kinds: list[dict[str, Any]] = field(default_factory=list)
     """The reference lane: the calibration's cross-fitted quality on each kind of hole and overall (weighted as the
     pool stands): AUC, bAcc, kappa, ECE, coverage, with intervals (:mod:`bridge.kinds`)."""
+    weakest_kind: str | None = None
+    """The reference lane: the kind of hole its headline agreement covers (None: one kind, or every pair)."""
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -365,7 +367,7 @@ class LaneResult:
             "by_stage": self.by_stage,
             "sources": self.sources,
             "kinds": {k: v.to_json() for k, v in self.kinds.items()},
-            **({"hole_kinds": self.hole_kinds} if self.hole_kinds else {}),
+            **({"hole_kinds": self.hole_kinds, "weakest_kind": self.weakest_kind} if self.hole_kinds else {}),
         }
 
 
@@ -565,16 +567,20 @@ def reference_lane(quality: Mapping[str, Any], population: str, config: AuditCon
     truth, labels = fitted.get("truth"), fitted.get("labels")
     if not truth or not labels:
         return None
-    hole_kinds = [q for q in quality.get("strata") or [] if q.get("kind") or q.get("stratum") == "all"]
     weakest = quality.get("weakest_kind")
     kinds = fitted.get("kinds") or []
     where = f"{population}, cross-fitted by question"
+    hole_kinds: list[dict[str, Any]] = []
     if weakest and len(kinds) == len(truth):
+        hole_kinds = [q for q in quality.get("strata") or [] if q.get("kind") or q.get("stratum") == "all"]
         rows = [i for i, k in enumerate(kinds) if k == weakest]
         truth, labels = [truth[i] for i in rows], [labels[i] for i in rows]
         where += f"; headline: the weakest kind of hole, {weakest} ({len(rows)} pairs)"
+    else:
+        weakest = None
     agreement = agreement_of(truth, labels, config.resamples, config.seed)
-    return LaneResult(REFERENCE, agreement, {}, {"reference": len(fitted["truth"])}, {}, where, hole_kinds)
+    reference_pairs = {"reference": len(fitted["truth"])}
+    return LaneResult(REFERENCE, agreement, {}, reference_pairs, {}, where, hole_kinds, weakest)
 
 
 def lane_result(
@@ -644,9 +650,10 @@ def audit_report(
     trusted = decisive is not None and lanes[decisive].agreement.better_than_chance(config.chance_line)
     if decisive is None:
         notes.append("no audit pairs were judged (--audit-pairs 0?): the labels' quality is unmeasured")
-    if decisive == REFERENCE and not trusted and reference is not None and reference.hole_kinds:
+    if decisive == REFERENCE and not trusted and reference is not None and reference.weakest_kind:
         notes.append(
-            f"trust is decided on the weakest kind of hole ({reference.population.rsplit('; headline: ', 1)[-1]}): "
+            f"trust is decided on the weakest kind of hole ({reference.weakest_kind}, "
+            f"{reference.agreement.pairs} reference pairs): "
             "its thresholded labels are not shown to beat chance, whatever the other kinds do (see the reference "
             "lane's kinds); the estimate draws from the calibrated P instead, whose mean follows each kind's share"
         )

@@ -131,11 +131,17 @@ class Sample:
         shares = kind_shares(self.kinds, self.truth, self.weights)  # type: ignore[arg-type]
         return (np.asarray(p) >= np.array([shares[k] for k in self.kinds])).astype(float)  # type: ignore[union-attr]
 
-    @property
-    def design_columns(self) -> list[str]:
+    def design_columns(self, min_class: int = 1) -> list[str]:
         """One indicator per kind but the first (``kind=NAME``) where the sample holds several: the sampling design's
-        variables, always in the model and never penalized, so each kind's mean P follows its own share."""
-        return [f"{KIND_PREFIX}{k}" for k in sorted(self.kind_names)[1:]]
+        variables, always in the model and never penalized, so each kind's mean P follows its own share. A kind
+        with fewer than ``min_class`` pairs of either class gets none (an unpenalized intercept would put its P at
+        0 or 1)."""
+        kinds = np.array(self.kinds)
+        supported = [
+            k for k in sorted(self.kind_names)
+            if min(int(self.truth[kinds == k].sum()), int((self.truth[kinds == k] == 0).sum())) >= min_class
+        ]  # fmt: skip
+        return [f"{KIND_PREFIX}{k}" for k in supported[1:]] if len(supported) == len(self.kind_names) else []
 
     def column(self, name: str) -> np.ndarray:
         if name.startswith(KIND_PREFIX) and name not in self.columns:  # type: ignore[attr-defined]
@@ -206,7 +212,7 @@ def fit_raw(
 def free_columns(names: Sequence[str]) -> np.ndarray:
     """The columns no penalty pulls: a sampling design's kind indicators (each kind its own intercept, as the
     reference was drawn within kinds)."""
-    return np.array([n.startswith(KIND_PREFIX) for n in names], dtype=bool)
+    return np.array([n.startswith(KIND_PREFIX) and "*" not in n for n in names], dtype=bool)
 
 
 def predict(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
@@ -524,7 +530,7 @@ def fit_hole_calibration(
     cross-fitted; ``report``: binary facts whose strata the quality table shows even when not chosen. A stratified
     sample's kind indicators join ``base`` (:attr:`Sample.design_columns`)."""
     signals = signal_aucs(sample, base, report, config)
-    base = [*sample.design_columns, *base]
+    base = [*sample.design_columns(config.min_stratum), *base]
     idx = np.arange(len(sample.truth))
     names, draws, path = fit_procedure(sample, base, candidates, config, idx)
     quality, oof = cross_fitted_quality(sample, base, candidates, config, report)

@@ -644,9 +644,9 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     """``judge-eval --reference``: every judge on the reference's pairs, asked as the pipeline asks pool pairs."""
     from pathlib import Path
 
-    from bridge.judging import build_judge, cases_for
+    from bridge.judging import build_judge
     from bridge.judging.reference_labels import read_reference, read_reference_design, read_reference_facts, subsample
-    from bridge.kinds import kind_of
+    from bridge.kinds import pair_kind
     from bridge.label.judge_eval import (
         kind_qualities,
         kind_quality_lines,
@@ -655,7 +655,6 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
         write_report,
     )
     from bridge.llm import open_llm
-    from bridge.pool import PoolEntry
 
     unknown = sorted(set(methods) - set(REFERENCE_METHODS))
     if unknown:
@@ -687,8 +686,14 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     qualities = run_reference_eval(
         ds, judges, pairs, out_dir, source, args.folds, args.seed, show_progress(args), facts, design
     )
-    kinds = {(c.qid, c.docid): kind_of(dict(c.kind)) for c in cases_for(ds, [PoolEntry(p.qid, p.docid, (), 0)
-                                                                              for p in pairs])}  # fmt: skip
+    kinds = {(p.qid, p.docid): pair_kind(ds, p.qid, p.docid) for p in pairs}
+    if design:
+        wrong = [k for k in kinds if k not in design or design[k].kind != kinds[k]]
+        if wrong:
+            raise BridgeError(
+                f"{path.with_name('design.tsv')}: pair {wrong[0]} is missing from the sampling design or drawn as "
+                f"another kind than the dataset makes it ({kinds[wrong[0]]!r}); {len(wrong)} such pair(s)"
+            )
     weights = {key: 1.0 / design[key].probability for key in kinds if key in design}
     per_kind = [row for q in qualities for row in kind_qualities(q, kinds, weights)]
     model = llm.model_id if llm is not None else "-"
@@ -701,7 +706,9 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     )
     by_kind = [
         "",
-        f"## Per kind of hole ({'design weights from ' + str(path.with_name('design.tsv')) if design else 'one kind'})",
+        "## Per kind of hole ("
+        + (f"design weights from {path.with_name('design.tsv')}" if design else "no design.tsv: every pair weighs 1")
+        + ")",
         "",
         "Cross-fitted as above. The `all` row weights each pair by its design weight (1 / inclusion probability), so "
         "it stands for the pool's answer-bearing holes, not for the sample; bAcc and kappa are of the judge's own "

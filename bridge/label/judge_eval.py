@@ -372,7 +372,7 @@ def kind_qualities(
     groups = [q for q, _ in quality.keys]
     out = []
     for name in ["all", *(k for k in dict.fromkeys(kind) if k != "all")] if len(set(kind)) > 1 else ["all"]:
-        rows = np.array([name == "all" or k == name for k in kind])
+        rows = np.array([name == "all" or k == name for k in kind], dtype=bool)
         measures = weighted_measures(p[rows], y[rows], w[rows], 0.5, labels[rows])
         intervals = design_intervals(
             p[rows], y[rows], w[rows], [g for g, r in zip(groups, rows, strict=True) if r],
