@@ -24,15 +24,16 @@ def table(label: str, data: dict) -> list[str]:
         f"**{label} leave-out** ({data['dataset']}, {len(data['systems'])} systems, {data['topics']} topics, "
         f"{data['removed_pairs']} removed pairs, judge `{data['judge']}`, {data['grading']} grades)",
         "",
-        "| estimate | measure | covered | mean width | likely in the full order | adjacent likely |",
-        "|---|---|---|---|---|---|",
+        "| estimate | measure | covered | mean width | inside the bounds | likely in the full order | adjacent likely |",
+        "|---|---|---|---|---|---|---|",
     ]
     for c in data.get("coverage", []):
         if c.get("people") and c["people"]["order"] != "random":
             continue
         lines.append(
             f"| {c['fill']} | {c['measure']} | {c['covered']}/{c['systems']} ({c['coverage']:.3f}) | "
-            f"{c['mean_width']:.4f} | {c['agree']}/{c['likely']} | {c['adjacent_agree']}/{c['adjacent_likely']} |"
+            f"{c['mean_width']:.4f} | {c.get('bounds_covered', 'n/a')}/{c['systems']} | {c['agree']}/{c['likely']} | "
+            f"{c['adjacent_agree']}/{c['adjacent_likely']} |"
         )
     lines += [
         "",

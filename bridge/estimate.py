@@ -13,7 +13,9 @@ probabilities, and the value of asking about a pair, all from one model of the h
   extremes take every count of relevant open pairs inside the top k (at the largest or the smallest
   discounts) with the open pairs outside all relevant (lower bound) or none (upper bound). Exact. Only
   people's labels (the original qrels, review answers) are fixed: a label a model gave is open, however
-  good the model.
+  good the model. The one exception is a free stage with a measured miss rate (the evidence gate): its
+  zeros are not "could be relevant" each, but at most the number its miss rate's credible bound allows
+  (:class:`bridge.holes.GateBound`, :class:`Bounds`).
 * **Verdicts.** Systems adjacent under the estimate: P(upper beats lower) is the share of draws in which
   its mean over the resampled topics is higher (ties count half). **settled** when the bounds decide it
   whatever the open labels are (the paired difference with every open pair against the upper system has
@@ -350,8 +352,14 @@ def _lowest_hit_difference(hit_a: np.ndarray, hit_b: np.ndarray, open_b: np.ndar
 
 
 class Bounds:
-    """Per system and topic, the lowest and highest value of each measure (arrays of shape systems x topics) over
-    every assignment of the open pairs' labels."""
+    """The lowest and highest value of each measure over every assignment of the open labels that the hole model
+    allows: a genuinely uncertain pair may take any label; of the ``capped`` pairs (the gate's zeros, decided by a
+    free stage with a measured miss rate) at most ``most_relevant`` are relevant (:class:`bridge.holes.GateBound`).
+
+    Per topic, the tables give the extremes with no capped pair relevant (``low``, ``high``: systems x topics) and
+    with every capped pair free (``*_all``). A topic leaves the first range only when one of its capped pairs is
+    relevant, so with at most ``most_relevant`` of them relevant at most that many topics move, each by no more than
+    its gap: the bound adds the largest gaps (exact for Hit and RR, valid for the other measures)."""
 
     def __init__(
         self,
@@ -362,24 +370,69 @@ class Bounds:
         topics: Sequence[str],
         measures: Sequence[Measure],
         gain: int | None = None,
+        capped: Iterable[Pair] = (),
+        most_relevant: int | None = None,
     ) -> None:
         self.systems = sorted(ranked)
         self.topics = list(topics)
-        open_by_topic: dict[str, set[str]] = {}
-        for qid, docid in open_pairs:
-            open_by_topic.setdefault(qid, set()).add(docid)
-        self.tables = {
-            k: BoundsTable(ranked, self.systems, self.topics, fixed, open_by_topic, threshold, k, gain)
-            for k in sorted({m.k for m in measures})
-        }
+        uncertain = list(open_pairs)
+        capped = list(capped)
+        self.most_relevant = len(capped) if most_relevant is None else min(most_relevant, len(capped))
+        cutoffs = sorted({m.k for m in measures})
+
+        def tables(pairs: Iterable[Pair]) -> dict[int, BoundsTable]:
+            by_topic: dict[str, set[str]] = {}
+            for qid, docid in pairs:
+                by_topic.setdefault(qid, set()).add(docid)
+            return {
+                k: BoundsTable(ranked, self.systems, self.topics, fixed, by_topic, threshold, k, gain) for k in cutoffs
+            }
+
+        self.tables = tables(uncertain)
+        self.tables_all = tables([*uncertain, *capped]) if capped and self.most_relevant > 0 else self.tables
         self.low: dict[str, np.ndarray] = {}
         self.high: dict[str, np.ndarray] = {}
+        self.low_all: dict[str, np.ndarray] = {}
+        self.high_all: dict[str, np.ndarray] = {}
         for m in measures:
             self.low[m.label], self.high[m.label] = self.tables[m.k].system_bounds(m.name)
+            self.low_all[m.label], self.high_all[m.label] = self.tables_all[m.k].system_bounds(m.name)
+
+    def system(self, measure: str) -> tuple[np.ndarray, np.ndarray]:
+        """(lowest, highest) mean over topics per system."""
+        n = max(len(self.topics), 1)
+        low, high = self.low[measure], self.high[measure]
+        if not self.topics:
+            return np.zeros(len(self.systems)), np.zeros(len(self.systems))
+        drop = _largest_sum(low - self.low_all[measure], self.most_relevant)
+        rise = _largest_sum(self.high_all[measure] - high, self.most_relevant)
+        return low.mean(axis=1) - drop / n, high.mean(axis=1) + rise / n
 
     def difference(self, measure: Measure, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per topic, the lowest and highest ``measure(a) - measure(b)``."""
+        """Per topic, the lowest and highest ``measure(a) - measure(b)`` with no capped pair relevant."""
         return self.tables[measure.k].difference_bounds(measure.name, a, b)
+
+    def difference_means(self, measure: Measure, a: int, b: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
+        """(lowest, highest) weighted mean of ``measure(a) - measure(b)`` for each row of topic ``weights``
+        (draws x topics, e.g. bootstrap resamples), the capped pairs' budget spent where it moves the mean most."""
+        low, high = self.difference(measure, a, b)
+        worst, best = weights @ low, weights @ high
+        if self.tables_all is self.tables:
+            return worst, best
+        low_all, high_all = self.tables_all[measure.k].difference_bounds(measure.name, a, b)
+        worst = worst - _largest_sum(weights * (low - low_all), self.most_relevant)
+        best = best + _largest_sum(weights * (high_all - high), self.most_relevant)
+        return worst, best
+
+
+def _largest_sum(gaps: np.ndarray, count: int) -> np.ndarray:
+    """The sum of the ``count`` largest entries along the last axis (gaps are >= 0)."""
+    gaps = np.maximum(gaps, 0.0)
+    if count <= 0:
+        return np.zeros(gaps.shape[:-1])
+    if count >= gaps.shape[-1]:
+        return gaps.sum(axis=-1)
+    return -np.partition(-gaps, count - 1, axis=-1)[..., :count].sum(axis=-1)
 
 
 # -- the estimate ------------------------------------------------------------------------------------------
@@ -471,7 +524,10 @@ class Leaderboard:
     @cached_property
     def bounds(self) -> Bounds:
         m = self.model
-        return Bounds(self.ranked, m.fixed, m.pairs, m.threshold, self.topics, self.measures, m.top_grade)
+        uncertain, capped, most = m.bound_sets()
+        return Bounds(
+            self.ranked, m.fixed, uncertain, m.threshold, self.topics, self.measures, m.top_grade, capped, most
+        )  # fmt: skip
 
     @cached_property
     def comparisons(self) -> list[Comparison]:
@@ -520,17 +576,18 @@ class Leaderboard:
     def scores(self) -> list[SystemEstimate]:
         out = []
         for m in self.measures:
+            lows, highs = self.bounds.system(m.label)
             for i, s in enumerate(self.systems):
                 means, resampled = self.means[m.label][:, i], self.resampled[m.label][:, i]
                 out.append(
                     SystemEstimate(
                         s,
                         m.label,
-                        float(self.bounds.low[m.label][i].mean()) if self.topics else 0.0,
+                        float(lows[i]),
                         float(means.mean()),
                         self._interval(means),
                         self._interval(resampled),
-                        float(self.bounds.high[m.label][i].mean()) if self.topics else 0.0,
+                        float(highs[i]),
                         self._interval(means, self.config.likely),
                     )
                 )
@@ -547,9 +604,8 @@ class Leaderboard:
         return float(np.mean(d > TIE) + 0.5 * np.mean(np.abs(d) <= TIE))
 
     def compare(self, measure: str, a: int, b: int) -> Comparison:
-        low, high = self.bounds.difference(self.by_label[measure], a, b)
-        worst = self._interval(self.weights @ low)
-        best = self._interval(self.weights @ high)
+        low, high = self.bounds.difference_means(self.by_label[measure], a, b, self.weights)
+        worst, best = self._interval(low), self._interval(high)
         p = self.p_beats(measure, a, b)
         status, verdict = verdict_of(p, worst, best, self.config.likely)
         return Comparison(measure, self.systems[a], self.systems[b], status, verdict, p, worst, best)

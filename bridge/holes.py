@@ -255,7 +255,46 @@ class HoleModelConfig:
     pairs the systems retrieve, up to this."""
     gate_max_share: float = 0.5
     """Cap on a gate zero's P (the gate's miss rate says how many relevant holes it drops, not more)."""
+    gate_bound_level: float = 0.975
+    """The bounds take the gate's miss rate at this credible level (:class:`GateBound`)."""
     seed: int = 0
+
+
+@dataclass(frozen=True)
+class GateBound:
+    """What the bounds assume of the evidence gate's zeros: at most ``most_relevant`` of them are relevant.
+
+    A gate zero is decided by a free stage with a measured miss rate, so it does not enter the bounds as "could be
+    relevant" like a genuinely uncertain pair: with the miss rate ``m`` at its credible bound, the relevant holes the
+    gate drops number at most ``R m / (1 - m)``, where ``R`` counts every other open pair (each may be relevant)."""
+
+    most_relevant: int
+    zeros: int
+    miss_rate: float
+    """The miss rate's upper credible bound (Jeffreys posterior)."""
+    level: float
+    checked: int
+    """Known relevant passages the miss rate was measured on."""
+
+    def assumption(self) -> str:
+        return (
+            f"at most {self.most_relevant} of the evidence gate's {self.zeros} zeros are relevant (its miss rate "
+            f"{self.miss_rate:.4f} at the {100 * self.level:g}% credible bound, measured on {self.checked} known "
+            "relevant passages, with every other open pair relevant)"
+        )
+
+
+def gate_bound(recall: tuple[int, int] | None, zeros: int, others: int, level: float) -> GateBound | None:
+    """The gate's bound (:class:`GateBound`) from its (found, checked) on known relevant passages; None without a
+    measured miss rate (its zeros then stay open in the bounds)."""
+    if recall is None or recall[1] <= 0 or zeros <= 0:
+        return None
+    from scipy.stats import beta
+
+    found, checked = recall
+    m = float(beta.ppf(level, checked - found + 0.5, found + 0.5))
+    most = zeros if m >= 1 else min(zeros, math.ceil(others * m / (1 - m) - 1e-9))
+    return GateBound(int(most), zeros, m, level, checked)
 
 
 @dataclass
@@ -282,6 +321,8 @@ class HoleModel:
     """Calibration name -> (its pairs x strata membership, one-hot by the set of systems that pooled a pair; the sd
     of each stratum's own logit shift): a calibration on known pairs may be off differently for each system's
     holes."""
+    gate: GateBound | None = None
+    """What the bounds assume of the gate's zeros (None: they are open like every other pair)."""
 
     def __post_init__(self) -> None:
         self.index = {pair: i for i, pair in enumerate(self.pairs)}
@@ -316,6 +357,16 @@ class HoleModel:
         if self.grading is None:
             return labels * float(self.threshold)
         return self.grading.draw(labels, rng)
+
+    def bound_sets(self) -> tuple[list[Pair], list[Pair], int | None]:
+        """What the bounds range over: (pairs whose label may be anything, pairs of which at most the given number
+        are relevant, that number). The gate's zeros are capped by its measured miss rate; every other open pair
+        is genuinely uncertain."""
+        if self.gate is None:
+            return list(self.pairs), [], None
+        capped = [p for p, s in zip(self.pairs, self.stage, strict=True) if s == GATE]
+        free = [p for p, s in zip(self.pairs, self.stage, strict=True) if s != GATE]
+        return free, capped, self.gate.most_relevant
 
     @property
     def top_grade(self) -> int:
@@ -549,8 +600,11 @@ def build_hole_model(
             shift_calibration(name, config.prior_sd, config.draws, config.seed + 1, what),
             people.get(name), config.prior_sd, rng,
         )  # fmt: skip
+    bound = None
     if GATE in groups:
         applied[GATE] = _gate_calibration(gate_recall, p_mean, stage, len(groups[GATE]), config, rng)
+        zeros = len(groups[GATE])
+        bound = gate_bound(gate_recall, zeros, len(pairs) - zeros, config.gate_bound_level)
     if unpooled:
         notes.append(
             f"{len(unpooled)} pairs in the systems' top k are outside the pool (a pool shallower than a measure's "
@@ -569,7 +623,9 @@ def build_hole_model(
     like = seen if graded_like is None else graded_like
     grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, pairs, threshold, like,
                             sd=config.grade_sd)  # fmt: skip
-    return HoleModel(threshold, fixed, pairs, stage, index_groups, used, labels, notes, people_random, grading, strata)
+    return HoleModel(
+        threshold, fixed, pairs, stage, index_groups, used, labels, notes, people_random, grading, strata, bound
+    )  # fmt: skip
 
 
 def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.ndarray:

@@ -667,6 +667,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
             c["measure"],
             f"{c['covered']}/{c['systems']} ({c['coverage']:.3f})",
             f"{c['mean_width']:.4f}",
+            f"{c['bounds_covered']}/{c['systems']}" if "bounds_covered" in c else "n/a",
             f"{c['agree']}/{c['likely']}" if c["likely"] else "",
             f"{c['adjacent_agree']}/{c['adjacent_likely']}" if c["adjacent_likely"] else "",
         )
@@ -675,13 +676,17 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
     )
     blocks += [
         Para(
-            "Coverage: the share of left-out systems whose full-qrels score lies in the estimate's 95% interval; "
+            "Coverage: the share of left-out systems whose full-qrels score lies in the estimate's 95% interval "
+            "(inside the bounds: within its lowest and highest score; valid bounds hold every one); "
             "likely: the comparisons of each left-out system with another that the estimate calls likely (P >= 0.95 "
             "either way), and how many of them the full-qrels scores order the same way (adjacent: its neighbours "
             "under the estimate). People at random: that share of the removed pairs answered from their hidden "
             "labels at random, which also calibrates the estimate on holes."
         ),
-        Table(("estimate", "measure", "covered", "mean width", "likely agree", "adjacent agree"), cover_rows),
+        Table(
+            ("estimate", "measure", "covered", "mean width", "inside the bounds", "likely agree", "adjacent agree"),
+            cover_rows,
+        ),
     ]
     rows = [r for r in data["judges"] if r["kind"] != "people"]
     blocks.append(

@@ -231,6 +231,8 @@ class Coverage:
     """The same for the left-out system's neighbours under its estimate."""
     adjacent_agree: int
     people: tuple[str, float] | None = None
+    bounds_covered: int = 0
+    """Left-out systems whose full-qrels score lies within the estimate's bounds (valid bounds hold every one)."""
 
     @property
     def share(self) -> float:
@@ -238,7 +240,7 @@ class Coverage:
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in ("fill", "measure", "systems", "covered", "mean_width", "likely", "agree",
-                                             "adjacent_likely", "adjacent_agree")}  # fmt: skip
+                                             "adjacent_likely", "adjacent_agree", "bounds_covered")}  # fmt: skip
         out["coverage"] = self.share
         if self.people:
             out["people"] = {"order": self.people[0], "share": self.people[1]}
@@ -273,7 +275,7 @@ def estimate_fill(
     random_answers = [(records[p], y) for p, (y, how) in answered.items() if how == RANDOM_SAMPLING and p in records]
     ranked = ranked_lists(runs, topics, max(m.k for m in measures))
     values: dict[str, dict[str, np.ndarray]] = {m.label: {} for m in measures}
-    tallies = {m.label: [0, 0, 0.0, 0, 0, 0, 0] for m in measures}
+    tallies = {m.label: [0, 0, 0.0, 0, 0, 0, 0, 0] for m in measures}
     for e in experiments:
         mine = [records[p] for p in e.removed if p in records and p not in answered]
         mine += [
@@ -288,6 +290,7 @@ def estimate_fill(
         board = Leaderboard(runs if compare else {e.system: runs[e.system]}, model, topics, measures, config)
         i = board.systems.index(e.system)
         for m in measures:
+            lowest, highest = board.bounds.system(m.label)
             values[m.label][e.system] = board.topic_means[m.label][i]
             low, high = np.percentile(board.means[m.label][:, i], [2.5, 97.5])
             t = tallies[m.label]
@@ -295,6 +298,7 @@ def estimate_fill(
             t[0] += 1
             t[1] += int(low - 1e-12 <= truth <= high + 1e-12)
             t[2] += float(high - low)
+            t[7] += int(lowest[i] - 1e-9 <= truth <= highest[i] + 1e-9)
             if not compare:
                 continue
             order = board.order(m.label)
@@ -311,7 +315,8 @@ def estimate_fill(
                 if j in neighbours:
                     t[5], t[6] = t[5] + 1, t[6] + int(right)
     coverage = [
-        Coverage(name, m, int(t[0]), int(t[1]), t[2] / max(t[0], 1), int(t[3]), int(t[4]), int(t[5]), int(t[6]), people)
+        Coverage(name, m, int(t[0]), int(t[1]), t[2] / max(t[0], 1), int(t[3]), int(t[4]), int(t[5]), int(t[6]), people,
+                 int(t[7]))  # fmt: skip
         for m, t in tallies.items()
     ]
     return Fill(name, "people" if people else ESTIMATE, {}, values=values, people=people), coverage

@@ -301,7 +301,8 @@ def summary_lines(result) -> str:
         )
         lines.append(
             f"coverage, {who}, {c.measure}: full-qrels score inside the 95% interval for {c.covered}/{c.systems} "
-            f"left-out systems ({c.share:.3f}), mean width {c.mean_width:.4f}{compared}"
+            f"left-out systems ({c.share:.3f}), mean width {c.mean_width:.4f}; inside its bounds for "
+            f"{c.bounds_covered}/{c.systems}{compared}"
         )
     people = [r for r in result.rows if r.kind == "people"]
     if people:

@@ -399,3 +399,54 @@ def test_effects_equal_rescoring_the_topic_with_the_pair_forced(graded):
                 norm = None if norm is None else norm[:, None]
                 values.append(topic_values(measure, rows[:, t], flat.slots[t], g, 5, threshold, norm))
             assert effects[j] == pytest.approx((values[0] - values[1]).mean(axis=0), abs=1e-12), (measure, pairs[j])
+
+
+@pytest.mark.parametrize("most", [0, 1, 2])
+def test_capped_pairs_bound_every_assignment_with_at_most_so_many_relevant(most):
+    """Gate zeros (capped pairs) enter the bounds as 'at most `most` of them relevant': brute force over every
+    assignment of the uncertain pairs and of the capped ones with at most `most` relevant, the mean bounds hold
+    every mean score (equal to its extremes for Hit and RR, where one relevant pair moves a topic all it can move),
+    and the weighted difference bounds hold every weighted mean difference (equal to them for Hit)."""
+    rng = random.Random(5 + most)
+    docs = [f"d{i}" for i in range(7)]
+    topics = [f"q{t}" for t in range(4)]
+    uncertain = {q: set(rng.sample(docs, rng.randint(0, 2))) for q in topics}
+    capped = {q: set(rng.sample([d for d in docs if d not in uncertain[q]], 2)) for q in topics}
+    fixed = {q: {d: rng.choice([0, 1]) for d in docs if d not in uncertain[q] | capped[q]} for q in topics}
+    runs = {f"S{s}": {q: {d: rng.random() for d in rng.sample(docs, 4)} for q in topics} for s in range(3)}
+    names = ["Hit", "P", "RR", "Recall", "nDCG"]
+    measures = [Measure(f"{n}@3", n, 3) for n in names]
+    specs = resolve_measures(["Hit@3", "P@3", "MRR@3", "Recall@3", "nDCG@3"], 1)
+    pairs_u = [(q, d) for q in topics for d in sorted(uncertain[q])]
+    pairs_c = [(q, d) for q in topics for d in sorted(capped[q])]
+    bounds = Bounds(ranked(runs, topics, 3), fixed, pairs_u, 1, topics, measures, capped=pairs_c, most_relevant=most)
+    weights = np.array([[0.25] * 4, [0.5, 0.0, 0.25, 0.25], [0.0, 0.75, 0.25, 0.0]])
+    means: dict[tuple[str, str], list[float]] = {}
+    per_topic: dict[tuple[str, str], list[np.ndarray]] = {}
+    for labels_u in itertools.product((0, 1), repeat=len(pairs_u)):
+        for chosen in itertools.chain.from_iterable(itertools.combinations(pairs_c, r) for r in range(most + 1)):
+            qrels = {q: dict(fixed[q]) for q in topics}
+            for (q, d), y in zip(pairs_u, labels_u, strict=True):
+                qrels[q][d] = y
+            for q, d in pairs_c:
+                qrels[q][d] = int((q, d) in chosen)
+            for s, run in runs.items():
+                scores = per_query_scores(run, qrels, topics, specs, 1)
+                for n, spec in zip(names, specs, strict=True):
+                    values = np.asarray(scores[spec.label], float)
+                    means.setdefault((s, n), []).append(float(values.mean()))
+                    per_topic.setdefault((s, n), []).append(values)
+    for n, m in zip(names, measures, strict=True):
+        low, high = bounds.system(m.label)
+        for i, s in enumerate(bounds.systems):
+            seen = means[(s, n)]
+            assert low[i] <= min(seen) + 1e-9 and high[i] >= max(seen) - 1e-9, (s, n)
+            if n in ("Hit", "RR"):
+                assert (low[i], high[i]) == pytest.approx((min(seen), max(seen))), (s, n)
+        for a, b in itertools.permutations(range(3), 2):
+            worst, best = bounds.difference_means(m, a, b, weights)
+            sa, sb = bounds.systems[a], bounds.systems[b]
+            diffs = weights @ (np.array(per_topic[(sa, n)]) - np.array(per_topic[(sb, n)])).T  # weights x assignments
+            assert np.all(worst <= diffs.min(axis=1) + 1e-9) and np.all(best >= diffs.max(axis=1) - 1e-9), (n, sa, sb)
+            if n == "Hit":
+                assert worst == pytest.approx(diffs.min(axis=1)) and best == pytest.approx(diffs.max(axis=1))

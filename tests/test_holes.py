@@ -74,6 +74,26 @@ def test_untrusted_gate_zeros_get_p_from_the_gates_measured_miss_rate():
     assert leaky.p[leaky.index[("q1", "z0")]] > 3 * gate
 
 
+def test_the_bounds_cap_the_gate_zeros_by_the_miss_rates_credible_bound():
+    """95 of 100 known relevant passages hold an answer: the miss rate's 97.5% credible bound q under its Jeffreys
+    posterior Beta(5.5, 95.5) (here by simulation); with 400 other open pairs all relevant, the gate drops at most
+    400 q / (1 - q) relevant holes, so at most that many of its 500 zeros enter the bounds as relevant. Without a
+    measured miss rate the zeros stay open; with a leaky gate the cap is all its zeros."""
+    calibration = Calibration("answer", ("logit_p", INTERCEPT), np.array([[1.0, 0.0]]), "ref", hole_like=True)
+    records = [record(f"a{i}", 1, "answer-context", p=0.5, calibration="answer") for i in range(400)]
+    records += [record(f"z{i}", 0, "evidence") for i in range(500)]
+    model = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, (95, 100))
+    free, capped, most = model.bound_sets()
+    assert len(free) == 400 and len(capped) == 500 and all(d.startswith("z") for _, d in capped)
+    q = np.percentile(np.random.default_rng(0).beta(5.5, 95.5, 400_000), 97.5)
+    assert most == pytest.approx(400 * q / (1 - q), abs=1.5)
+    assert 40 <= most <= 55 and model.gate is not None and str(most) in model.gate.assumption()
+    unmeasured = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, None)
+    assert unmeasured.bound_sets() == (unmeasured.pairs, [], None)
+    leaky = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, (20, 100))
+    assert leaky.bound_sets()[2] == 500
+
+
 def test_no_p_is_exactly_0_or_1_unless_people_said_so():
     records = [
         record("a", 1, "adapter", p=1.0),
