@@ -24,7 +24,8 @@ def table(label: str, data: dict) -> list[str]:
         f"**{label} leave-out** ({data['dataset']}, {len(data['systems'])} systems, {data['topics']} topics, "
         f"{data['removed_pairs']} removed pairs, judge `{data['judge']}`, {data['grading']} grades)",
         "",
-        "| estimate | measure | covered | mean width | inside the bounds | likely in the full order | adjacent likely |",
+        "| estimate | measure | covered | mean width | inside the bounds | likely in the full order "
+        "| adjacent likely |",
         "|---|---|---|---|---|---|---|",
     ]
     for c in data.get("coverage", []):
