@@ -316,9 +316,18 @@ def estimate_fill(
                     t[5], t[6] = t[5] + 1, t[6] + int(right)
     coverage = [
         Coverage(
-            name, m, int(t[0]), int(t[1]), t[2] / max(t[0], 1), int(t[3]), int(t[4]), int(t[5]), int(t[6]), people,
+            name,
+            m,
+            int(t[0]),
+            int(t[1]),
+            t[2] / max(t[0], 1),
+            int(t[3]),
+            int(t[4]),
+            int(t[5]),
+            int(t[6]),
+            people,
             int(t[7]),
-        )  # fmt: skip
+        )
         for m, t in tallies.items()
     ]
     return Fill(name, "people" if people else ESTIMATE, {}, values=values, people=people), coverage
