@@ -36,6 +36,11 @@ from bridge.label_records import LabelRecord, counted_configs, current_records
 from bridge.trec import Qrels, Run
 from eval.measures import MeasureSpec
 
+BOUNDS_ASSUME = (
+    "The bounds assume only people's labels (the original qrels, review answers): every other pair may be relevant "
+    "or not."
+)
+
 
 @dataclass(frozen=True)
 class RankStability:
@@ -64,6 +69,8 @@ class EstimatedLeaderboard:
     notes: list[str] = field(default_factory=list)
     people_random: int = 0
     draws: int = 0
+    bounds_assume: str = BOUNDS_ASSUME
+    """What the bounds assume, in one sentence."""
 
     def score(self, system: str, measure: str) -> SystemEstimate | None:
         return next((s for s in self.scores if s.system == system and s.measure == measure), None)
@@ -138,6 +145,7 @@ def estimate_leaderboard(
         list(model.notes),
         model.people_random,
         config.draws,
+        BOUNDS_ASSUME if model.gate is None else BOUNDS_ASSUME[:-1] + ", except that " + model.gate.assumption() + ".",
     )
 
 

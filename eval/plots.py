@@ -1,9 +1,11 @@
-"""Report figures as PNG files (matplotlib's Agg canvas, no pyplot state): growth rate, marginal
-contribution, the original-vs-augmented leaderboard (dumbbell chart) and Hole@k per system."""
+"""Report figures as PNG files (matplotlib's Agg canvas, no pyplot state): the estimates with their intervals,
+growth rate, marginal contribution, the original-vs-augmented leaderboard (dumbbell chart) and Hole@k per
+system."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -18,6 +20,47 @@ from eval.leaderboard import HoleRow, LeaderboardRow
 REFERENCE_COLOR = "#8c8c8c"
 COMPARED_COLOR = "#1f77b4"
 MEASURE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")
+
+
+@dataclass(frozen=True)
+class EstimatePoint:
+    """One system on one measure, as the report's first figure draws it."""
+
+    system: str
+    original: float
+    estimate: float
+    interval: tuple[float, float]
+
+
+def plot_estimates(points: Mapping[str, Sequence[EstimatePoint]], reference: str, path: Path) -> Path:
+    """One panel per measure, systems ordered by their estimate on the first measure: each estimate with its 95%
+    interval as a bar, beside the score under the ``reference`` qrels. Height grows with the systems (readable at
+    10 and at 40); names on the left panel only."""
+    measures = list(points)
+    systems = [p.system for p in sorted(points[measures[0]], key=lambda p: (-p.estimate, p.system))]
+    rows = len(systems)
+    fig = Figure(figsize=(3.6 * len(measures) + 1.8, 0.26 * rows + 1.5), layout="constrained")
+    axes = fig.subplots(1, len(measures), sharey=True, squeeze=False)[0]
+    y = np.arange(rows)[::-1]
+    size = 28 if rows <= 20 else 16
+    for ax, measure in zip(axes, measures, strict=True):
+        by_system = {p.system: p for p in points[measure]}
+        shown = [by_system[s] for s in systems]
+        estimate = np.array([p.estimate for p in shown])
+        low = estimate - np.array([p.interval[0] for p in shown])
+        high = np.array([p.interval[1] for p in shown]) - estimate
+        ax.errorbar(estimate, y, xerr=[np.maximum(low, 0), np.maximum(high, 0)], fmt="none", ecolor=COMPARED_COLOR,
+                    elinewidth=2.5, capsize=3, zorder=2)  # fmt: skip
+        ax.scatter(estimate, y, color=COMPARED_COLOR, s=size, label="estimate, 95% interval", zorder=3)
+        ax.scatter([p.original for p in shown], y, facecolors="none", edgecolors=REFERENCE_COLOR, s=size,
+                   label=f"{reference} qrels", zorder=2)  # fmt: skip
+        ax.set_title(measure)
+        ax.grid(axis="x", alpha=0.3)
+    axes[0].set_yticks(y, systems, fontsize="small" if rows > 20 else "medium")
+    axes[0].set_ylim(-0.7, rows - 0.3)
+    axes[0].legend(loc="lower right", fontsize="small")
+    fig.suptitle(f"Each system's estimate once every hole is judged, beside its {reference}-qrels score")
+    return save_png(fig, path)
 
 
 def plot_growth(curves: Curves, path: Path) -> Path:

@@ -19,8 +19,10 @@ from typing import Any
 
 import numpy as np
 
-from bridge.estimate import SystemEstimate
+from bridge.estimate import LIKELY, OPEN, SETTLED, SystemEstimate
 from bridge.fsio import write_text_atomic
+from bridge.holes import ADAPTER, GATE, LLM, PRIOR, UNPOOLED
+from bridge.judging.hole_calibration import weakest_kind
 from eval import plots
 from eval.curves import write_curves
 from eval.estimated import EstimatedLeaderboard, write_comparisons, write_stability, write_valuable_pairs
@@ -96,6 +98,24 @@ def _signed(value: float) -> str:
 # -- building the blocks ------------------------------------------------------------------------
 
 
+REPORT_SECTIONS = (
+    "The answer",
+    "How far to trust it",
+    "Can these labels be trusted? (judge audit)",
+    "Inputs and settings",
+    "Judgments by route",
+    "Leaderboard",
+    "The estimate in detail",
+    "Hole@k",
+    "Bias-reduction curves",
+    "Reusability: leave one system out",
+    "Answer correctness (RAG)",
+    "Query-id checks",
+    "Definitions",
+)
+"""The report's sections, in order: the answer first, then what it rests on (a section may be absent)."""
+
+
 def build_blocks(
     result: EvalResult,
     figures: dict[str, Path],
@@ -104,6 +124,9 @@ def build_blocks(
 ) -> list[Block]:
     inputs, config, scores, cmp_ = result.inputs, result.config, result.scores, result.compared
     blocks: list[Block] = [Heading(f"bridge evaluation report: {inputs.dataset}", 1)]
+    if result.estimated is not None:
+        blocks += _answer_blocks(result, figures)
+        blocks += _trust_blocks(result)
     if cmp_ == AUGMENTED:
         blocks += _audit_blocks(inputs.audit)
     blocks.append(Heading("Inputs and settings"))
@@ -147,7 +170,155 @@ def build_blocks(
     else:
         blocks.append(Para("Every run answers every topic; every qrels set judges every topic; nothing was ignored."))
     blocks += _definitions(result)
+    unknown = [b.text for b in blocks if isinstance(b, Heading) and b.level == 2 and _section(b.text) is None]
+    if unknown:  # one list of sections: the example report's test reads it
+        raise ValueError(f"report sections missing from REPORT_SECTIONS: {unknown}")
     return blocks
+
+
+def _section(title: str) -> str | None:
+    """The entry of :data:`REPORT_SECTIONS` a heading is (``Hole@10`` is ``Hole@k``)."""
+    generic = re.sub(r"@\d+$", "@k", title)
+    return next((s for s in REPORT_SECTIONS if s in (title, generic)), None)
+
+
+ANSWER_COLUMNS = ("rank", "system", "estimate", "95% interval", "original qrels", "bounds", "against the next system")
+
+
+def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
+    """Each system's estimate, the interval to quote, its rank and verdict against the next system; the figure."""
+    estimated = result.estimated
+    assert estimated is not None
+    blocks: list[Block] = [
+        Heading("The answer"),
+        Para(
+            "Each system's **estimate** is its expected score once every hole (every pair no person judged) is "
+            "judged; quote it with its **95% interval**, the range in which that score lies on these topics given "
+            "what the judges and people measured. Systems are ranked by the estimate; the last column compares each "
+            "with the next: **settled** when the bounds separate them whatever the holes hold, **likely** when "
+            "P(better) >= 0.95 either way, **open** otherwise. The bounds are the lowest and highest score the "
+            f"holes allow; original qrels: the score with every hole counted as not relevant ({result.reference})."
+        ),
+    ]
+    original = {(r.system, r.measure): r.values[result.reference] for r in result.rows}
+    for measure in dict.fromkeys(s.measure for s in estimated.scores):
+        ranked = sorted((s for s in estimated.scores if s.measure == measure), key=lambda s: (-s.estimate, s.system))
+        rows = []
+        for rank, score in enumerate(ranked, start=1):
+            below = estimated.next_comparison(score.system, measure)
+            rows.append(
+                (
+                    str(rank),
+                    score.system,
+                    _fmt(score.estimate),
+                    f"[{_fmt(score.interval[0])}, {_fmt(score.interval[1])}]",
+                    _fmt(original.get((score.system, measure), math.nan)),
+                    f"[{_fmt(score.low)}, {_fmt(score.high)}]",
+                    "" if below is None else verdict_text(below.status, below.verdict, below.p_upper, below.lower),
+                )
+            )
+        blocks += [Heading(measure, 3), Table(ANSWER_COLUMNS, tuple(rows))]
+    if "estimates" in figures:
+        blocks.append(
+            Image(
+                figures["estimates"],
+                f"Each system's estimate with its 95% interval (blue) beside its {result.reference}-qrels score "
+                "(grey circle).",
+            )
+        )
+    return blocks
+
+
+def answer_points(result: EvalResult) -> dict[str, list[plots.EstimatePoint]]:
+    """The first figure's points: per estimated measure, each system's original score, estimate and interval."""
+    estimated = result.estimated
+    if estimated is None:
+        return {}
+    original = {(r.system, r.measure): r.values[result.reference] for r in result.rows}
+    out: dict[str, list[plots.EstimatePoint]] = {}
+    for s in estimated.scores:
+        point = plots.EstimatePoint(s.system, original.get((s.system, s.measure), math.nan), s.estimate, s.interval)
+        out.setdefault(s.measure, []).append(point)
+    return out
+
+
+def verdict_text(status: str, verdict: str, p_upper: float, lower: str) -> str:
+    """``likely better than bm25 (P(better) 0.97)``: a comparison as the answer table states it."""
+    p = f"P(better) {p_upper:.2f}"
+    return {
+        (SETTLED, ">"): f"settled: better than {lower}",
+        (SETTLED, "<"): f"settled: worse than {lower}",
+        (SETTLED, "n.s."): f"settled: not separable from {lower}",
+        (LIKELY, ">"): f"likely better than {lower} ({p})",
+        (LIKELY, "<"): f"likely worse than {lower} ({p})",
+    }.get((status, verdict), f"open against {lower} ({p})")
+
+
+_STAGE_TEXT = {
+    GATE: "the evidence gate (no answer string in the passage; P from its measured miss rate)",
+    ADAPTER: "topic adapters (calibrated on their topic's judged pairs)",
+    LLM: "the LLM judge (calibrated on known pairs)",
+    PRIOR: "no measured stage (the topic's prior)",
+    UNPOOLED: "outside the pool (the topic's prior)",
+}
+
+
+def _trust_blocks(result: EvalResult) -> list[Block]:
+    """Which stages decided which holes, the judge's quality on the weakest kind of hole, what would narrow the
+    intervals and what the bounds assume."""
+    estimated = result.estimated
+    assert estimated is not None
+    audit = result.inputs.audit or {}
+    blocks: list[Block] = [Heading("How far to trust it")]
+    if audit.get("warning"):
+        blocks.append(Alert(f"WARNING: {audit['warning']}."))
+    total = sum(n for n, _ in estimated.stages.values())
+    stages = "; ".join(
+        f"{n:,} by {_STAGE_TEXT.get(stage, f'{stage} (calibrated on read holes)')}, {e:.1f} of them relevant expected"
+        for stage, (n, e) in sorted(estimated.stages.items(), key=lambda x: -x[1][0])
+    )
+    counts = estimated.counts()
+    items = [
+        f"The estimate fills {total:,} holes, each with a calibrated P(relevant): {stages}. People's labels and the "
+        "original qrels are fixed.",
+        _judge_quality(audit),
+        "What would narrow the intervals: people answering the review queue's random share (`bridge review`: each "
+        "answer fixes a hole and recalibrates the judge on holes), the most valuable open pairs judged first "
+        f"(valuable-pairs.tsv: {len(estimated.valuable)} listed), or a stronger judge served through "
+        "`--backend openai`.",
+        f"Adjacent comparisons: {counts.get(SETTLED, 0)} settled, {counts.get(LIKELY, 0)} likely, "
+        f"{counts.get(OPEN, 0)} open of {len(estimated.comparisons)}. {estimated.bounds_assume}",
+    ]
+    if estimated.people_random:
+        items.insert(1, f"People's answers on {estimated.people_random} random holes updated the calibrations.")
+    return [*blocks, Bullets(tuple(items))]
+
+
+def _judge_quality(audit: Mapping[str, Any]) -> str:
+    """The judge's measured quality where it is weakest: the reference lane's weakest kind of hole, else the
+    decisive audit lane."""
+    if not audit:
+        return "No judge audit was found: the labels were never measured against known answers."
+    lanes = audit.get("lanes", {})
+    kinds = (lanes.get("reference") or {}).get("hole_kinds") or []
+    weakest = weakest_kind(kinds)
+    if weakest is not None:
+        return (
+            f"The answer judge's measured quality on the weakest kind of hole, {weakest['stratum']} "
+            f"({100 * (weakest.get('pool_share') or 0):.0f}% of the answer-bearing pool): AUC "
+            f"{_with_interval(weakest, 'auc')}, bAcc {_with_interval(weakest, 'balanced_accuracy')}, ECE "
+            f"{_fmt(weakest.get('ece'), 3)}, on {weakest['pairs']} read holes (the maintainers' reading, "
+            "cross-fitted by question); every kind is in the audit below."
+        )
+    lane = lanes.get(audit.get("decisive") or "", {})
+    if lane.get("balanced_accuracy") is None:
+        return "The judge audit measured no lane: the labels' quality is unknown."
+    name = str(audit.get("decisive"))
+    bacc = _ci(lane["balanced_accuracy"], lane.get("intervals", {}).get("balanced_accuracy"))
+    return (
+        f"The judge's balanced accuracy in its audit ({_LANE_TITLES.get(name, name)}, {lane.get('pairs')} known "
+        f"pairs): {bacc}; known pairs are not holes, so the estimate widens that calibration by a transfer spread."
+    )
 
 
 _LANE_TITLES = {
@@ -418,42 +589,29 @@ def _leaderboard_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Bl
     return blocks
 
 
-STATUS_TEXT = {
-    ("settled", ">"): "settled: better",
-    ("settled", "n.s."): "settled: not separable",
-    ("settled", "<"): "settled: worse",
-    ("likely", ">"): "likely better",
-    ("likely", "<"): "likely worse",
-    ("open", "?"): "open",
-}
-
-
 def _estimate_blocks(result: EvalResult) -> list[Block]:
     estimated = result.estimated
     if estimated is None:
         if result.compared == AUGMENTED:
             note = f"Not computed: {result.estimated_note}."
-            return [Heading("The augmented leaderboard as an estimate"), Para(note)]
+            return [Heading("The estimate in detail"), Para(note)]
         return []
-    counts = estimated.counts()
     blocks: list[Block] = [
-        Heading("The augmented leaderboard as an estimate"),
+        Heading("The estimate in detail"),
         Para(
             "Only people's judgments (the original qrels, review answers) are fixed. Every other pair the "
             "leaderboard sees is open and carries a calibrated P(relevant) from the stage that labelled it, with "
             f"the calibration's own uncertainty (the hole model, bridge/holes.py). {estimated.draws} draws of every "
             "open label (calibration and label together, graded where the qrels are) score every system: the "
-            "**estimate** is the mean, its **95% interval** says where the score on these topics lies once every "
-            "hole is judged, the **topic interval** adds the resampling of topics. **lower** and **upper** are exact "
-            "bounds over every assignment of the open labels. Systems adjacent under the estimate: P = P(upper "
-            "beats lower) on resampled topics; **settled** when the bounds decide the comparison whatever the open "
-            "labels are, **likely** when P >= 0.95 either way, **open** otherwise. augmented.qrels keeps each "
-            "stage's thresholded label for other tools; the estimate does not count them."
+            "estimate is their mean and the 95% interval (the one to quote, in the answer above) is that of the "
+            "draws. The **topic interval** adds the resampling of topics: where the system's score lies on other "
+            "topics like these (for a claim beyond this benchmark's topics). **lower** and **upper** are the bounds: "
+            f"{estimated.bounds_assume} Systems adjacent under the estimate: P = P(upper beats lower) on resampled "
+            "topics. augmented.qrels keeps each stage's thresholded label for other tools; the estimate does not "
+            "count them."
         ),
         Bullets(
             (
-                f"adjacent comparisons: {counts.get('settled', 0)} settled, {counts.get('likely', 0)} likely, "
-                f"{counts.get('open', 0)} open (of {len(estimated.comparisons)})",
                 "open pairs by the stage whose P they carry: "
                 + ", ".join(f"{stage} {n} ({e:.1f} expected relevant)" for stage, (n, e) in estimated.stages.items()),
                 *(
@@ -472,11 +630,10 @@ def _estimate_blocks(result: EvalResult) -> list[Block]:
             score = estimated.score(c.upper, measure)
             if score is None:  # every compared system has a score; a missing one would be a bug upstream
                 raise ValueError(f"comparison of {c.upper} on {measure} without its estimate")
-            status = STATUS_TEXT.get((c.status, c.verdict), c.status)
-            rows.append(_estimate_row(score, c.lower, f"{status} (P {c.p_upper:.2f})"))
+            rows.append(_estimate_row(score, c.lower, verdict_text(c.status, c.verdict, c.p_upper, c.lower)))
         last = [s for s in estimated.scores if s.measure == measure and not any(r[0] == s.system for r in rows)]
         rows += [_estimate_row(s, "", "") for s in last]
-        header = ("system", "lower", "estimate [95%]", "topics [95%]", "upper", "next system", "comparison")
+        header = ("system", "lower", "estimate [95%]", "topic interval [95%]", "upper", "next system", "comparison")
         blocks += [Heading(measure, 3), Table(header, tuple(rows))]
     blocks += _calibration_blocks(estimated)
     blocks += _stability_blocks(estimated)
@@ -844,7 +1001,9 @@ code{background:#f3f3f3;padding:0 .2em}h1{border-bottom:2px solid #ddd}h2{margin
 
 
 def _inline(text: str) -> str:
-    return re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    """Escaped text with the Markdown the blocks use rendered: `code` and **bold**."""
+    text = re.sub(r"`([^`]+)`", r"<code>\1</code>", html.escape(text))
+    return re.sub(r"\*\*([^*]+)\*\*", r"<strong>\1</strong>", text)
 
 
 def to_html(blocks: Sequence[Block]) -> str:
@@ -928,6 +1087,9 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
 
 def _figures(result: EvalResult, folder: Path) -> dict[str, Path]:
     paths: dict[str, Path] = {}
+    points = answer_points(result)
+    if points:
+        paths["estimates"] = plots.plot_estimates(points, result.reference, folder / "estimates.png")
     if result.compared:
         main = [s.label for s in result.scores.specs if s.tested][:3]
         if main:

@@ -139,13 +139,25 @@ def test_eval_writes_the_full_report(workspace):
     assert len(significance) == 3 * 2 * 4  # 3 pairs x 2 qrels x 4 tested measures (Judged is diagnostic)
 
     figures = sorted(p.name for p in (out / "figures").glob("*.png"))
-    assert figures == ["growth_rate.png", "holes.png", "leaderboard.png", "marginal_contribution.png"]
+    assert figures == ["estimates.png", "growth_rate.png", "holes.png", "leaderboard.png", "marginal_contribution.png"]
     assert all((out / "figures" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
     markdown = (out / "report.md").read_text()
     assert "](figures/leaderboard.png)" in markdown and "## Hole@10" in markdown
     html_text = (out / "report.html").read_text()
-    assert html_text.count('src="data:image/png;base64,') == 4 and 'src="figures' not in html_text
+    assert html_text.count('src="data:image/png;base64,') == 5 and 'src="figures' not in html_text
     assert "<table>" in html_text and "Kendall" in html_text
+    # the answer first: the estimate table, then the trust paragraph, then what they rest on; markdown rendered
+    sections = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
+    assert sections[:4] == ["The answer", "How far to trust it", "Can these labels be trusted? (judge audit)",
+                            "Inputs and settings"]  # fmt: skip
+    assert sections.index("Leaderboard") < sections.index("The estimate in detail") < sections.index("Hole@10")
+    answer = markdown.split("## The answer")[1].split("## How far")[0]
+    comparisons = {(c["measure"], c["upper"]): c for c in read_csv(out / "comparisons.csv")}
+    top = next(line for line in answer.splitlines() if line.startswith("| 1 |"))
+    cells = [c.strip() for c in top.strip("|").split("|")]
+    first = comparisons[("Hit@10", cells[1])]
+    assert cells[-1].endswith(f"{first['lower']} (P(better) {float(first['p_upper']):.2f})") or "settled" in cells[-1]
+    assert "**" in markdown and "**" not in html_text and "<strong>estimate</strong>" in html_text
 
 
 def test_user_runs_and_qrels_and_query_id_mismatches(workspace, tmp_path, capsys):
@@ -286,7 +298,7 @@ def test_eval_estimates_every_score_and_check_fails_only_on_settled_or_likely_re
     comparisons = read_csv(tmp / "reports/beir-small/comparisons.csv")
     assert {c["status"] for c in comparisons} <= {"settled", "likely", "open"} and comparisons
     report = (tmp / "reports/beir-small/report.md").read_text()
-    assert "## The augmented leaderboard as an estimate" in report and "What each P rests on" in report
+    assert "## The estimate in detail" in report and "What each P rests on" in report
 
     baseline = tmp / "baseline.csv"
     current = read_csv(tmp / "reports/beir-small/leaderboard.csv")
