@@ -278,8 +278,8 @@ class GateBound:
 
     def assumption(self) -> str:
         return (
-            f"at most {self.most_relevant} of the evidence gate's {self.zeros} zeros are relevant (its miss rate "
-            f"{self.miss_rate:.4f} at the {100 * self.level:g}% credible bound, measured on {self.checked} known "
+            f"at most {self.most_relevant:,} of the evidence gate's {self.zeros:,} zeros are relevant (its miss rate "
+            f"{self.miss_rate:.4f} at the {100 * self.level:g}% credible bound, measured on {self.checked:,} known "
             "relevant passages, with every other open pair relevant)"
         )
 

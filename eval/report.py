@@ -182,7 +182,7 @@ def _section(title: str) -> str | None:
     return next((s for s in REPORT_SECTIONS if s in (title, generic)), None)
 
 
-ANSWER_COLUMNS = ("rank", "system", "estimate", "95% interval", "original qrels", "bounds", "against the next system")
+ANSWER_COLUMNS = ("rank", "system", "estimate", "95% interval", "holey score", "bounds", "against the next system")
 
 
 def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
@@ -197,7 +197,8 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
             "what the judges and people measured. Systems are ranked by the estimate; the last column compares each "
             "with the next: **settled** when the bounds separate them whatever the holes hold, **likely** when "
             "P(better) >= 0.95 either way, **open** otherwise. The bounds are the lowest and highest score the "
-            f"holes allow; original qrels: the score with every hole counted as not relevant ({result.reference})."
+            f"holes allow; the holey score: under the {result.reference} qrels, where every hole counts as not "
+            "relevant."
         ),
     ]
     original = {(r.system, r.measure): r.values[result.reference] for r in result.rows}
@@ -271,10 +272,15 @@ def _trust_blocks(result: EvalResult) -> list[Block]:
     audit = result.inputs.audit or {}
     blocks: list[Block] = [Heading("How far to trust it")]
     if audit.get("warning"):
-        blocks.append(Alert(f"WARNING: {audit['warning']}."))
+        blocks.append(
+            Alert(
+                f"WARNING: {audit['warning']} (augmented.qrels' thresholded labels). The estimate draws from the "
+                "calibrated P instead: its intervals carry how little the judge separates."
+            )
+        )
     total = sum(n for n, _ in estimated.stages.values())
     stages = "; ".join(
-        f"{n:,} by {_STAGE_TEXT.get(stage, f'{stage} (calibrated on read holes)')}, {e:.1f} of them relevant expected"
+        f"{n:,} by {_STAGE_TEXT.get(stage, f'{stage} (calibrated on read holes)')}, {e:.1f} expected relevant"
         for stage, (n, e) in sorted(estimated.stages.items(), key=lambda x: -x[1][0])
     )
     counts = estimated.counts()
