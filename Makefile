@@ -16,7 +16,8 @@ POOL ?= default
 SYSTEMS ?=
 BACKEND ?= llamacpp-batched
 MODEL ?= smollm2-135m
-# nq's answer-bearing pairs: answer-lexical, calibrated on the maintainers' reading of 300 random answer-bearing holes
+# nq's answer-bearing pairs: answer-lexical, calibrated on the maintainers' reading of 460 answer-bearing holes drawn at
+# random within each kind of hole (design weights; bench/data/nq-answer-reference)
 # (strata chosen by cross-validation, bootstrap draws; bench/RESULTS.md), gives every one of them a P without a call.
 # The costly judge, answer-reader (Qwen2.5-Coder-1.5B's likelihood of the answers with and without the passage, with
 # the lexical features, calibrated on the same reference), then re-reads pairs in value order for LABEL_MINUTES of

@@ -19,6 +19,11 @@ def ci(value: float, interval: list[float] | None, digits: int = 3) -> str:
     return f"{value:.{digits}f}" + (f" [{interval[0]:.{digits}f}, {interval[1]:.{digits}f}]" if interval else "")
 
 
+def bounds_covered(coverage: dict) -> str:
+    """``40/40``: left-out systems inside their bounds (n/a for a reusability.json from before they were counted)."""
+    return f"{coverage['bounds_covered']}/{coverage['systems']}" if "bounds_covered" in coverage else "n/a"
+
+
 def table(label: str, data: dict) -> list[str]:
     lines = [
         f"**{label} leave-out** ({data['dataset']}, {len(data['systems'])} systems, {data['topics']} topics, "
@@ -33,7 +38,7 @@ def table(label: str, data: dict) -> list[str]:
             continue
         lines.append(
             f"| {c['fill']} | {c['measure']} | {c['covered']}/{c['systems']} ({c['coverage']:.3f}) | "
-            f"{c['mean_width']:.4f} | {c.get('bounds_covered', 'n/a')}/{c['systems']} | {c['agree']}/{c['likely']} | "
+            f"{c['mean_width']:.4f} | {bounds_covered(c)} | {c['agree']}/{c['likely']} | "
             f"{c['adjacent_agree']}/{c['adjacent_likely']} |"
         )
     lines += [

@@ -11,7 +11,8 @@ probabilities, and the value of asking about a pair, all from one model of the h
   at the dataset's relevance grade). Hit, P and RR only grow with relevant labels; nDCG and Recall do not
   (a relevant document outside the top k raises the ideal DCG and the recall denominator), so their
   extremes take every count of relevant open pairs inside the top k (at the largest or the smallest
-  discounts) with the open pairs outside all relevant (lower bound) or none (upper bound). Exact. Only
+  discounts) with the open pairs outside all relevant (lower bound) or none (upper bound). Exact over the
+  assignments they range over. Only
   people's labels (the original qrels, review answers) are fixed: a label a model gave is open, however
   good the model. The one exception is a free stage with a measured miss rate (the evidence gate): its
   zeros are not "could be relevant" each, but at most the number its miss rate's credible bound allows
@@ -359,7 +360,8 @@ class Bounds:
     Per topic, the tables give the extremes with no capped pair relevant (``low``, ``high``: systems x topics) and
     with every capped pair free (``*_all``). A topic leaves the first range only when one of its capped pairs is
     relevant, so with at most ``most_relevant`` of them relevant at most that many topics move, each by no more than
-    its gap: the bound adds the largest gaps (exact for Hit and RR, valid for the other measures)."""
+    its gap: the bound adds the largest gaps (valid for every measure; equal to the extremes for a system's Hit and
+    RR, and for Hit's differences)."""
 
     def __init__(
         self,
@@ -389,14 +391,17 @@ class Bounds:
             }
 
         self.tables = tables(uncertain)
-        self.tables_all = tables([*uncertain, *capped]) if capped and self.most_relevant > 0 else self.tables
+        self.capped = bool(capped) and self.most_relevant > 0
+        self.tables_all = tables([*uncertain, *capped]) if self.capped else self.tables
         self.low: dict[str, np.ndarray] = {}
         self.high: dict[str, np.ndarray] = {}
         self.low_all: dict[str, np.ndarray] = {}
         self.high_all: dict[str, np.ndarray] = {}
         for m in measures:
             self.low[m.label], self.high[m.label] = self.tables[m.k].system_bounds(m.name)
-            self.low_all[m.label], self.high_all[m.label] = self.tables_all[m.k].system_bounds(m.name)
+            self.low_all[m.label], self.high_all[m.label] = (
+                self.tables_all[m.k].system_bounds(m.name) if self.capped else (self.low[m.label], self.high[m.label])
+            )
 
     def system(self, measure: str) -> tuple[np.ndarray, np.ndarray]:
         """(lowest, highest) mean over topics per system."""
@@ -409,7 +414,8 @@ class Bounds:
         return low.mean(axis=1) - drop / n, high.mean(axis=1) + rise / n
 
     def difference(self, measure: Measure, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per topic, the lowest and highest ``measure(a) - measure(b)`` with no capped pair relevant."""
+        """Per topic, the lowest and highest ``measure(a) - measure(b)`` with no capped pair relevant (every
+        assignment where nothing is capped; :meth:`difference_means` spends the capped pairs' budget)."""
         return self.tables[measure.k].difference_bounds(measure.name, a, b)
 
     def difference_means(self, measure: Measure, a: int, b: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
@@ -417,7 +423,7 @@ class Bounds:
         (draws x topics, e.g. bootstrap resamples), the capped pairs' budget spent where it moves the mean most."""
         low, high = self.difference(measure, a, b)
         worst, best = weights @ low, weights @ high
-        if self.tables_all is self.tables:
+        if not self.capped:
             return worst, best
         low_all, high_all = self.tables_all[measure.k].difference_bounds(measure.name, a, b)
         worst = worst - _largest_sum(weights * (low - low_all), self.most_relevant)

@@ -8,8 +8,9 @@ stage that labelled it, through a :class:`Calibration`:
 * a **hole-like calibration** fitted on a random sample of holes with known labels (an answer judge on a
   read reference; :mod:`bridge.judging.hole_calibration`): its strata and coefficient draws as fitted;
 * the **evidence gate**'s zeros: if a share ``m`` of known relevant passages holds none of its answers, the
-  relevant holes that hold one (``R``, the sum of their P) have ``R m / (1 - m)`` companions among the ``G``
-  gate zeros, so each is relevant with ``R m / ((1 - m) G)``; ``m`` is drawn from its Jeffreys posterior;
+  relevant holes that hold one (``R``, the sum of their P and the holes people judged relevant) have
+  ``R m / (1 - m)`` companions among the ``G`` gate zeros, so each is relevant with ``R m / ((1 - m) G)``; ``m`` is
+  drawn from its Jeffreys posterior;
 * a calibration **on known pairs** (a topic adapter's out-of-fold calibration, an LLM judge calibrated on its
   audit's known pairs): known pairs are not like holes, so its logit is shifted by a draw from
   N(0, ``transfer_sd``) (measured on dl19's removed pairs, bench/RESULTS.md);
@@ -266,7 +267,10 @@ class GateBound:
 
     A gate zero is decided by a free stage with a measured miss rate, so it does not enter the bounds as "could be
     relevant" like a genuinely uncertain pair: with the miss rate ``m`` at its credible bound, the relevant holes the
-    gate drops number at most ``R m / (1 - m)``, where ``R`` counts every other open pair (each may be relevant)."""
+    gate drops number at most ``R m / (1 - m)``, where ``R`` counts every other open pair (each may be relevant) and
+    every hole people judged relevant. The rate is measured on the dataset's known relevant passages: a relevant hole
+    that gives the answer in other words than the answer strings is as likely to be missed only if those passages
+    are like it (nq's gold passages hold an answer string by construction)."""
 
     most_relevant: int
     zeros: int
@@ -280,21 +284,25 @@ class GateBound:
         return (
             f"at most {self.most_relevant:,} of the evidence gate's {self.zeros:,} zeros are relevant (its miss rate "
             f"{self.miss_rate:.4f} at the {100 * self.level:g}% credible bound, measured on {self.checked:,} known "
-            "relevant passages, with every other open pair relevant)"
+            "relevant passages, counting every other open pair as relevant; a relevant hole that words the answer "
+            "differently from every known relevant passage is outside what that rate measures)"
         )
 
 
 def gate_bound(recall: tuple[int, int] | None, zeros: int, others: int, level: float) -> GateBound | None:
-    """The gate's bound (:class:`GateBound`) from its (found, checked) on known relevant passages; None without a
-    measured miss rate (its zeros then stay open in the bounds)."""
+    """The gate's bound (:class:`GateBound`) from its (found, checked) on known relevant passages and ``others``, the
+    relevant holes that pass it at most; None without a measured miss rate, or where the bound would allow every
+    zero to be relevant (its zeros then stay open in the bounds)."""
     if recall is None or recall[1] <= 0 or zeros <= 0:
         return None
     from scipy.stats import beta
 
     found, checked = recall
     m = float(beta.ppf(level, checked - found + 0.5, found + 0.5))
-    most = zeros if m >= 1 else min(zeros, math.ceil(others * m / (1 - m) - 1e-9))
-    return GateBound(int(most), zeros, m, level, checked)
+    if m >= 1:
+        return None
+    most = math.ceil(others * m / (1 - m) - 1e-9)
+    return GateBound(most, zeros, m, level, checked) if most < zeros else None
 
 
 @dataclass
@@ -538,10 +546,13 @@ def build_hole_model(
     stage: list[str] = []
     facts: list[PairFacts] = []
     labels: dict[Pair, int] = {}
+    people_relevant = 0
+    """Holes people judged relevant (with the open pairs, the relevant holes the gate's miss rate scales)."""
     for pair in order:
         r = latest.get(pair)
         if r is not None and r.judge == HUMAN_JUDGE and r.label is not None:
             fixed.setdefault(pair[0], {})[pair[1]] = _human_grade(r, threshold)
+            people_relevant += int(r.label == 1)
             before = model_record(r)
             if r.details.get("sampling") == RANDOM_SAMPLING and before is not None:
                 people.setdefault(_stage_calibration(before, calibrations), []).append((PairFacts.of(before), r.label))
@@ -602,9 +613,9 @@ def build_hole_model(
         )  # fmt: skip
     bound = None
     if GATE in groups:
-        applied[GATE] = _gate_calibration(gate_recall, p_mean, stage, len(groups[GATE]), config, rng)
         zeros = len(groups[GATE])
-        bound = gate_bound(gate_recall, zeros, len(pairs) - zeros, config.gate_bound_level)
+        applied[GATE] = _gate_calibration(gate_recall, p_mean, stage, zeros, people_relevant, config, rng)
+        bound = gate_bound(gate_recall, zeros, len(pairs) - zeros + people_relevant, config.gate_bound_level)
     if unpooled:
         notes.append(
             f"{len(unpooled)} pairs in the systems' top k are outside the pool (a pool shallower than a measure's "
@@ -654,13 +665,14 @@ def _gate_calibration(
     p_mean: np.ndarray,
     stage: Sequence[str],
     gate_pairs: int,
+    people_relevant: int,
     config: HoleModelConfig,
     rng: np.random.Generator,
 ) -> Calibration:
     """A gate zero's P: the relevant holes the gate drops (its miss rate on known relevant passages, Jeffreys
     posterior) spread over its zeros (module docstring). Without a measured miss rate: the prior."""
     found, checked = recall if recall is not None else (0, 0)
-    expected = float(np.nansum([p for p, s in zip(p_mean, stage, strict=True) if s != GATE]))
+    expected = people_relevant + float(np.nansum([p for p, s in zip(p_mean, stage, strict=True) if s != GATE]))
     if checked <= 0:
         m = rng.beta(0.5, 0.5, config.draws)
         population = "no measured miss rate: the gate's zeros carry a Jeffreys prior miss rate"

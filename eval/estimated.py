@@ -1,6 +1,6 @@
 """The augmented leaderboard as an estimate (``bridge eval``): from the label run's files, the hole model
 (:mod:`bridge.holes`) and the estimate (:mod:`bridge.estimate`) give every system's expected score with its
-intervals and exact bounds, each adjacent comparison's verdict as a probability, each system's rank stability
+intervals and bounds, each adjacent comparison's verdict as a probability, each system's rank stability
 over the draws, and the open pairs whose labels would decide the most open comparisons. This module runs them
 for an evaluation and writes what they found; it states none of their rules.
 """
@@ -30,16 +30,21 @@ from bridge.estimate import (
     settle_measure,
 )
 from bridge.fsio import atomic_write
-from bridge.holes import Calibration, HoleModelConfig, Pair, build_hole_model
+from bridge.holes import Calibration, GateBound, HoleModelConfig, Pair, build_hole_model
 from bridge.judging.audit import gate_recall
 from bridge.label_records import LabelRecord, counted_configs, current_records
 from bridge.trec import Qrels, Run
 from eval.measures import MeasureSpec
 
-BOUNDS_ASSUME = (
-    "The bounds assume only people's labels (the original qrels, review answers): every other pair may be relevant "
-    "or not."
-)
+
+def bounds_assumption(gate: GateBound | None) -> str:
+    """What the bounds assume, in one sentence."""
+    fixed = (
+        "The bounds take only people's labels (the original qrels, review answers) as fixed: every other pair may be"
+    )
+    if gate is None:
+        return f"{fixed} relevant or not."
+    return f"{fixed} relevant or not, except that {gate.assumption()}."
 
 
 @dataclass(frozen=True)
@@ -69,8 +74,8 @@ class EstimatedLeaderboard:
     notes: list[str] = field(default_factory=list)
     people_random: int = 0
     draws: int = 0
-    bounds_assume: str = BOUNDS_ASSUME
-    """What the bounds assume, in one sentence."""
+    bounds_assume: str = ""
+    """What the bounds assume, in one sentence (:func:`bounds_assumption`)."""
 
     def score(self, system: str, measure: str) -> SystemEstimate | None:
         return next((s for s in self.scores if s.system == system and s.measure == measure), None)
@@ -145,7 +150,7 @@ def estimate_leaderboard(
         list(model.notes),
         model.people_random,
         config.draws,
-        BOUNDS_ASSUME if model.gate is None else BOUNDS_ASSUME[:-1] + ", except that " + model.gate.assumption() + ".",
+        bounds_assumption(model.gate),
     )
 
 

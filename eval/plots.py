@@ -52,8 +52,8 @@ def plot_estimates(points: Mapping[str, Sequence[EstimatePoint]], reference: str
         ax.errorbar(estimate, y, xerr=[np.maximum(low, 0), np.maximum(high, 0)], fmt="none", ecolor=COMPARED_COLOR,
                     elinewidth=2.5, capsize=3, zorder=2)  # fmt: skip
         ax.scatter(estimate, y, color=COMPARED_COLOR, s=size, label="estimate, 95% interval", zorder=3)
-        ax.scatter([p.original for p in shown], y, facecolors="none", edgecolors=REFERENCE_COLOR, s=size,
-                   label=f"{reference} qrels", zorder=2)  # fmt: skip
+        ax.scatter([p.original for p in shown], y, marker="D", facecolors="none", edgecolors="#555555", s=size,
+                   linewidths=1.2, label=f"{reference} qrels (holes not relevant)", zorder=4)  # fmt: skip
         ax.set_title(measure)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, systems, fontsize="small" if rows > 20 else "medium")

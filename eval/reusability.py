@@ -232,7 +232,8 @@ class Coverage:
     adjacent_agree: int
     people: tuple[str, float] | None = None
     bounds_covered: int = 0
-    """Left-out systems whose full-qrels score lies within the estimate's bounds (valid bounds hold every one)."""
+    """Left-out systems whose full-qrels score lies within the estimate's bounds (every one, unless the evidence
+    gate misses more relevant holes than its credible bound allows)."""
 
     @property
     def share(self) -> float:

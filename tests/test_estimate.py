@@ -401,7 +401,7 @@ def test_effects_equal_rescoring_the_topic_with_the_pair_forced(graded):
             assert effects[j] == pytest.approx((values[0] - values[1]).mean(axis=0), abs=1e-12), (measure, pairs[j])
 
 
-@pytest.mark.parametrize("most", [0, 1, 2])
+@pytest.mark.parametrize("most", [0, 1, 2, 8])
 def test_capped_pairs_bound_every_assignment_with_at_most_so_many_relevant(most):
     """Gate zeros (capped pairs) enter the bounds as 'at most `most` of them relevant': brute force over every
     assignment of the uncertain pairs and of the capped ones with at most `most` relevant, the mean bounds hold
@@ -450,3 +450,7 @@ def test_capped_pairs_bound_every_assignment_with_at_most_so_many_relevant(most)
             assert np.all(worst <= diffs.min(axis=1) + 1e-9) and np.all(best >= diffs.max(axis=1) - 1e-9), (n, sa, sb)
             if n == "Hit":
                 assert worst == pytest.approx(diffs.min(axis=1)) and best == pytest.approx(diffs.max(axis=1))
+    if most >= len(pairs_c):  # a cap that allows every capped pair: the bounds with all of them open
+        every = Bounds(ranked(runs, topics, 3), fixed, pairs_u + pairs_c, 1, topics, measures)
+        for m in measures:
+            assert np.allclose(bounds.system(m.label), every.system(m.label)), m.label

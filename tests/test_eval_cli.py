@@ -358,3 +358,52 @@ def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp
     assert rows[0].startswith("| listed topic (weakest) | 100 | 50% |") and "0.610 [0.56, 0.66]" in rows[0]
     assert rows[1].startswith("| other topic |") and rows[2].startswith("| all kinds (weighted as the pool stands)")
     assert rows[0].endswith("| 100: 0.500 |") and rows[2].endswith("| 400: 0.275 |")  # (50 + 60) / 400
+
+
+def test_the_shipped_example_report_has_the_codes_sections_in_order():
+    """docs/example-report is regenerated from the main job; it must show the report the code writes today: the
+    code's sections in the code's order, the answer first, with the code's answer table."""
+    from pathlib import Path
+
+    from eval.report import ANSWER_COLUMNS, REPORT_SECTIONS, _section
+
+    markdown = (Path(__file__).resolve().parents[1] / "docs/example-report/report.md").read_text()
+    sections = [_section(line[3:]) for line in markdown.splitlines() if line.startswith("## ")]
+    assert None not in sections, sections
+    assert sections == sorted(sections, key=REPORT_SECTIONS.index) and sections[:2] == list(REPORT_SECTIONS[:2])
+    assert "| " + " | ".join(ANSWER_COLUMNS) + " |" in markdown
+    assert "](figures/estimates.png)" in markdown
+
+
+@pytest.mark.parametrize("systems", [10, 40])
+def test_the_estimates_figure_gives_every_system_a_readable_row(tmp_path, systems):
+    """At 10 and at 40 systems each system's row is at least 20 pixels high (names at a readable size)."""
+    import numpy as np
+    from matplotlib.image import imread
+
+    from eval.plots import EstimatePoint, plot_estimates
+
+    rng = np.random.default_rng(systems)
+    points = {
+        m: [
+            EstimatePoint(f"system-{i:02d}", x - 0.01, x, (x - 0.02, x + 0.02))
+            for i, x in enumerate(rng.random(systems))
+        ]
+        for m in ("Hit@10", "nDCG@10", "Recall@10")
+    }
+    image = imread(plot_estimates(points, "original", tmp_path / "estimates.png"))
+    height, width = image.shape[:2]
+    assert height / systems >= 20 and width <= 1400, (height, width)
+
+
+def test_every_section_the_report_writes_is_in_its_list_of_sections():
+    """Each level-2 heading in eval/report.py is an entry of REPORT_SECTIONS (the order the example report's test
+    reads); an f-string's fields stand for a cutoff."""
+    import re
+    from pathlib import Path
+
+    from eval import report
+
+    source = Path(report.__file__).read_text()
+    headings = [re.sub(r"\{[^}]*\}", "10", text) for text in re.findall(r'Heading\(f?"([^"]+)"\)', source)]
+    assert len(headings) >= 10 and all(report._section(h) for h in headings), headings

@@ -78,7 +78,7 @@ def test_the_bounds_cap_the_gate_zeros_by_the_miss_rates_credible_bound():
     """95 of 100 known relevant passages hold an answer: the miss rate's 97.5% credible bound q under its Jeffreys
     posterior Beta(5.5, 95.5) (here by simulation); with 400 other open pairs all relevant, the gate drops at most
     400 q / (1 - q) relevant holes, so at most that many of its 500 zeros enter the bounds as relevant. Without a
-    measured miss rate the zeros stay open; with a leaky gate the cap is all its zeros."""
+    measured miss rate, or with a gate so leaky that the cap would allow every zero, the zeros stay open."""
     calibration = Calibration("answer", ("logit_p", INTERCEPT), np.array([[1.0, 0.0]]), "ref", hole_like=True)
     records = [record(f"a{i}", 1, "answer-context", p=0.5, calibration="answer") for i in range(400)]
     records += [record(f"z{i}", 0, "evidence") for i in range(500)]
@@ -91,7 +91,12 @@ def test_the_bounds_cap_the_gate_zeros_by_the_miss_rates_credible_bound():
     unmeasured = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, None)
     assert unmeasured.bound_sets() == (unmeasured.pairs, [], None)
     leaky = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, (20, 100))
-    assert leaky.bound_sets()[2] == 500
+    assert leaky.bound_sets() == (leaky.pairs, [], None)  # the cap would allow all 500
+    # people judge the 400 answer-bearing holes relevant: they are fixed now, and still count among the relevant
+    # holes the gate's misses scale with
+    judged = [*records, *(record(f"a{i}", 1, "human", judge="human") for i in range(400))]
+    people = build_hole_model({}, judged, [], ["q1"], 1, {"answer": calibration}, (95, 100))
+    assert people.bound_sets()[1:] == (capped, most) and not people.bound_sets()[0]
 
 
 def test_no_p_is_exactly_0_or_1_unless_people_said_so():
