@@ -518,7 +518,7 @@ class Leaderboard:
         self.topics = list(topics)
         depth = max((m.k for m in self.measures), default=10)
         self.ranked = {s: {q: top_k(runs[s].get(q, {}), depth) for q in self.topics} for s in self.systems}
-        self.flat = FlatQrels(model.fixed, model.fixed, self.topics, model.threshold, extra=model.pairs)
+        self.flat = FlatQrels(model.fixed, self.topics, model.threshold, extra=model.pairs)
         self.open_rows = np.array([self.flat.index[p] for p in model.pairs], dtype=int)
         self.matrices = {
             (s, k): RunMatrix(runs[s], self.flat, k, self.ranked[s])

@@ -30,15 +30,6 @@ class Mapper(Protocol):
     def map(self, factory: Callable[[], Any], method: str, chunks: Sequence[Any]) -> Iterator[Any]: ...
 
 
-class LocalMapper:
-    """Everything in this process, one chunk after another."""
-
-    def map(self, factory: Callable[[], Any], method: str, chunks: Sequence[Any]) -> Iterator[Any]:
-        worker = factory()
-        for chunk in chunks:
-            yield getattr(worker, method)(chunk)
-
-
 class _Worker:
     """The Ray actor: builds its object once (a model stays loaded) and runs methods on chunks."""
 

@@ -16,17 +16,6 @@ from typing import Any
 from bridge.config import DEFAULT_DATA_DIR, Workspace
 
 
-def open_unit_share(text: str) -> float:
-    """argparse type: a share strictly between 0 and 1."""
-    try:
-        value = float(text)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a number between 0 and 1, got {text!r}") from None
-    if not 0.0 < value < 1.0:
-        raise argparse.ArgumentTypeError(f"expected a share strictly between 0 and 1, got {text}")
-    return value
-
-
 def at_least_two(text: str) -> int:
     """argparse type: an integer >= 2 (cross-fitting parts, folds)."""
     try:

@@ -24,37 +24,24 @@ class FlatQrels:
     """Every judged (topic, document) pair in one array, so perturbed grades are one vector per draw."""
 
     def __init__(
-        self,
-        original: Qrels,
-        augmented: Qrels,
-        topics: Sequence[str],
-        threshold: int,
-        stages: Mapping[tuple[str, str], str | None] | None = None,
-        extra: Iterable[tuple[str, str]] = (),
+        self, qrels: Qrels, topics: Sequence[str], threshold: int, extra: Iterable[tuple[str, str]] = ()
     ) -> None:
-        """``stages``: which stage decided each new label (rank stability); ``extra``: more pairs to index, with
-        grade 0 (pool pairs nobody decided, so that an assignment can make them relevant)."""
+        """``extra``: more pairs to index, with grade 0 (open pairs, so that an assignment can make them
+        relevant)."""
         self.topics = list(topics)
         self.index: dict[tuple[str, str], int] = {}
         grades: list[float] = []
-        new: list[int] = []
-        stage_of_new: list[str | None] = []
         topic_of: list[int] = []
         more: dict[str, dict[str, int]] = {}
         for qid, docid in extra:
-            if docid not in augmented.get(qid, {}):
+            if docid not in qrels.get(qid, {}):
                 more.setdefault(qid, {})[docid] = 0
         for t, qid in enumerate(self.topics):
-            for docid, grade in sorted({**augmented.get(qid, {}), **more.get(qid, {})}.items()):
+            for docid, grade in sorted({**qrels.get(qid, {}), **more.get(qid, {})}.items()):
                 self.index[(qid, docid)] = len(grades)
                 grades.append(float(grade))
                 topic_of.append(t)
-                if docid not in original.get(qid, {}):
-                    new.append(len(grades) - 1)
-                    stage_of_new.append("llm" if stages is None else stages.get((qid, docid), "llm"))
         self.grades = np.array(grades)
-        self.new = np.array(new, dtype=int)
-        self.stage_of_new = stage_of_new
         self.topic_of = np.array(topic_of, dtype=int)
         self.threshold = threshold
         width = max([int(np.sum(self.topic_of == t)) for t in range(len(self.topics))] or [1])
@@ -63,10 +50,6 @@ class FlatQrels:
         for i, t in enumerate(self.topic_of):
             self.slots[t, fill[t]] = i
             fill[t] += 1
-
-    def in_stage(self, stage: str) -> np.ndarray:
-        """Indices (into ``grades``) of the new labels a stage decided."""
-        return self.new[[i for i, s in enumerate(self.stage_of_new) if s == stage]].astype(int)
 
 
 class RunMatrix:

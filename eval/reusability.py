@@ -366,7 +366,7 @@ class LeaveOutScorer:
     def __init__(self, runs: Mapping[str, Run], qrels: Qrels, topics: Sequence[str], threshold: int) -> None:
         self.runs = runs
         self.threshold = threshold
-        self.flat = FlatQrels(qrels, qrels, topics, threshold)
+        self.flat = FlatQrels(qrels, topics, threshold)
         self._matrices: dict[tuple[str, int, frozenset[Pair] | None], RunMatrix] = {}
 
     def matrix(self, system: str, k: int, removed: frozenset[Pair] | None = None) -> RunMatrix:

@@ -15,7 +15,7 @@ from bridge.judging.audit import read_audit
 from bridge.judging.base import Case
 from bridge.judging.evidence import EvidenceConfig, gold_recall
 from bridge.judging.reference import ConstantJudge
-from bridge.judging.reference_labels import HumanPair, question_folds, read_reference, split_by_question, subsample
+from bridge.judging.reference_labels import HumanPair, question_folds, read_reference, subsample
 from bridge.judging.single import SupportJudge
 from bridge.label.judge_eval import run_reference_eval
 from bridge.label.value import ValueConfig
@@ -65,9 +65,6 @@ def test_reference_files_are_read_with_clear_errors(tmp_path):
 
 def test_reference_splits_keep_questions_whole():
     pairs = [HumanPair(f"q{i // 3}", f"d{i}", i % 2 == 0) for i in range(60)]  # 20 questions, 3 pairs each
-    first, second = split_by_question(pairs, 0.5, seed=3)
-    assert {p.qid for p in first}.isdisjoint({p.qid for p in second}) and len(first) + len(second) == 60
-    assert len({p.qid for p in first}) == 10
     folds = question_folds(pairs, 3, seed=1)
     assert all(len({f for p, f in zip(pairs, folds, strict=True) if p.qid == q}) == 1 for q in {p.qid for p in pairs})
     assert sorted(set(folds)) == [0, 1, 2]

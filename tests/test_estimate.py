@@ -295,7 +295,7 @@ def test_vectorized_scores_equal_ir_measures_also_over_many_draws():
     docs = [f"d{j}" for j in range(25)]
     qrels = {q: {d: rng.choice([0, 1, 2, 3]) for d in rng.sample(docs, 8)} for q in topics}
     run = {q: {d: rng.random() for d in rng.sample(docs, 15)} for q in topics}
-    flat = FlatQrels(qrels, qrels, topics, threshold=2)
+    flat = FlatQrels(qrels, topics, threshold=2)
     matrix = RunMatrix(run, flat, 10)
     names = {"nDCG": "nDCG@10", "Hit": "Hit@10", "P": "P@10", "Recall": "Recall@10", "RR": "MRR@10"}
     expected = per_query_scores(run, qrels, topics, resolve_measures(list(names.values()), 2), 2)
@@ -352,7 +352,7 @@ def test_the_effect_of_a_pair_by_hand():
 
     fixed = {"q": {"a": 1}}
     runs = {"A": {"q": {"x": 3.0, "z": 2.0, "a": 1.0}}, "B": {"q": {"y": 3.0, "a": 2.0, "w": 1.0}}}
-    flat = FlatQrels(fixed, fixed, ["q"], 1, extra=[("q", "x"), ("q", "y")])
+    flat = FlatQrels(fixed, ["q"], 1, extra=[("q", "x"), ("q", "y")])
     rows = np.stack([RunMatrix(runs[s], flat, 3).rows for s in ("A", "B")])
     grades = np.stack([flat.grades, flat.grades])  # two draws: x and y not relevant
     grades[1, flat.index[("q", "y")]] = 1.0  # second draw: y relevant
@@ -382,7 +382,7 @@ def test_effects_equal_rescoring_the_topic_with_the_pair_forced(graded):
         s: {q: {d: float(rng.integers(0, 4)) for d in rng.choice(docs, 6, replace=False)} for q in topics}
         for s in "ABC"
     }
-    flat = FlatQrels(fixed, fixed, topics, threshold, extra=pairs)
+    flat = FlatQrels(fixed, topics, threshold, extra=pairs)
     rows = np.stack([RunMatrix(runs[s], flat, 5).rows for s in "ABC"])
     grades = np.broadcast_to(flat.grades, (6, len(flat.grades))).copy()
     rows_of = np.array([flat.index[p] for p in pairs])

@@ -13,7 +13,7 @@ import pytest
 from conftest import TINY_CORPUS, ScriptedLLM
 
 from bridge.cli import main
-from bridge.executors import LocalMapper, chunked_by_query
+from bridge.executors import chunked_by_query
 from bridge.pool import PoolEntry, write_pool
 
 REPO = Path(__file__).resolve().parents[1]
@@ -23,11 +23,20 @@ except ImportError:  # an optional extra (pip install -e '.[ray]'); CI installs 
     ray = None
 
 
+class InProcessMapper:
+    """A :class:`bridge.executors.Mapper` in this process, one chunk after another (what Ray does, without Ray)."""
+
+    def map(self, factory, method, chunks):
+        worker = factory()
+        for chunk in chunks:
+            yield getattr(worker, method)(chunk)
+
+
 def test_chunks_are_cut_only_between_queries():
     items = [("q1", i) for i in range(5)] + [("q2", i) for i in range(2)] + [("q3", 0)]
     chunks = chunked_by_query(items, 2, qid=lambda x: x[0])
     assert chunks == [items[:5], items[5:7], items[7:]]
-    assert list(LocalMapper().map(lambda: str, "upper", ["a", "b"])) == ["A", "B"]
+    assert list(InProcessMapper().map(lambda: str, "upper", ["a", "b"])) == ["A", "B"]
 
 
 def test_after_the_deadline_only_pool_pairs_are_left_out_and_scoring_stops():
@@ -42,7 +51,7 @@ def test_after_the_deadline_only_pool_pairs_are_left_out_and_scoring_stops():
     items = [WorkItem(POOL if i % 3 else "pipeline", c) for i, c in enumerate(cases)]
     seen: list[str] = []
     sinks = dict.fromkeys((POOL, "pipeline"), lambda item, record: seen.append(item.lane))
-    runner = DistributedRunner(LocalMapper(), scripted_chain, chunk_pairs=1)
+    runner = DistributedRunner(InProcessMapper(), scripted_chain, chunk_pairs=1)
     skipped = runner(items, {POOL: judge, "pipeline": judge}, sinks, 4, "", False, deadline=time.monotonic() - 1)
     assert skipped == 4 and seen == ["pipeline", "pipeline"]
 
@@ -58,7 +67,7 @@ def test_after_the_deadline_only_pool_pairs_are_left_out_and_scoring_stops():
         llm = ScriptedLLM(one_pass)
         return JudgeChain.of(CascadeJudge(CalibratedJudge(llm), DebateEngine(llm)))
 
-    scorer = DistributedRunner(LocalMapper(), cascade_chain, chunk_pairs=2)
+    scorer = DistributedRunner(InProcessMapper(), cascade_chain, chunk_pairs=2)
     assert len(scorer.scores(cases)) == 6 and scorer.scores(cases, deadline=time.monotonic() - 1) == []
 
 

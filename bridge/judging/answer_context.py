@@ -577,20 +577,20 @@ def _fallback(spec: JudgeSpec, llm: LLMBackend | None) -> Judge | None:
     return None if name is None or llm is None else build_judge(replace(spec, name=name), llm)
 
 
-@register_judge("answer-context")
+@register_judge("answer-context", calls_llm=True, answer_bearing=True)
 def make_answer_context(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
     if llm is None:
         raise BridgeError("the answer-context judge scores with an LLM: give it one (or use answer-lexical)")
     return AnswerContextJudge(CalibratedJudge(llm, spec.single), _fallback(spec, llm), spec.answer_context)
 
 
-@register_judge("answer-reader")
+@register_judge("answer-reader", calls_llm=True, answer_bearing=True)
 def make_answer_reader(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
     if llm is None:
         raise BridgeError("the answer-reader judge reads with an LLM: give it one (or use answer-lexical)")
     return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context, reader=Reader(llm))
 
 
-@register_judge("answer-lexical")
+@register_judge("answer-lexical", answer_bearing=True)
 def make_answer_lexical(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
     return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context)

@@ -120,22 +120,59 @@ class WrapsJudge:
 JudgeFactory = Callable[..., Judge]
 """``factory(spec, llm, qrels=None, threshold=1)``: a judge from its spec, an LLM (None for judges that call
 none) and, for the qrels judge, the qrels to answer from and the dataset's relevance threshold."""
-JUDGES: dict[str, JudgeFactory] = {}
 
 
-def register_judge(name: str) -> Callable[[JudgeFactory], JudgeFactory]:
+@dataclass(frozen=True)
+class JudgeTraits:
+    """What the rest of bridge asks of a judge, declared once where it registers."""
+
+    calls_llm: bool = False
+    """Asks an LLM (a backend must be open), for every pair or for an answer judge's signals."""
+    answer_bearing: bool = False
+    """Judges answer-bearing pairs, calibrated on a read reference (a fallback judge takes the others)."""
+    selectable: bool = True
+    """Offered as a label run's judge (the cascade's one-pass stage is not: it runs inside the cascade)."""
+
+
+@dataclass(frozen=True)
+class RegisteredJudge:
+    name: str
+    factory: JudgeFactory
+    traits: JudgeTraits
+
+
+JUDGES: dict[str, RegisteredJudge] = {}
+"""The judge registry, in registration order; ``bridge.judging`` fills it when it is imported."""
+
+
+def register_judge(name: str, **traits: bool) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Register ``factory`` under ``name`` with its :class:`JudgeTraits`."""
+
     def wrap(factory: JudgeFactory) -> JudgeFactory:
-        JUDGES[name] = factory
+        JUDGES[name] = RegisteredJudge(name, factory, JudgeTraits(**traits))
         return factory
 
     return wrap
 
 
+def judge_names(**traits: bool) -> tuple[str, ...]:
+    """The registered judges whose traits have the given values (all of them without any), those that call an LLM
+    first, then by name: ``judge_names(answer_bearing=True, calls_llm=True)`` are the costly answer judges."""
+    chosen = [j for j in JUDGES.values() if all(getattr(j.traits, k) == v for k, v in traits.items())]
+    return tuple(j.name for j in sorted(chosen, key=lambda j: (not j.traits.calls_llm, j.name)))
+
+
+def judge_traits(name: str) -> JudgeTraits:
+    """A registered judge's traits (a clear error for an unknown name)."""
+    if name not in JUDGES:
+        raise BridgeError(f"unknown judge {name!r}; choose from {', '.join(sorted(JUDGES))}")
+    return JUDGES[name].traits
+
+
 def build_judge(spec: JudgeSpec, llm: LLMBackend | None, qrels: Qrels | None = None, threshold: int = 1) -> Judge:
     """The judge ``spec`` names, from the registry that ``bridge.judging`` fills when it is imported."""
-    if spec.name not in JUDGES:
-        raise BridgeError(f"unknown judge {spec.name!r}; choose from {', '.join(sorted(JUDGES))}")
-    return JUDGES[spec.name](spec, llm, qrels=qrels, threshold=threshold)
+    judge_traits(spec.name)
+    return JUDGES[spec.name].factory(spec, llm, qrels=qrels, threshold=threshold)
 
 
 def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:

@@ -376,12 +376,12 @@ class CascadeJudge:
             self.debate.judge(uncertain, stamp)
 
 
-@register_judge("calibrated")
+@register_judge("calibrated", calls_llm=True, selectable=False)
 def make_calibrated(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CalibratedJudge:
     return CalibratedJudge(llm, spec.single)
 
 
-@register_judge("cascade")
+@register_judge("cascade", calls_llm=True)
 def make_cascade(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CascadeJudge:
     from bridge.judging.dream import DebateEngine
 

@@ -293,6 +293,6 @@ def _turn_json(turn: AgentTurn) -> dict[str, Any]:
     return data
 
 
-@register_judge("dream")
+@register_judge("dream", calls_llm=True)
 def make_dream(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> DebateEngine:
     return DebateEngine(llm, spec.debate)

@@ -100,19 +100,6 @@ def read_reference(path: Path) -> list[HumanPair]:
     return pairs
 
 
-def split_by_question(
-    pairs: Sequence[HumanPair], share: float, seed: int = 0
-) -> tuple[list[HumanPair], list[HumanPair]]:
-    """Two disjoint parts with no question in both: about ``share`` of the questions (shuffled with ``seed``)
-    in the first. A judge fitted on one part and scored on the other never sees a scored question."""
-    if not 0.0 < share < 1.0:
-        raise ValueError(f"share must lie strictly between 0 and 1, got {share}")
-    questions = sorted({p.qid for p in pairs})
-    random.Random(seed).shuffle(questions)
-    first = set(questions[: round(share * len(questions))])
-    return [p for p in pairs if p.qid in first], [p for p in pairs if p.qid not in first]
-
-
 def question_folds(pairs: Sequence[HumanPair], folds: int, seed: int = 0) -> list[int]:
     """Each pair's fold (0..folds-1), whole questions per fold, questions shuffled with ``seed``."""
     questions = sorted({p.qid for p in pairs})

@@ -252,11 +252,11 @@ class PrefilteredJudge(WrapsJudge):
             self.inner.judge(survivors, forward)
 
 
-@register_judge("llmjudge")
+@register_judge("llmjudge", calls_llm=True)
 def make_llmjudge(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> SupportJudge:
     return SupportJudge(llm, spec.single)
 
 
-@register_judge("umbrela")
+@register_judge("umbrela", calls_llm=True)
 def make_umbrela(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> GradedJudge:
     return GradedJudge(llm, spec.single)

@@ -18,7 +18,18 @@ from typing import Any, Literal
 
 from bridge.config import Workspace
 from bridge.datasets import Dataset
-from bridge.judging import Case, Judge, JudgeSpec, Preparable, Preparation, Prepared, build_judge, cases_for
+from bridge.judging import (
+    Case,
+    Judge,
+    JudgeSpec,
+    Preparable,
+    Preparation,
+    Prepared,
+    build_judge,
+    cases_for,
+    judge_names,
+    judge_traits,
+)
 from bridge.judging.adapter import TopicAdapterJudge
 from bridge.judging.audit import AuditConfig
 from bridge.judging.cascade import ScoreRunner
@@ -29,12 +40,11 @@ from bridge.llm import LLMConfig, open_llm
 from bridge.pool import PoolEntry
 from bridge.trec import Qrels
 
-LLM_JUDGES = ("cascade", "dream", "llmjudge", "umbrela")
-"""Judges that call an LLM (the others answer from qrels or a constant)."""
-FALLBACK_JUDGES = (*LLM_JUDGES, "qrels", "constant", "random")
-ANSWER_JUDGES = ("answer-context", "answer-lexical", "answer-reader")
+FALLBACK_JUDGES = judge_names(answer_bearing=False, selectable=True)
+"""Judges of any pair (a label run's judge, or an answer judge's fallback): queries of the judge registry."""
+ANSWER_JUDGES = judge_names(answer_bearing=True)
 """Judges of answer-bearing pairs (with a fallback judge for the others)."""
-COSTLY_ANSWER_JUDGES = ("answer-context", "answer-reader")
+COSTLY_ANSWER_JUDGES = judge_names(answer_bearing=True, calls_llm=True)
 """Answer judges that call the LLM: answer-context for its one-pass P, answer-reader for the reader's signals."""
 
 
@@ -61,9 +71,9 @@ class ChainSpec:
     @property
     def calls_llm(self) -> bool:
         """Whether a judge of this chain asks the LLM (the judge, an answer judge's fallback, the prefilter)."""
-        name = self.judge.name
-        fallback = self.judge.answer_context_fallback if name in ANSWER_JUDGES else None
-        return name in (*LLM_JUDGES, *COSTLY_ANSWER_JUDGES) or fallback in LLM_JUDGES or bool(self.prefilter)
+        traits = judge_traits(self.judge.name)
+        fallback = self.judge.answer_context_fallback if traits.answer_bearing else None
+        return traits.calls_llm or (fallback is not None and judge_traits(fallback).calls_llm) or bool(self.prefilter)
 
 
 def evidence_mode(choice: str, has_answers: bool) -> str:

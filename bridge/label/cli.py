@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge.errors import BridgeError
 from bridge.estimate import DEFAULT_MEASURES
+from bridge.judging import judge_traits
 from bridge.judging.answer_context import AnswerContextConfig
 from bridge.judging.audit import AuditConfig
 from bridge.judging.cascade import CascadeConfig
@@ -674,9 +675,9 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
             f"{path}: {len(missing)} pair(s) are not in {ds.name} (first: {missing[0].qid} {missing[0].docid}); "
             "is --dataset right, and is --limit off?"
         )
-    needs_llm = [m for m in methods if m not in ("answer-string", "answer-lexical")]
-    llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=show_progress(args)) if needs_llm else None
     specs = {m: replace(judge_spec_from_args(args, m), answer_context_fallback=None) for m in methods}
+    needs_llm = any(judge_traits(spec.name).calls_llm for spec in specs.values())
+    llm = open_llm(llm_config_from_args(args), ws.llm_cache, progress=show_progress(args)) if needs_llm else None
     judges = {m: (lambda m=m: build_judge(specs[m], llm)) for m in methods}
     model_slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(args.model).name if llm is not None else "no-llm")
     name = f"judge-eval-{path.stem}" + (f"-{len(pairs)}" if len(pairs) < len(everything) else "") + f"-{model_slug}"
