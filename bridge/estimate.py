@@ -40,21 +40,11 @@ from statistics import NormalDist
 import numpy as np
 
 from bridge.holes import HoleModel, Pair
+from bridge.measures import ESTIMATED, Measure
 from bridge.scoring import FlatQrels, RunMatrix, gain_values, gains_at, normaliser, relevance_effects
 from bridge.trec import Qrels, Run, top_k
 
 SETTLED, LIKELY, OPEN = "settled", "likely", "open"
-IR_MEASURES = {"Success": "Hit", "nDCG": "nDCG", "P": "P", "R": "Recall", "RR": "RR"}
-"""ir_measures' names of the measures estimated here, and the vectorized names (:mod:`bridge.scoring`)."""
-
-
-@dataclass(frozen=True)
-class Measure:
-    label: str
-    """As the leaderboard shows it: ``Hit@10``."""
-    name: str
-    """Vectorized name: Hit, nDCG, P, Recall, RR."""
-    k: int
 
 
 def settle_measure(label: str, ir_measure: str, threshold: int = 1) -> Measure | None:
@@ -66,31 +56,11 @@ def settle_measure(label: str, ir_measure: str, threshold: int = 1) -> Measure |
         parsed = ir_measures.parse_measure(ir_measure)
     except (ValueError, NameError, SyntaxError, TypeError, AttributeError):
         return None
-    name = IR_MEASURES.get(parsed.NAME)
+    name = ESTIMATED.get(parsed.NAME)
     if parsed.params.get("rel", threshold) != threshold:
         return None
     cutoff = parsed.params.get("cutoff")
     return Measure(label, name, int(cutoff)) if name and cutoff else None
-
-
-NAMES = {
-    "hit": "Hit", "success": "Hit", "ndcg": "nDCG", "p": "P", "recall": "Recall", "r": "Recall", "rr": "RR", "mrr": "RR"
-}  # fmt: skip
-
-
-def parse_measures(text: str) -> list[Measure]:
-    """``Hit@10,nDCG@10,Recall@10`` (also ir_measures' Success, R, MRR) -> measures with a cutoff."""
-    out = []
-    for item in (x.strip() for x in text.split(",") if x.strip()):
-        name, _, cutoff = item.partition("@")
-        if name.lower() not in NAMES or not cutoff.isdigit() or int(cutoff) <= 0:
-            raise ValueError(f"measure {item!r}: expected NAME@K with NAME one of Hit, nDCG, P, Recall, RR")
-        out.append(Measure(item, NAMES[name.lower()], int(cutoff)))
-    return out
-
-
-DEFAULT_MEASURES = "Hit@10,nDCG@10,Recall@10"
-"""The leaderboard's measures (bridge eval's defaults)."""
 
 
 @dataclass(frozen=True)

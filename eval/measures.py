@@ -25,15 +25,13 @@ import ir_measures
 import numpy as np
 
 from bridge.errors import InputError
+from bridge.measures import ALIASES, COMPARED, LABELS, LEADERBOARD
 from bridge.trec import Qrels, Run, canonical_scores, top_k
 
-DEFAULT_MEASURES = ("Success@10", "nDCG@10", "R@10")
-DEFAULT_NAMES = ("Hit", "nDCG", "Recall", "MRR", "Judged")
-"""The leaderboard's measures, each at the cut-off ``k`` (``--k``, default 10)."""
-ALIASES = {"Hit": "Success", "Recall": "R", "MRR": "RR"}
-LABELS = {"Success": "Hit", "R": "Recall", "RR": "MRR"}
+DEFAULT_MEASURES = tuple(f"{ALIASES.get(name, name)}@10" for name in COMPARED)
+"""What :func:`evaluate` scores by default, as ir_measures names (Success@10, nDCG@10, R@10)."""
 COMPAT_PREFIX = "BRIDGE-"
-_ALIAS = re.compile(r"^(Hit|Recall|MRR)(?=[@(]|$)")
+_ALIAS = re.compile(r"^(" + "|".join(ALIASES) + r")(?=[@(]|$)")
 
 
 @dataclass(frozen=True)
@@ -55,12 +53,13 @@ class MeasureSpec:
         return not (self.compat or self.diagnostic)
 
 
-def parse_measures(names: Iterable[str]) -> list[ir_measures.Measure]:
+def ir_measures_of(names: Iterable[str]) -> list[ir_measures.Measure]:
+    """ir_measures' measure objects of ir_measures names."""
     return [ir_measures.parse_measure(name) for name in names]
 
 
 def default_measure_names(k: int = 10, bridge_compat: bool = False) -> list[str]:
-    names = [f"{name}@{k}" for name in DEFAULT_NAMES]
+    names = [f"{name}@{k}" for name in LEADERBOARD]
     if bridge_compat:
         names += [f"{COMPAT_PREFIX}{name}@{k}" for name in ("Hit", "nDCG", "Recall")]
     return names
@@ -147,7 +146,7 @@ class Scorer:
     once per qrels set, it scores any number of runs: ir_measures prepares the qrels once, not once per run."""
 
     def __init__(self, qrels: Qrels, topics: Sequence[str], measures: Sequence[str] = DEFAULT_MEASURES) -> None:
-        self.measures = parse_measures(measures)
+        self.measures = ir_measures_of(measures)
         self.topics = list(topics)
         self._topic_set = set(self.topics)
         self.qrels = {q: d for q, d in qrels.items() if q in self._topic_set}

@@ -29,16 +29,16 @@ from typing import Any
 import numpy as np
 
 from bridge.errors import BridgeError
-from bridge.estimate import EstimateConfig, Leaderboard, Measure, ranked_lists
+from bridge.estimate import EstimateConfig, Leaderboard, ranked_lists
 from bridge.holes import RANDOM_SAMPLING, Calibration, HoleModelConfig, build_hole_model
 from bridge.judging.metrics import Agreement, agreement_of
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
+from bridge.measures import Measure
 from bridge.scoring import FlatQrels, RunMatrix, per_topic
 from bridge.trec import Qrels, Run, top_k
 from eval.rankcorr import kendall_tau_rows, tau_ap_rows
 
 Pair = tuple[str, str]
-DEFAULT_MEASURES = ("nDCG@10", "P@10")
 HOLEY, CONDENSED, EVERYTHING, RANDOM, QRELS = "holey", "holey-condensed", "everything-relevant", "random", "qrels"
 ESTIMATE, THRESHOLDED = "estimate", "thresholded labels"
 GRADINGS = ("expected", "threshold")

@@ -8,6 +8,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
 from bridge.errors import BridgeError
+from bridge.measures import REUSABILITY, at
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 
 DESCRIPTION = """\
@@ -57,8 +58,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     )
     g.add_argument(
         "--measures",
-        default=",".join(("nDCG@10", "P@10")),
-        help="comma-separated NAME@K, NAME one of nDCG, P, Hit, Recall, RR (default: nDCG@10,P@10)",
+        default=at(REUSABILITY),
+        help=f"comma-separated NAME@K, NAME one of nDCG, P, Hit, Recall, RR (default: {at(REUSABILITY)})",
     )
     g.add_argument(
         "--fill-grades",
@@ -135,7 +136,7 @@ def judge_models(spec) -> set[str]:
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
-    from bridge.estimate import EstimateConfig, parse_measures
+    from bridge.estimate import EstimateConfig
     from bridge.fsio import write_json_atomic
     from bridge.holes import CALIBRATIONS_FILE, read_calibrations
     from bridge.judging.audit import gate_recall
@@ -143,6 +144,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     from bridge.label.cli import spec_from_args
     from bridge.label.run import LabelOptions, LabelPaths, label_pool
     from bridge.label_records import counted_records, read_labels
+    from bridge.measures import parse_measures
     from bridge.pool import build_pool, load_runs, write_pool
     from eval.reusability import (
         THRESHOLDED,

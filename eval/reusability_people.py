@@ -21,11 +21,12 @@ import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bridge.estimate import EstimateConfig, Leaderboard, Measure
+from bridge.estimate import EstimateConfig, Leaderboard
 from bridge.fsio import write_json_atomic
 from bridge.holes import RANDOM_SAMPLING, Calibration, build_hole_model
 from bridge.label.value import ask_order
 from bridge.label_records import LabelRecord
+from bridge.measures import Measure
 from bridge.trec import Qrels, Run
 from eval.reusability import Pair
 

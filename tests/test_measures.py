@@ -13,8 +13,8 @@ from eval.measures import (
     Scorer,
     evaluate,
     hole_rate,
+    ir_measures_of,
     judged_at,
-    parse_measures,
     per_query_scores,
     resolve_measures,
     run_depth,
@@ -149,9 +149,9 @@ def test_judged_equals_ir_measures_judged_provider_with_ties_short_runs_and_unju
 def test_scoring_to_the_measures_depth_changes_nothing():
     """Measures at a cutoff read the runs to the largest cutoff only: the values equal ir_measures' on the whole
     runs; a measure that reads deeper (AP, judged_only) keeps them whole."""
-    assert run_depth(parse_measures(["nDCG@10", "Success@5", "R@10", "RR@10", "Judged@10"])) == 10
-    assert run_depth(parse_measures(["nDCG@10", "AP"])) is None
-    assert run_depth(parse_measures(["nDCG(judged_only=True)@10"])) is None
+    assert run_depth(ir_measures_of(["nDCG@10", "Success@5", "R@10", "RR@10", "Judged@10"])) == 10
+    assert run_depth(ir_measures_of(["nDCG@10", "AP"])) is None
+    assert run_depth(ir_measures_of(["nDCG(judged_only=True)@10"])) is None
     rng = random.Random(2)
     docs = [f"d{i}" for i in range(40)]
     topics = [f"q{t}" for t in range(25)]
@@ -162,9 +162,29 @@ def test_scoring_to_the_measures_depth_changes_nothing():
     assert scorer.depth == 10
     for run in runs:
         full = canonical_scores(run)
-        metrics = ir_measures.iter_calc(parse_measures(names), qrels, full)
+        metrics = ir_measures.iter_calc(ir_measures_of(names), qrels, full)
         expected = {(str(m.measure), m.query_id): m.value for m in metrics}
         result = scorer.evaluate(run)
         for (name, qid), value in expected.items():
             assert result.per_query[name][qid] == pytest.approx(value, abs=1e-12), (name, qid)
         assert scorer.evaluate(run, scorer.prepare(run)).per_query == result.per_query
+
+
+def test_one_measure_vocabulary_serves_every_command():
+    """bridge/measures.py states the names once: eval's columns, label's value measures, reusability's measures and
+    the API's default scores are its lists; the estimate parses both vocabularies to the same measure."""
+    from bridge.cli import build_parser
+    from bridge.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at, parse_measures
+    from eval.measures import DEFAULT_MEASURES, default_measure_names, resolve_measure
+
+    parser = build_parser()
+    assert parser.parse_args(["label", "--dataset", "nq"]).settle_measures == at(COMPARED) == "Hit@10,nDCG@10,Recall@10"
+    assert parser.parse_args(["reusability", "--dataset", "dl19"]).measures == at(REUSABILITY) == "nDCG@10,P@10"
+    assert default_measure_names(5) == [f"{name}@5" for name in LEADERBOARD]
+    assert [resolve_measure(n).measure for n in at(COMPARED).split(",")] == list(DEFAULT_MEASURES)
+    leaderboard = parse_measures("Hit@10,Recall@5,MRR@3,P@2,nDCG@1")
+    ir_names = parse_measures("Success@10,R@5,RR@3,P@2,ndcg@1")
+    assert [(m.name, m.k) for m in leaderboard] == [(m.name, m.k) for m in ir_names]
+    assert leaderboard[0] == Measure("Hit@10", "Hit", 10)
+    with pytest.raises(ValueError, match="NAME@K"):
+        parse_measures("AP@10")

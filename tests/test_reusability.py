@@ -10,8 +10,8 @@ import numpy as np
 import pytest
 
 from bridge.cli import main
-from bridge.estimate import Measure
 from bridge.judging.reference import ConstantJudge, QrelsJudge
+from bridge.measures import Measure
 from bridge.trec import write_run
 from eval.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
 from eval.reusability import (

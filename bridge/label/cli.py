@@ -14,7 +14,6 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bridge.errors import BridgeError
-from bridge.estimate import DEFAULT_MEASURES
 from bridge.judging import judge_traits
 from bridge.judging.answer_context import AnswerContextConfig
 from bridge.judging.audit import AuditConfig
@@ -25,6 +24,7 @@ from bridge.judging.spec import JudgeSpec
 from bridge.judging.topic_models import AdapterConfig
 from bridge.label.chain import ANSWER_JUDGES, COSTLY_ANSWER_JUDGES, FALLBACK_JUDGES, ChainSpec
 from bridge.label.value import ValueConfig
+from bridge.measures import COMPARED, at
 from bridge.options import (
     add_common_options,
     add_executor_options,
@@ -369,9 +369,9 @@ def add_value_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--settle-measures",
-        default=DEFAULT_MEASURES,
+        default=at(COMPARED),
         metavar="M@K,...",
-        help=f"the measures whose comparisons a judgment may decide (default: {DEFAULT_MEASURES})",
+        help=f"the measures whose comparisons a judgment may decide (default: {at(COMPARED)})",
     )
 
 

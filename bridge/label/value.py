@@ -16,9 +16,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.datasets import Dataset
-from bridge.estimate import DEFAULT_MEASURES, EstimateConfig, Leaderboard, parse_measures, ranked_lists
+from bridge.estimate import EstimateConfig, Leaderboard, ranked_lists
 from bridge.holes import RANDOM_SAMPLING, Calibration, HoleModel, HoleModelConfig, Pair, build_hole_model
 from bridge.label_records import LabelRecord
+from bridge.measures import COMPARED, at, parse_measures
 from bridge.trec import Run
 
 VALUE_FLOOR = 1e-9
@@ -27,7 +28,7 @@ VALUE_FLOOR = 1e-9
 
 @dataclass(frozen=True)
 class ValueConfig:
-    measures: str = DEFAULT_MEASURES
+    measures: str = at(COMPARED)
     """The leaderboard's measures whose comparisons a judgment may decide."""
     estimate: EstimateConfig = field(default_factory=EstimateConfig)
     holes: HoleModelConfig = field(default_factory=HoleModelConfig)
