@@ -27,7 +27,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridge.config import DEFAULT_DATA_DIR, Workspace
+from bridge.config import DEFAULT_DATA_DIR, REUSABILITY_JSON, Workspace
 from bridge.datasets import Dataset
 from bridge.datasets import load_dataset as _load_dataset
 from bridge.errors import BridgeError, InputError
@@ -602,7 +602,7 @@ def reusability(dataset: Dataset | str, workspace: Workspace | None = None) -> R
 
     workspace = workspace or Workspace()
     slug = dataset.slug if isinstance(dataset, Dataset) else dataset_slug(dataset)
-    path = workspace.reports(slug) / "reusability.json"
+    path = workspace.reports(slug) / REUSABILITY_JSON
     raw = read_reusability(path)
     if raw is None:
         raise BridgeError(f"{path} not found: run `bridge reusability --dataset {slug}` first")

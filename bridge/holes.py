@@ -48,8 +48,6 @@ RANDOM_SAMPLING = "random"
 """``details["sampling"]`` of a people's label drawn at random from the open pairs (usable for calibration)."""
 KIND_PREFIX = "kind="
 """A feature ``kind=NAME``: 1 for a pair of that kind of hole (:mod:`bridge.kinds`), a sampling design's indicator."""
-CALIBRATIONS_FILE = "hole-calibrations.json"
-"""The label run's calibrations (beside labels.jsonl); ``bridge eval`` reads them."""
 
 
 def sigmoid(z: np.ndarray) -> np.ndarray:
@@ -512,10 +510,11 @@ def build_hole_model(
 
     ``records``: the counted records, later ones winning over earlier ones for a pair and people's always winning
     (pass the free stages' records before a costly judge's). ``calibrations``: the label run's
-    (:data:`CALIBRATIONS_FILE`). ``gate_recall``: (known relevant passages holding an answer, checked) of the
-    evidence gate. ``seen``: pairs the leaderboard scores that may lie outside the pool (each system's top k);
-    those nobody labelled are open with the prior, and the model notes how many. ``people_answers``: more answers
-    of people on random holes (the model's record of each, and the answer), kept elsewhere, to calibrate with.
+    (:data:`bridge.config.HOLE_CALIBRATIONS_FILE`). ``gate_recall``: (known relevant passages holding an answer,
+    checked) of the evidence gate. ``seen``: pairs the leaderboard scores that may lie outside the pool (each
+    system's top k); those nobody labelled are open with the prior, and the model notes how many.
+    ``people_answers``: more answers of people on random holes (the model's record of each, and the answer), kept
+    elsewhere, to calibrate with.
     ``graded_like``: the pairs whose judged grades a hole's grade is drawn like (default ``seen``). ``families``:
     system -> retrieval family; a pair's stratum is then the set of families that pooled it (else of systems).
     """

@@ -10,6 +10,7 @@ from collections.abc import Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.config import JUDGE_AUDIT, LEADERBOARD_CSV
 from bridge.errors import BridgeError
 from bridge.options import (
     add_common_options,
@@ -207,7 +208,8 @@ def _named_paths(values: list[str], what: str) -> list[tuple[str, Path]]:
 def load_inputs(args: argparse.Namespace, ds: Dataset | None = None):
     """Runs, qrels sets, labels and pool membership for ``bridge eval`` (and ``bridge rag``); ``ds``: the
     dataset the arguments name, when the caller has loaded it already."""
-    from bridge.holes import CALIBRATIONS_FILE, read_calibrations
+    from bridge.config import HOLE_CALIBRATIONS_FILE
+    from bridge.holes import read_calibrations
     from bridge.judging.audit import read_audit_report
     from bridge.label_records import read_labels
     from bridge.pool import read_pool
@@ -263,7 +265,7 @@ def load_inputs(args: argparse.Namespace, ds: Dataset | None = None):
     entries = [e for e in read_pool(pool_path) if e.qid in topic_set] if pool_path.exists() else []
     pooled = frozenset(s for e in entries for s in e.systems) if pool_path.exists() else None
     audit = read_audit_report(ws.audit_report(ds.slug)) if AUGMENTED in qrels_sets else None
-    calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(CALIBRATIONS_FILE))
+    calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
     inputs = EvalInputs(
         dataset=ds.name,
         topics=topics,
@@ -366,7 +368,7 @@ def cmd_check(args: argparse.Namespace) -> int:
 
     current = args.current
     if current is None:  # the dataset's slug locates the report; the data itself is not needed
-        current = args.reports_dir / dataset_slug(args.dataset) / "leaderboard.csv"
+        current = args.reports_dir / dataset_slug(args.dataset) / LEADERBOARD_CSV
     qrels = () if args.check_qrels == "all" else tuple(q.strip() for q in args.check_qrels.split(",") if q.strip())
     baseline_rows, current_rows = read_leaderboard(args.baseline), read_leaderboard(current)
     checked = qrels or tuple(qrels_columns(current_rows))
@@ -386,7 +388,7 @@ def cmd_check(args: argparse.Namespace) -> int:
         - {f"{s} {m}" for s, m in bounds}
     )
     if AUGMENTED_NAME in checked and not args.allow_untrusted_labels and (args.fail_on_open or unbounded):
-        refuse_untrusted(Path(current).parent / "judge-audit.json", unbounded[:3] if not args.fail_on_open else ())
+        refuse_untrusted(Path(current).parent / JUDGE_AUDIT, unbounded[:3] if not args.fail_on_open else ())
     config = CheckConfig(args.tolerance, qrels, measures, not args.ignore_rank_order, not args.fail_on_open, systems)
     result = check_leaderboards(baseline_rows, current_rows, config)
     for note in result.notes:

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.config import RAG_ANSWERS, RAG_CSV
 from bridge.errors import BridgeError
 from bridge.options import add_common_options, add_llm_options, llm_config_from_args, show_progress
 
@@ -67,13 +68,13 @@ def cmd_rag(args: argparse.Namespace) -> int:
     answers = generate_answers(ds, runs, topics, llm, config, progress=show_progress(args))
     rows = rag_alignment(answers, runs, inputs.qrels_sets, topics, config, inputs.threshold)
     out = ws.reports(ds.slug)
-    write_answers(answers, out / "rag_answers.jsonl")
-    write_rag_table(rows, config, out / "rag.csv")
+    write_answers(answers, out / RAG_ANSWERS)
+    write_rag_table(rows, config, out / RAG_CSV)
     print(f"RAG alignment on {ds.name}: {len(topics)} topics x {len(runs)} systems, answers by {llm.model_id}")
     print(
         f"{'system':24s} {'qrels':10s} {'accuracy':>8s} {'Hit@' + str(config.k):>7s} {'RAGAlign':>8s} {'pb(nDCG)':>8s}"
     )
     for r in rows:
         print(f"{r.system:24s} {r.qrels:10s} {r.accuracy:8.4f} {r.hit:7.4f} {r.ragalign:8.4f} {r.pointbiserial:8.4f}")
-    print(f"-> {out / 'rag.csv'}\n-> {out / 'rag_answers.jsonl'}")
+    print(f"-> {out / RAG_CSV}\n-> {out / RAG_ANSWERS}")
     return 0

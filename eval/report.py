@@ -19,6 +19,20 @@ from typing import Any
 
 import numpy as np
 
+from bridge.config import (
+    COMPARISONS_CSV,
+    CURVES_CSV,
+    HOLES_CSV,
+    LEADERBOARD_CSV,
+    RAG_CSV,
+    REPORT_HTML,
+    REPORT_MD,
+    REUSABILITY_JSON,
+    ROUTES_CSV,
+    SIGNIFICANCE_CSV,
+    STABILITY_CSV,
+    VALUABLE_PAIRS,
+)
 from bridge.estimate import LIKELY, OPEN, SETTLED, SystemEstimate
 from bridge.fsio import write_text_atomic
 from bridge.holes import ADAPTER, GATE, LLM, PRIOR, UNPOOLED
@@ -1069,24 +1083,24 @@ def read_rag_table(path: Path) -> list[dict[str, str]]:
 def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Path]:
     """Every output of ``bridge eval`` under ``out``; returns the paths written."""
     names = result.scores.qrels_names
-    written = [out / "leaderboard.csv", out / "holes.csv"]
+    written = [out / LEADERBOARD_CSV, out / HOLES_CSV]
     write_leaderboard(result.rows, names, written[0], result.estimated)
     write_holes(result.holes, written[1])
     if result.significance is not None:
-        written.append(out / "significance.csv")
+        written.append(out / SIGNIFICANCE_CSV)
         write_significance(result.significance, written[-1])
     if result.routes:
-        written.append(out / "routes.csv")
+        written.append(out / ROUTES_CSV)
         write_routes(result.routes, written[-1])
     if result.curves is not None:
-        written.append(out / "curves.csv")
+        written.append(out / CURVES_CSV)
         write_curves(result.curves, written[-1])
     if result.estimated is not None:
-        written += [out / "comparisons.csv", out / "valuable-pairs.tsv", out / "stability.csv"]
+        written += [out / COMPARISONS_CSV, out / VALUABLE_PAIRS, out / STABILITY_CSV]
         write_comparisons(result.estimated, written[-3])
         write_valuable_pairs(result.estimated, written[-2])
         write_stability(result.estimated, written[-1])
-    reusability = read_reusability(out / "reusability.json")
+    reusability = read_reusability(out / REUSABILITY_JSON)
     figure_paths: dict[str, Path] = {}
     if figures:
         figure_paths = _figures(result, out / "figures")
@@ -1095,10 +1109,10 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
             path = out / "figures" / "reusability.png"
             figure_paths["reusability"] = plots.plot_reusability(reusability["systems"], measures, path)
         written += list(figure_paths.values())
-    blocks = build_blocks(result, figure_paths, read_rag_table(out / "rag.csv"), reusability)
-    write_text_atomic(out / "report.md", to_markdown(blocks, out))
-    write_text_atomic(out / "report.html", to_html(blocks))
-    return [*written, out / "report.md", out / "report.html"]
+    blocks = build_blocks(result, figure_paths, read_rag_table(out / RAG_CSV), reusability)
+    write_text_atomic(out / REPORT_MD, to_markdown(blocks, out))
+    write_text_atomic(out / REPORT_HTML, to_html(blocks))
+    return [*written, out / REPORT_MD, out / REPORT_HTML]
 
 
 def _figures(result: EvalResult, folder: Path) -> dict[str, Path]:

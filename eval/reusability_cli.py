@@ -7,6 +7,7 @@ import time
 from collections.abc import Mapping, Sequence
 from dataclasses import replace
 
+from bridge.config import REUSABILITY_JSON
 from bridge.errors import BridgeError
 from bridge.measures import REUSABILITY, at
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
@@ -136,9 +137,10 @@ def judge_models(spec) -> set[str]:
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
+    from bridge.config import HOLE_CALIBRATIONS_FILE
     from bridge.estimate import EstimateConfig
     from bridge.fsio import write_json_atomic
-    from bridge.holes import CALIBRATIONS_FILE, read_calibrations
+    from bridge.holes import read_calibrations
     from bridge.judging.audit import gate_recall
     from bridge.label.chain import build_chain
     from bridge.label.cli import spec_from_args
@@ -199,7 +201,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     summary = label_pool(holey, chain, paths, options)
     judge_id = chain.pipeline.config_id  # after preparation: the calibration is part of it
     records = {(r.qid, r.docid): r for r in counted_records(read_labels(paths.labels), {judge_id})}
-    calibrations = read_calibrations(folder / CALIBRATIONS_FILE)
+    calibrations = read_calibrations(folder / HOLE_CALIBRATIONS_FILE)
     gate = gate_recall(summary.audit.extra if summary.audit else None)
     labelled = time.perf_counter()
 
@@ -251,7 +253,7 @@ def cmd_reusability(args: argparse.Namespace) -> int:
     end = time.perf_counter()
     timing = {"label": labelled - start, "estimates": ordered - labelled, "evaluate": end - ordered}
     result = replace(result, audit=summary.audit.to_json() if summary.audit else None, timing=timing)
-    out = ws.reports(ds.slug) / "reusability.json"
+    out = ws.reports(ds.slug) / REUSABILITY_JSON
     write_json_atomic(out, result.to_json())
     print(summary_lines(result))
     print(f"LLM calls made by this run: {summary.llm_calls} (every other answer came from the response cache)")

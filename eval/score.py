@@ -18,7 +18,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bridge.config import Workspace
+from bridge.config import COMPARISONS_CSV, JUDGE_AUDIT, LEADERBOARD_CSV, POOL_FILE, Workspace
 from bridge.datasets import Dataset
 from bridge.datasets.bridge import run_docid_issues
 from bridge.errors import BridgeError, InputError
@@ -232,7 +232,7 @@ def score_runs(
     known = {(e.qid, e.docid) for e in saved.pool} | {(r.qid, r.docid) for r in saved.records}
     fresh = new_pool(new_runs, ds.qrels, known, topics, depth)
     labels_dir = folder / LABELS_FOLDER
-    write_pool(fresh, labels_dir / "pool.tsv")
+    write_pool(fresh, labels_dir / POOL_FILE)
     new = labeller(fresh, labels_dir, runs) if labeller is not None and fresh else NewLabels()
     calibrations = {**new.calibrations, **saved.calibrations}  # a name is one fit: the saved run's where both are
     fresh_pairs = {(e.qid, e.docid) for e in fresh}
@@ -304,15 +304,15 @@ def write_score(result: ScoreResult, folder: Path) -> list[Path]:
     """leaderboard.csv (what ``bridge eval check --current`` reads), comparisons.csv and the judge audit beside
     them; atomic writes."""
     ev = result.evaluation
-    written = [folder / "leaderboard.csv"]
+    written = [folder / LEADERBOARD_CSV]
     write_leaderboard(ev.rows, ev.scores.qrels_names, written[0], ev.estimated)
     if ev.estimated is not None:
-        written.append(folder / "comparisons.csv")
+        written.append(folder / COMPARISONS_CSV)
         write_comparisons(ev.estimated, written[-1])
     else:
-        (folder / "comparisons.csv").unlink(missing_ok=True)  # an earlier score's would not match this leaderboard
+        (folder / COMPARISONS_CSV).unlink(missing_ok=True)  # an earlier score's would not match this leaderboard
     if result.audit is not None:
-        written.append(folder / "judge-audit.json")
+        written.append(folder / JUDGE_AUDIT)
         write_json_atomic(written[-1], dict(result.audit))
     return written
 

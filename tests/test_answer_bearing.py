@@ -108,7 +108,8 @@ def test_a_label_run_calibrates_on_the_whole_reference_and_reuses_the_fit(tmp_pa
     """The reference is a sample of the holes: the judge is calibrated on all of it (its quality measured
     cross-fitted by question), every record carries the calibrated P, its features and the calibration's name, the
     hole model gets the calibration, and a second run reuses the fit kept beside the labels."""
-    from bridge.holes import CALIBRATIONS_FILE, read_calibrations
+    from bridge.config import HOLE_CALIBRATIONS_FILE
+    from bridge.holes import read_calibrations
 
     ds = company_dataset()
     reference = tmp_path / "ref.tsv"
@@ -119,7 +120,7 @@ def test_a_label_run_calibrates_on_the_whole_reference_and_reuses_the_fit(tmp_pa
     )
     judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))
     summary = run_label(ds, judge, tmp_path, audit_pairs=10, evidence=EvidenceConfig())
-    calibrations = read_calibrations(tmp_path / CALIBRATIONS_FILE)
+    calibrations = read_calibrations(tmp_path / HOLE_CALIBRATIONS_FILE)
     (name,) = calibrations
     calibration = calibrations[name]
     assert calibration.hole_like and "ref.tsv" in calibration.population

@@ -84,12 +84,16 @@ def write_calibrations(folder, right: float) -> None:
     """The label run's calibration of the judge (hole-calibrations.json): its label is right with P ``right``."""
     import numpy as np
 
-    from bridge.holes import CALIBRATIONS_FILE, INTERCEPT, Calibration
+    from bridge.config import HOLE_CALIBRATIONS_FILE
+    from bridge.holes import INTERCEPT, Calibration
     from bridge.holes import write_calibrations as write
 
     wrong = math.log((1 - right) / right)
     draws = np.array([[-2 * wrong, wrong]])
-    write(folder / CALIBRATIONS_FILE, {"llm": Calibration("llm", ("label", INTERCEPT), draws, "test", hole_like=True)})
+    write(
+        folder / HOLE_CALIBRATIONS_FILE,
+        {"llm": Calibration("llm", ("label", INTERCEPT), draws, "test", hole_like=True)},
+    )
 
 
 def bridge(*args: str) -> int:

@@ -41,6 +41,7 @@ from typing import TYPE_CHECKING, Any, cast
 
 import numpy as np
 
+from bridge.config import FALLBACK_CALIBRATION_FILE
 from bridge.errors import BridgeError
 from bridge.fsio import write_json_atomic
 from bridge.holes import Calibration, PairFacts, pool_candidates
@@ -344,7 +345,7 @@ class AnswerContextJudge:
             lines += calibration_lines(self.calibration)
             write_json_atomic(preparation.calibration_path, self.prepared_state())
         if isinstance(self.fallback, Preparable) and preparation.reaches_fallback:
-            fallback_path = preparation.calibration_path.with_name("calibration-fallback.json")
+            fallback_path = preparation.calibration_path.with_name(FALLBACK_CALIBRATION_FILE)
             done = self.fallback.prepare(replace(preparation, calibration_path=fallback_path))
             lines += done.lines
             usage = usage + done.usage
@@ -458,7 +459,7 @@ class AnswerContextJudge:
             self.fallback.restore(state["fallback"])
 
     def calibrations(self) -> list[Calibration]:
-        """What the hole model draws this judge's P from (:data:`bridge.holes.CALIBRATIONS_FILE`)."""
+        """What the hole model draws this judge's P from (:data:`bridge.holes.HOLE_CALIBRATIONS_FILE`)."""
         return [self.calibration] if self.calibration is not None else []
 
     # -- judging -------------------------------------------------------------------------------------------

@@ -13,6 +13,7 @@ from dataclasses import replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
+from bridge.config import CALIBRATIONS_MD
 from bridge.errors import BridgeError
 from bridge.judging import judge_traits
 from bridge.judging.answer_context import AnswerContextConfig
@@ -727,9 +728,9 @@ def judge_eval_on_reference(args: argparse.Namespace, ws: Workspace, ds: Dataset
     calibrated = answer_calibrations(ds, [m for m in methods if m in ANSWER_JUDGES], judges,
                                      pairs, facts, source, design)  # fmt: skip
     if calibrated:
-        (out_dir / "calibrations.md").write_text("\n".join(calibrated) + "\n", encoding="utf-8")
+        (out_dir / CALIBRATIONS_MD).write_text("\n".join(calibrated) + "\n", encoding="utf-8")
         print("\n".join(calibrated))
-    print(f"-> {md}\n-> {csv_path}" + (f"\n-> {out_dir / 'calibrations.md'}" if calibrated else ""))
+    print(f"-> {md}\n-> {csv_path}" + (f"\n-> {out_dir / CALIBRATIONS_MD}" if calibrated else ""))
     return 0
 
 

@@ -25,6 +25,7 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
+from bridge.config import ADAPTER_CURVE_CSV
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError
 from bridge.figures import save_png
@@ -676,7 +677,7 @@ def write_report(
         lines.append("")
     if adapter is not None:
         lines += adapter_lines(adapter)
-        with atomic_write(out_dir.parent / "adapter-curve.csv") as handle:
+        with atomic_write(out_dir.parent / ADAPTER_CURVE_CSV) as handle:
             writer = csv.DictWriter(
                 handle,
                 fieldnames=[

@@ -25,11 +25,22 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from bridge.config import Workspace
+from bridge.config import (
+    AUDIT_FILE,
+    AUGMENTED_QRELS,
+    BUDGET_FILE,
+    CALIBRATION_FILE,
+    HOLE_CALIBRATIONS_FILE,
+    JUDGE_AUDIT,
+    LABELS_FILE,
+    POOL_FILE,
+    REFINE_CALIBRATION_FILE,
+    Workspace,
+)
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError
 from bridge.fsio import JsonlAppender, write_json_atomic
-from bridge.holes import CALIBRATIONS_FILE, Calibration, read_calibrations, write_calibrations
+from bridge.holes import Calibration, read_calibrations, write_calibrations
 from bridge.judging.adapter import TopicAdapterJudge, TopicRoute, routing_summary
 from bridge.judging.adapter import summary_lines as adapter_lines
 from bridge.judging.audit import (
@@ -100,7 +111,7 @@ class LabelPaths:
     def in_folder(cls, folder: Path) -> LabelPaths:
         """Every file in one folder (pool.tsv, labels.jsonl, augmented.qrels, audit.jsonl, judge-audit.json,
         calibration.json)."""
-        names = ("pool.tsv", "labels.jsonl", "augmented.qrels", "audit.jsonl", "judge-audit.json", "calibration.json")
+        names = (POOL_FILE, LABELS_FILE, AUGMENTED_QRELS, AUDIT_FILE, JUDGE_AUDIT, CALIBRATION_FILE)
         return cls(*(folder / n for n in names))
 
     @classmethod
@@ -137,7 +148,7 @@ def read_label_state(paths: LabelPaths, topics: Collection[str] | None = None) -
     records = tuple(r for r in current_records(labels, configs) if topics is None or r.qid in topics)
     entries = read_pool(paths.pool) if paths.pool.exists() else []
     pool = tuple(e for e in entries if topics is None or e.qid in topics)
-    calibrations = read_calibrations(paths.labels.with_name(CALIBRATIONS_FILE))
+    calibrations = read_calibrations(paths.labels.with_name(HOLE_CALIBRATIONS_FILE))
     return LabelState(pool, records, configs, audit, calibrations)
 
 
@@ -279,10 +290,6 @@ class WorkItem:
     lane: str
     case: Case
     pair: AuditPair | None = None
-
-
-BUDGET_FILE = "budget.json"
-"""Seconds each judge configuration's label runs have spent, beside labels.jsonl (the --max-minutes ledger)."""
 
 
 def _read_ledger(path: Path) -> dict[str, float]:
@@ -758,7 +765,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     for c in (llm_calibration, adapter_cal):
         if c is not None:
             calibrations[c.name] = c
-    write_calibrations(paths.labels.with_name(CALIBRATIONS_FILE), calibrations)
+    write_calibrations(paths.labels.with_name(HOLE_CALIBRATIONS_FILE), calibrations)
     extra["calibrations"] = {name: c.description() for name, c in calibrations.items()}
     model = next((a.record.model for a in audit_records if a.record.model), "")
     hole_like = [c for c in chain_calibrations(chain).values() if c.hole_like]
@@ -788,7 +795,7 @@ def _prepare_refine(
     """The costly answer judge's fixed cost: its fit on the reference (kept beside the labels for later runs)."""
     if refine is None:
         return Prepared()
-    path = paths.calibration.with_name("calibration-refine.json")
+    path = paths.calibration.with_name(REFINE_CALIBRATION_FILE)
     return refine.prepare(dataset, [(p.qid, p.docid) for p in known], cases, path)
 
 

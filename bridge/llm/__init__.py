@@ -11,6 +11,7 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
+from bridge.config import LLM_CACHE
 from bridge.errors import BridgeError
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.llm.cache import CachedBackend, ResponseCache
@@ -103,7 +104,7 @@ def make_backend(config: LLMConfig) -> LLMBackend:
 
 def open_llm(config: LLMConfig, cache_path: Path | None = None, progress: bool = False) -> CachedBackend:
     """The configured backend behind the SQLite response cache (``<cache_dir>/llm-cache.sqlite``)."""
-    cache = ResponseCache(cache_path or config.cache_dir / "llm-cache.sqlite")
+    cache = ResponseCache(cache_path or config.cache_dir / LLM_CACHE)
     return CachedBackend(make_backend(config), cache, progress=progress)
 
 

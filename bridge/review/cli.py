@@ -7,6 +7,7 @@ from collections.abc import Callable, Sequence
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.config import REVIEW_CSV
 from bridge.errors import BridgeError
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 from bridge.review.items import Pair
@@ -155,7 +156,8 @@ def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], case
     """The order cases are handed out in, as priorities: escalated cases most valuable first (the expected number
     of open comparisons of adjacent systems in runs/<ds>/ each label would decide), the random holes spread among
     them (:func:`bridge.label.value.ask_order`). Without runs or a pool: escalated cases first, in file order."""
-    from bridge.holes import CALIBRATIONS_FILE, RANDOM_SAMPLING, read_calibrations
+    from bridge.config import HOLE_CALIBRATIONS_FILE
+    from bridge.holes import RANDOM_SAMPLING, read_calibrations
     from bridge.judging.audit import gate_recall, read_audit_report
     from bridge.label.value import ValueConfig, ask_order, pair_values
     from bridge.pool import read_pool
@@ -168,7 +170,7 @@ def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], case
     values: dict[Pair, float] = dict.fromkeys(escalated, 0.0)
     if runs and pool_path.exists() and escalated:
         gate = gate_recall(read_audit_report(ws.audit_report(ds.slug)))
-        calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(CALIBRATIONS_FILE))
+        calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
         pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
         values.update(pair_values(ds, runs, records, pool, calibrations, gate, ValueConfig(), escalated).values)
     order = ask_order(values, random_pairs=drawn)
@@ -202,7 +204,7 @@ def cmd_export(args: argparse.Namespace) -> int:
     from bridge.review.csvio import export_csv
 
     db = synced_db(args)
-    path = args.csv_path or workspace_from_args(args).qrels_dir / _slug(args) / "review-items.csv"
+    path = args.csv_path or workspace_from_args(args).qrels_dir / _slug(args) / REVIEW_CSV
     summary = export_csv(db, path, include_decided=args.all)
     print(f"exported {summary.cases} cases and {summary.checks} attention checks -> {path}")
     print("fill in one row per judgment (item_id, worker, label 1/0, comment) and run `bridge review import --csv`")
