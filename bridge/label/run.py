@@ -609,6 +609,31 @@ def adapter_lane(adapter: TopicAdapterJudge, routes: Sequence[TopicRoute]) -> La
     return LaneResult(ADAPTER_CV, cv, {"adapter": cv.decided}, {"cross-validation": cv.pairs}, population=population)
 
 
+@dataclass
+class LabelPlan:
+    """What a label run decided before judging anything: the pool's entries and cases, the audit's known pairs by
+    lane, each judge's preparation (a fixed cost), the work left from earlier runs and the budget's ledger key."""
+
+    start: float
+    entries: list[PoolEntry]
+    wanted: set[tuple[str, str]]
+    known: list[AuditPair]
+    cases: list[Case]
+    prepared: Prepared
+    refine_prepared: Prepared
+    todo: list[PoolEntry]
+    pool_items: list[WorkItem]
+    lanes: dict[str, list[AuditPair]]
+    lane_judge: dict[str, Judge]
+    config_ids: dict[str, str]
+    audit_items: list[WorkItem]
+    gate: tuple[int, int] | None
+    ledger: Path
+    budget_key: str
+    summary: LabelSummary
+    extra: dict[str, Any]
+
+
 def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions) -> LabelSummary:
     """Judge the pool's pairs and the audit's known pairs, resuming from earlier records; write augmented qrels,
     the hole model's calibrations and ``judge-audit.json``.
@@ -617,6 +642,14 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     then the budget's clock runs for the pairs of the chain's costly judge and, with ``options.refine``, those a
     costly answer judge re-judges, most valuable first; last the audit's known pairs (a fixed cost too, judged
     after the pool so that a judge whose pool pairs set its state is audited as it judged them)."""
+    plan = plan_label_run(dataset, chain, paths, options)
+    order_ids, calibrations, runner = judge_pool(dataset, chain, paths, options, plan)
+    judge_audit(chain, paths, options, plan, runner)
+    return finish_label_run(dataset, chain, paths, options, plan, order_ids, calibrations)
+
+
+def plan_label_run(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions) -> LabelPlan:
+    """Read the pool and earlier records, draw the audit, prepare every judge: what is left to judge, and how."""
     start = time.perf_counter()
     refine = options.refine
     ledger = paths.labels.with_name(BUDGET_FILE)
@@ -677,16 +710,27 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     # gate audit's rate beside its answer on known answer-free negatives: without a gate audit, a cost for nothing
     refine_prepared = _prepare_refine(refine, dataset, known, all_cases, paths)
     summary.fixed_s = time.perf_counter() - start
+    return LabelPlan(
+        start, entries, wanted, known, all_cases, prepared, refine_prepared, todo, pool_items, lanes, lane_judge,
+        config_ids, audit_items, gate, ledger, budget_key, summary, extra,
+    )  # fmt: skip
 
-    # pool judging: the free stages, then (the budget's clock running) the costly judges in value order
+
+def judge_pool(
+    dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions, plan: LabelPlan
+) -> tuple[list[str], dict[str, Calibration], Callable[..., int]]:
+    """The pool's pairs: the free stages, then (the budget's clock running) the costly judges in value order.
+    Returns the counted configurations, the calibrations so far and the runner the audit uses."""
+    summary, extra, refine, pipeline = plan.summary, plan.extra, options.refine, chain.pipeline
+    pool_items = plan.pool_items
     free_start = time.perf_counter()
-    pool = [(e.qid, e.docid) for e in entries]
+    pool = [(e.qid, e.docid) for e in plan.entries]
     calibrations = chain_calibrations(chain, refine)
     order_ids = [pipeline.config_id, *([refine.llm.config_id] if refine else [])]
     if options.runs:
         paid = _judge_free(chain, paths, options, pool_items, summary)
         records = current_records(read_labels(paths.labels), order_ids)
-        pool_items, found = _value_order(dataset, options, options.runs, records, pool, paid, calibrations, gate)
+        pool_items, found = _value_order(dataset, options, options.runs, records, pool, paid, calibrations, plan.gate)
         if paid or refine is None:  # with a free answer judge and --refine, the refine's value line says it
             summary.evidence_lines.append(found.line())
         summary.left_at_value_0 = len(paid) - len(pool_items)
@@ -695,17 +739,17 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
             summary.left_by_budget += len(pool_items) - options.max_pairs
             pool_items = pool_items[: options.max_pairs]
     elif options.max_pairs is not None or options.max_minutes is not None:
-        pool_items = _budgeted(chain, todo, pool_items, options.max_pairs, summary)
+        pool_items = _budgeted(chain, plan.todo, pool_items, options.max_pairs, summary)
     summary.free_s = time.perf_counter() - free_start
     costly_start = time.perf_counter()
     budget_end = None
     if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
-        budget_end = time.monotonic() + 60 * options.max_minutes - _read_ledger(ledger).get(budget_key, 0.0)
+        budget_end = time.monotonic() + 60 * options.max_minutes - _read_ledger(plan.ledger).get(plan.budget_key, 0.0)
     deadline = budget_end
     scorer = options.scorer(chain) if options.scorer is not None else None
     scoring = chain.score_pass([it.case for it in pool_items], scorer, options.batch_pairs, deadline, options.progress)
-    summary.evidence_lines = prepared.lines + refine_prepared.lines + summary.evidence_lines + scoring.lines
-    summary.calibration_usage = prepared.usage + refine_prepared.usage
+    summary.evidence_lines = plan.prepared.lines + plan.refine_prepared.lines + summary.evidence_lines + scoring.lines
+    summary.calibration_usage = plan.prepared.usage + plan.refine_prepared.usage
     summary.scoring_usage = scoring.usage
     if scoring.scored is not None and deadline is not None:  # the time budget bounded the scoring pass
         scored = scoring.scored
@@ -720,16 +764,25 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
             summary.add(record)
 
         desc = f"label ({pipeline.name})"
-        summary.left_by_budget += runner(pool_items, lane_judge, {POOL: keep}, options.batch_pairs, desc,
+        summary.left_by_budget += runner(pool_items, plan.lane_judge, {POOL: keep}, options.batch_pairs, desc,
                                          options.progress, deadline)  # fmt: skip
     if refine is not None:
-        _refine(dataset, refine, paths, options, entries, order_ids, calibrations, gate, budget_end, summary, extra)
+        _refine(
+            dataset, refine, paths, options, plan.entries, order_ids, calibrations, plan.gate, budget_end, summary,
+            extra,
+        )  # fmt: skip
     summary.pool_s = time.perf_counter() - costly_start
     if options.max_minutes is not None:
-        _add_spent(ledger, budget_key, summary.pool_s)
+        _add_spent(plan.ledger, plan.budget_key, summary.pool_s)
+    return order_ids, calibrations, runner
 
-    # fixed cost: the audit's known pairs (resumed from audit.jsonl), after the pool so that a judge whose pool
-    # pairs set its state (the cascade's band) is audited as it judged them
+
+def judge_audit(
+    chain: JudgeChain, paths: LabelPaths, options: LabelOptions, plan: LabelPlan, runner: Callable[..., int]
+) -> None:
+    """The audit's known pairs (a fixed cost, resumed from audit.jsonl), after the pool so that a judge whose pool
+    pairs set its state (the cascade's band) is audited as it judged them."""
+    summary = plan.summary
     audit_start = time.perf_counter()
     with JsonlAppender(paths.audit) as audit_log:
 
@@ -739,16 +792,29 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
             audit_log.append(AuditRecord(item.lane, item.pair, record, gated).to_json())
             summary.audit_usage = summary.audit_usage + record.usage
 
-        if audit_items:
-            sinks = dict.fromkeys(lanes, keep_audit)
-            runner(audit_items, lane_judge, sinks, options.batch_pairs, f"audit ({pipeline.name})", options.progress)
+        if plan.audit_items:
+            sinks = dict.fromkeys(plan.lanes, keep_audit)
+            desc = f"audit ({chain.pipeline.name})"
+            runner(plan.audit_items, plan.lane_judge, sinks, options.batch_pairs, desc, options.progress)
     summary.fixed_s += time.perf_counter() - audit_start
 
+
+def finish_label_run(
+    dataset: Dataset,
+    chain: JudgeChain,
+    paths: LabelPaths,
+    options: LabelOptions,
+    plan: LabelPlan,
+    order_ids: list[str],
+    calibrations: dict[str, Calibration],
+) -> LabelSummary:
+    """The run's outputs from its records: augmented qrels, the holes' calibrations, judge-audit.json, the cost."""
+    summary, extra, lanes, wanted = plan.summary, plan.extra, plan.lanes, plan.wanted
     write_label_qrels(dataset, paths.labels, paths.augmented, order_ids)
     records = [r for r in counted_records(read_labels(paths.labels), set(order_ids)) if (r.qid, r.docid) in wanted]
     llm_decided = any(r.label is not None and r.stage not in NO_LLM_STAGES and r.judge != HUMAN_JUDGE for r in records)
-    extra["coverage"] = {"pool_pairs": len(entries), "judged": len({(r.qid, r.docid) for r in records})}
-    extra["coverage"]["unjudged"] = len(entries) - extra["coverage"]["judged"]
+    extra["coverage"] = {"pool_pairs": len(plan.entries), "judged": len({(r.qid, r.docid) for r in records})}
+    extra["coverage"]["unjudged"] = len(plan.entries) - extra["coverage"]["judged"]
     kinds_in_pool = pool_kinds(
         r for r in current_records(read_labels(paths.labels), order_ids) if (r.qid, r.docid) in wanted
     )
@@ -759,7 +825,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     audit_records = [a for a in read_audit(paths.audit) if (a.lane, a.pair.qid, a.pair.docid) in drawn]
     llm_calibration = audit_calibration(
         [(a.record, a.pair.truth) for a in audit_records if a.lane == (LLM_STAGE if LLM_STAGE in lanes else PIPELINE)
-         and a.record.config_id == config_ids.get(a.lane) and a.record.stage not in NO_LLM_STAGES],
+         and a.record.config_id == plan.config_ids.get(a.lane) and a.record.stage not in NO_LLM_STAGES],
     )  # fmt: skip
     adapter_cal = chain.adapter.calibration(dataset.qids) if chain.adapter is not None else None
     for c in (llm_calibration, adapter_cal):
@@ -769,16 +835,17 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     extra["calibrations"] = {name: c.description() for name, c in calibrations.items()}
     model = next((a.record.model for a in audit_records if a.record.model), "")
     hole_like = [c for c in chain_calibrations(chain).values() if c.hole_like]
+    audit = options.audit
     reference = reference_lane(hole_like[0].quality, hole_like[0].population, audit) if hole_like else None
     summary.audit = audit_report(
-        dataset, audit_records, config_ids, llm_decided, audit, pipeline.name, model, extra, reference
+        dataset, audit_records, plan.config_ids, llm_decided, audit, chain.pipeline.name, model, extra, reference
     )
     if chain.adapter is not None:
         lane = adapter_lane(chain.adapter, chain.adapter.routes(dataset.qids))
         if lane is not None:
             summary.audit.lanes[lane.lane] = lane
     write_json_atomic(paths.audit_report, summary.audit.to_json())
-    summary.wall_s = time.perf_counter() - start
+    summary.wall_s = time.perf_counter() - plan.start
     summary.cost = options.pricing.cost(
         summary.usage + summary.audit_usage + summary.calibration_usage + summary.scoring_usage
     )
