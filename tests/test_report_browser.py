@@ -8,24 +8,16 @@ from pathlib import Path
 
 import pytest
 from test_eval_cli import bridge, workspace  # noqa: F401  (the fixture)
-from test_review_browser import CHROMIUM, CHROMIUM_ARGS
+from test_review_browser import browser, pytestmark  # noqa: F401  (the fixture; skipped without chromium)
 
 from eval.report import ANSWER_COLUMNS
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "example-report" / "report.html"
-pytestmark = pytest.mark.skipif(
-    CHROMIUM is None, reason="no chromium binary on PATH or at /usr/bin/chromium (apt-get install chromium)"
-)
 
 
 @pytest.fixture
-def page():
-    from playwright.sync_api import sync_playwright
-
-    with sync_playwright() as playwright:
-        chromium = playwright.chromium.launch(executable_path=CHROMIUM, args=CHROMIUM_ARGS)
-        yield chromium.new_page(viewport={"width": 1280, "height": 800})
-        chromium.close()
+def page(browser):  # noqa: F811
+    return browser.new_page(viewport={"width": 1280, "height": 800})
 
 
 def assert_answers_on_the_first_screen(page, report: Path) -> None:

@@ -66,6 +66,7 @@ from bridge.judging.hole_calibration import (
     kind_shares,
     model_names,
 )
+from bridge.judging.metrics import with_interval
 from bridge.judging.reader import Reader
 from bridge.judging.reference_labels import (
     HumanPair,
@@ -545,19 +546,12 @@ def calibration_lines(calibration: Calibration) -> list[str]:
             f"{weakest['pairs']} reference pairs, {100 * (weakest.get('pool_share') or 0):.0f}% of the pool)"
         )
     for q in quality.get("strata") or []:
-        intervals = q.get("intervals") or {}
-
-        def shown(measure: str, q: Mapping[str, Any] = q, intervals: Mapping[str, Any] = intervals) -> str:
-            value, interval = q.get(measure), intervals.get(measure)
-            if value is None:
-                return "n/a"
-            return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
-
         ece = "n/a" if q.get("ece") is None else f"{q['ece']:.3f}"
         cover = "n/a" if q.get("coverage") is None else f"{q['coverage']:.2f}"
         out.append(
             f"  cross-fitted, {q['stratum']}: {q['pairs']} pairs, {q['relevant']} relevant, mean P {q['mean_p']:.3f}, "
-            f"AUC {shown('auc')}, bAcc {shown('balanced_accuracy')}, kappa {shown('kappa')}, ECE {ece}, "
+            f"AUC {with_interval(q, 'auc')}, bAcc {with_interval(q, 'balanced_accuracy')}, "
+            f"kappa {with_interval(q, 'kappa')}, ECE {ece}, "
             f"held-out share covered {cover}"
         )
     for name, per in (quality.get("signals") or {}).items():

@@ -37,6 +37,7 @@ from bridge.judging.metrics import (
     agreement_of,
     jeffreys_interval,
     wilson_interval,
+    with_interval,
 )
 from bridge.label_records import LabelRecord
 
@@ -539,23 +540,17 @@ ADAPTER_CV = "adapter-cv"
 def hole_kind_lines(strata: Sequence[Mapping[str, Any]]) -> list[str]:
     """A line per kind of hole (and overall, weighted as the pool stands): the cross-fitted quality and its
     intervals."""
-
-    def shown(q: Mapping[str, Any], measure: str) -> str:
-        value, interval = q.get(measure), (q.get("intervals") or {}).get(measure)
-        if value is None:
-            return "n/a"
-        return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
-
     out = []
     for q in strata:
         name = "all kinds, weighted as the pool stands" if q["stratum"] == "all" else f"kind {q['stratum']}"
         share = "" if q.get("pool_share") is None else f", {100 * q['pool_share']:.0f}% of the pool"
         cover = "n/a" if q.get("coverage") is None else f"{q['coverage']:.2f}"
-        out.append(
-            f"{name}: {q['pairs']} pairs{share}, share relevant {shown(q, 'share')}, mean P {shown(q, 'mean_p')}, "
-            f"AUC {shown(q, 'auc')}, bAcc {shown(q, 'balanced_accuracy')}, ECE {shown(q, 'ece')}, held-out share "
-            f"covered {cover}"
-        )
+        figures = ", ".join(
+            f"{label} {with_interval(q, key)}"
+            for label, key in (("share relevant", "share"), ("mean P", "mean_p"), ("AUC", "auc"),
+                               ("bAcc", "balanced_accuracy"), ("ECE", "ece"))
+        )  # fmt: skip
+        out.append(f"{name}: {q['pairs']} pairs{share}, {figures}, held-out share covered {cover}")
     return out
 
 

@@ -12,7 +12,7 @@ when a sample holds no error: 30 of 30 negatives right gives specificity [0.92, 
 from __future__ import annotations
 
 import math
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -23,6 +23,15 @@ BOOTSTRAP_RESAMPLES = 2000
 """Posterior draws behind the balanced-accuracy and kappa intervals (and bootstrap resamples elsewhere)."""
 CHANCE_LINE = 0.6
 """A judge whose balanced-accuracy interval reaches down to this is not shown to beat chance."""
+
+
+def with_interval(quality: Mapping[str, Any], measure: str) -> str:
+    """``0.849 [0.795, 0.898]``: a quality record's value of ``measure`` with its interval (``intervals``), or
+    ``n/a``; how the label summary and the audit lines print a cross-fitted figure."""
+    value, interval = quality.get(measure), (quality.get("intervals") or {}).get(measure)
+    if value is None:
+        return "n/a"
+    return f"{value:.3f}" + (f" [{interval[0]:.3f}, {interval[1]:.3f}]" if interval else "")
 
 
 def cohen_kappa(tp: int, fn: int, fp: int, tn: int) -> float | None:
