@@ -492,37 +492,115 @@ def _stage_calibration(record: LabelRecord, calibrations: Mapping[str, Calibrati
     return PRIOR
 
 
-def build_hole_model(
-    original: Qrels,
-    records: Iterable[LabelRecord],
-    pool: Iterable[Pair],
-    topics: Sequence[str],
-    threshold: int,
-    calibrations: Mapping[str, Calibration] | None = None,
-    gate_recall: tuple[int, int] | None = None,
-    seen: Iterable[Pair] = (),
-    config: HoleModelConfig = HoleModelConfig(),
-    people_answers: Sequence[tuple[LabelRecord, int]] = (),
-    graded_like: Iterable[Pair] | None = None,
-    families: Mapping[str, str] | None = None,
-) -> HoleModel:
-    """The model of a label run's holes.
+@dataclass(frozen=True)
+class HoleEvidence:
+    """What a hole model is built from: the judgments so far and the pairs a leaderboard can see."""
 
-    ``records``: the counted records, later ones winning over earlier ones for a pair and people's always winning
-    (pass the free stages' records before a costly judge's). ``calibrations``: the label run's
-    (:data:`bridge.config.HOLE_CALIBRATIONS_FILE`). ``gate_recall``: (known relevant passages holding an answer,
-    checked) of the evidence gate. ``seen``: pairs the leaderboard scores that may lie outside the pool (each
-    system's top k); those nobody labelled are open with the prior, and the model notes how many.
-    ``people_answers``: more answers of people on random holes (the model's record of each, and the answer), kept
-    elsewhere, to calibrate with.
-    ``graded_like``: the pairs whose judged grades a hole's grade is drawn like (default ``seen``). ``families``:
-    system -> retrieval family; a pair's stratum is then the set of families that pooled it (else of systems).
-    """
-    seen = list(seen)
+    original: Qrels
+    records: Iterable[LabelRecord]
+    """The counted records, later ones winning over earlier ones for a pair and people's always winning (pass the
+    free stages' records before a costly judge's); read once."""
+    pool: Iterable[Pair]
+    topics: Sequence[str]
+    threshold: int
+    calibrations: Mapping[str, Calibration] | None = None
+    """The label run's (:data:`bridge.config.HOLE_CALIBRATIONS_FILE`)."""
+    gate_recall: tuple[int, int] | None = None
+    """(known relevant passages holding an answer, checked) of the evidence gate."""
+    seen: Iterable[Pair] = ()
+    """Pairs the leaderboard scores that may lie outside the pool (each system's top k); those nobody labelled are
+    open with the prior, and the model notes how many."""
+    people_answers: Sequence[tuple[LabelRecord, int]] = ()
+    """More answers of people on random holes (the model's record of each, and the answer), kept elsewhere, to
+    calibrate with."""
+    graded_like: Iterable[Pair] | None = None
+    """The pairs whose judged grades a hole's grade is drawn like (default ``seen``)."""
+    families: Mapping[str, str] | None = None
+    """System -> retrieval family; a pair's stratum is then the set of families that pooled it (else of systems)."""
+
+
+@dataclass
+class _OpenPairs:
+    """The open pairs of a hole model as they are gathered: each with its stage's calibration name and facts."""
+
+    pairs: list[Pair] = field(default_factory=list)
+    stage: list[str] = field(default_factory=list)
+    facts: list[PairFacts] = field(default_factory=list)
+    labels: dict[Pair, int] = field(default_factory=dict)
+    people_relevant: int = 0
+    """Holes people judged relevant (with the open pairs, the relevant holes the gate's miss rate scales)."""
+
+    def groups(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i, name in enumerate(self.stage):
+            out.setdefault(name, []).append(i)
+        return out
+
+
+def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModelConfig()) -> HoleModel:
+    """The model of a label run's holes (:class:`HoleEvidence` says what each input is)."""
+    seen = list(evidence.seen)
     rng = np.random.default_rng(config.seed)
-    keep = set(topics)
-    calibrations = dict(calibrations or {})
+    keep = set(evidence.topics)
+    original, threshold = evidence.original, evidence.threshold
+    calibrations = dict(evidence.calibrations or {})
     fixed: Qrels = {q: dict(docs) for q, docs in original.items() if q in keep}
+    latest = _latest_records(evidence.records, keep, original)
+    pooled: dict[Pair, None] = {}
+    for pair in [*evidence.pool, *latest]:
+        if pair[0] in keep and pair[1] not in original.get(pair[0], {}):
+            pooled.setdefault(pair)
+    unpooled = [p for p in dict.fromkeys(seen) if p[0] in keep and p not in pooled and p[1] not in fixed.get(p[0], {})]
+    people: dict[str, list[tuple[PairFacts, int]]] = {}
+    for before, answer in evidence.people_answers:
+        people.setdefault(_stage_calibration(before, calibrations), []).append((PairFacts.of(before), answer))
+    opened = _open_pairs(list(pooled), latest, fixed, people, calibrations, threshold)
+    opened.pairs += unpooled
+    opened.stage += [UNPOOLED] * len(unpooled)
+    opened.facts += [PairFacts() for _ in unpooled]
+
+    applied = _applied_calibrations(calibrations, people, config, rng)
+    groups = opened.groups()
+    p_mean = np.full(len(opened.pairs), math.nan)
+    for name, idx in groups.items():
+        if name in applied and name not in (GATE, PRIOR, UNPOOLED):
+            p_mean[idx] = applied[name].mean(applied[name].rows([opened.facts[i] for i in idx]))
+    _apply_prior(opened, groups, p_mean, applied, people, config, rng)
+    bound = None
+    if GATE in groups:
+        zeros = len(groups[GATE])
+        applied[GATE] = _gate_calibration(evidence.gate_recall, p_mean, opened.stage, zeros, opened.people_relevant,
+                                          config, rng)  # fmt: skip
+        others = len(opened.pairs) - zeros + opened.people_relevant
+        bound = gate_bound(evidence.gate_recall, zeros, others, config.gate_bound_level)
+    notes: list[str] = []
+    if unpooled:
+        notes.append(
+            f"{len(unpooled)} pairs in the systems' top k are outside the pool (a pool shallower than a measure's "
+            "cutoff, or runs newer than the pool): open in the bounds, the prior's P in the estimate"
+        )
+    facts = opened.facts
+    index_groups = {
+        name: (np.array(idx, dtype=int), applied[name].rows([facts[i] for i in idx])) for name, idx in groups.items()
+    }
+    used = {name: applied[name] for name in index_groups}
+    strata = {
+        name: (_membership([facts[i] for i in idx], evidence.families or {}), config.transfer_sd)
+        for name, idx in groups.items()
+        if not used[name].hole_like and name not in (GATE, PRIOR, UNPOOLED) and config.transfer_sd > 0
+    }
+    people_random = sum(len(v) for v in people.values())
+    like = seen if evidence.graded_like is None else evidence.graded_like
+    grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, opened.pairs, threshold, like,
+                            sd=config.grade_sd)  # fmt: skip
+    return HoleModel(
+        threshold, fixed, opened.pairs, opened.stage, index_groups, used, opened.labels, notes, people_random, grading,
+        strata, bound,
+    )  # fmt: skip
+
+
+def _latest_records(records: Iterable[LabelRecord], keep: set[str], original: Qrels) -> dict[Pair, LabelRecord]:
+    """The record that counts for each unjudged pair of the kept topics: the latest, people's always winning."""
     latest: dict[Pair, LabelRecord] = {}
     for r in records:
         pair = (r.qid, r.docid)
@@ -530,42 +608,44 @@ def build_hole_model(
             continue
         if r.judge == HUMAN_JUDGE or latest.get(pair, r).judge != HUMAN_JUDGE:
             latest[pair] = r
-    pooled = set()
-    order: list[Pair] = []
-    for pair in [*pool, *latest]:
-        if pair[0] in keep and pair[1] not in original.get(pair[0], {}) and pair not in pooled:
-            pooled.add(pair)
-            order.append(pair)
-    unpooled = [p for p in dict.fromkeys(seen) if p[0] in keep and p not in pooled and p[1] not in fixed.get(p[0], {})]
+    return latest
 
-    people: dict[str, list[tuple[PairFacts, int]]] = {}
-    for before, answer in people_answers:
-        people.setdefault(_stage_calibration(before, calibrations), []).append((PairFacts.of(before), answer))
-    pairs: list[Pair] = []
-    stage: list[str] = []
-    facts: list[PairFacts] = []
-    labels: dict[Pair, int] = {}
-    people_relevant = 0
-    """Holes people judged relevant (with the open pairs, the relevant holes the gate's miss rate scales)."""
+
+def _open_pairs(
+    order: Sequence[Pair],
+    latest: Mapping[Pair, LabelRecord],
+    fixed: Qrels,
+    people: dict[str, list[tuple[PairFacts, int]]],
+    calibrations: Mapping[str, Calibration],
+    threshold: int,
+) -> _OpenPairs:
+    """Pool pairs in order: people's labels become fixed grades (their random answers also calibrate, into
+    ``people``), every other pair is open with its stage's calibration name."""
+    opened = _OpenPairs()
     for pair in order:
         r = latest.get(pair)
         if r is not None and r.judge == HUMAN_JUDGE and r.label is not None:
             fixed.setdefault(pair[0], {})[pair[1]] = _human_grade(r, threshold)
-            people_relevant += int(r.label == 1)
+            opened.people_relevant += int(r.label == 1)
             before = model_record(r)
             if r.details.get("sampling") == RANDOM_SAMPLING and before is not None:
                 people.setdefault(_stage_calibration(before, calibrations), []).append((PairFacts.of(before), r.label))
             continue
-        name = PRIOR if r is None else _stage_calibration(r, calibrations)
-        pairs.append(pair)
-        stage.append(name)
-        facts.append(PairFacts.of(r) if r is not None else PairFacts())
+        opened.pairs.append(pair)
+        opened.stage.append(PRIOR if r is None else _stage_calibration(r, calibrations))
+        opened.facts.append(PairFacts.of(r) if r is not None else PairFacts())
         if r is not None and r.label is not None:
-            labels[pair] = int(r.label)
-    pairs += unpooled
-    stage += [UNPOOLED] * len(unpooled)
-    facts += [PairFacts() for _ in unpooled]
+            opened.labels[pair] = int(r.label)
+    return opened
 
+
+def _applied_calibrations(
+    calibrations: Mapping[str, Calibration],
+    people: Mapping[str, list[tuple[PairFacts, int]]],
+    config: HoleModelConfig,
+    rng: np.random.Generator,
+) -> dict[str, Calibration]:
+    """Each calibration as applied to holes: updated by people's random answers, else (on known pairs) shifted."""
     applied: dict[str, Calibration] = {}
     for name, c in calibrations.items():
         answers = people.get(name)
@@ -582,18 +662,22 @@ def build_hole_model(
                               "each topic adapter's out-of-fold calibration on its topic's judged pairs (known pairs)"),
             people.get(ADAPTER), config.transfer_sd, rng,
         )  # fmt: skip
+    return applied
 
-    groups: dict[str, list[int]] = {}
-    for i, name in enumerate(stage):
-        groups.setdefault(name, []).append(i)
-    p_mean = np.full(len(pairs), math.nan)
-    for name, idx in groups.items():
-        if name in applied and name not in (GATE, PRIOR, UNPOOLED):
-            p_mean[idx] = applied[name].mean(applied[name].rows([facts[i] for i in idx]))
 
-    notes: list[str] = []
+def _apply_prior(
+    opened: _OpenPairs,
+    groups: Mapping[str, list[int]],
+    p_mean: np.ndarray,
+    applied: dict[str, Calibration],
+    people: Mapping[str, list[tuple[PairFacts, int]]],
+    config: HoleModelConfig,
+    rng: np.random.Generator,
+) -> None:
+    """Pairs nobody could calibrate (and those outside the pool) get the mean P of their topic's calibrated open
+    pairs (else of all; 0.5 with none) and the prior's wide calibration."""
     topic_mean: dict[str, list[float]] = {}
-    for (qid, _), p in zip(pairs, p_mean, strict=True):
+    for (qid, _), p in zip(opened.pairs, p_mean, strict=True):
         if not math.isnan(p):  # a calibrated model's P (not the gate's zeros, known to be unlike other holes)
             topic_mean.setdefault(qid, []).append(p)
     known = [p for values in topic_mean.values() for p in values]
@@ -602,40 +686,14 @@ def build_hole_model(
         if name not in groups:
             continue
         for i in groups[name]:
-            values = topic_mean.get(pairs[i][0])
-            facts[i] = PairFacts(p=float(np.mean(values)) if values else overall)
-            p_mean[i] = facts[i].p  # type: ignore[assignment]
+            values = topic_mean.get(opened.pairs[i][0])
+            opened.facts[i] = PairFacts(p=float(np.mean(values)) if values else overall)
+            p_mean[i] = opened.facts[i].p
         what = "the mean P of the topic's other labelled open pairs (else of all; 0.5 with none): nobody measured these"
         applied[name] = _with_people(
             shift_calibration(name, config.prior_sd, config.draws, config.seed + 1, what),
             people.get(name), config.prior_sd, rng,
         )  # fmt: skip
-    bound = None
-    if GATE in groups:
-        zeros = len(groups[GATE])
-        applied[GATE] = _gate_calibration(gate_recall, p_mean, stage, zeros, people_relevant, config, rng)
-        bound = gate_bound(gate_recall, zeros, len(pairs) - zeros + people_relevant, config.gate_bound_level)
-    if unpooled:
-        notes.append(
-            f"{len(unpooled)} pairs in the systems' top k are outside the pool (a pool shallower than a measure's "
-            "cutoff, or runs newer than the pool): open in the bounds, the prior's P in the estimate"
-        )
-    index_groups = {
-        name: (np.array(idx, dtype=int), applied[name].rows([facts[i] for i in idx])) for name, idx in groups.items()
-    }
-    used = {name: applied[name] for name in index_groups}
-    strata = {
-        name: (_membership([facts[i] for i in idx], families or {}), config.transfer_sd)
-        for name, idx in groups.items()
-        if not used[name].hole_like and name not in (GATE, PRIOR, UNPOOLED) and config.transfer_sd > 0
-    }
-    people_random = sum(len(v) for v in people.values())
-    like = seen if graded_like is None else graded_like
-    grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, pairs, threshold, like,
-                            sd=config.grade_sd)  # fmt: skip
-    return HoleModel(
-        threshold, fixed, pairs, stage, index_groups, used, labels, notes, people_random, grading, strata, bound
-    )  # fmt: skip
 
 
 def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.ndarray:

@@ -24,7 +24,15 @@ from bridge.estimate import (
     settle_measure,
     verdict_of,
 )
-from bridge.holes import INTERCEPT, Calibration, HoleModel, HoleModelConfig, build_hole_model, constant_calibration
+from bridge.holes import (
+    INTERCEPT,
+    Calibration,
+    HoleEvidence,
+    HoleModel,
+    HoleModelConfig,
+    build_hole_model,
+    constant_calibration,
+)
 from bridge.label_records import LabelRecord
 from bridge.trec import top_k
 from eval.measures import per_query_scores, resolve_measures
@@ -171,7 +179,7 @@ def test_a_pool_shallower_than_the_cutoff_widens_the_bounds_and_says_so():
     original = {"q": {"g": 1, "n": 0}}
     pool = [("q", "x")]  # the pool at depth 1 held nothing unjudged but an old pair
     seen = {("q", d) for run in runs.values() for d in top_k(run["q"], 3)}
-    model = build_hole_model(original, [], pool, ["q"], 1, {}, None, seen)
+    model = build_hole_model(HoleEvidence(original, [], pool, ["q"], 1, {}, None, seen))
     assert {p for p, s in zip(model.pairs, model.stage, strict=True) if s == "unpooled"} == {("q", d) for d in "uvw"}
     assert any("outside the pool" in n for n in model.notes)
     board = Leaderboard(runs, model, ["q"], [Measure("P@3", "P", 3)])
@@ -275,7 +283,9 @@ def test_scores_stay_within_the_bounds_whatever_the_draws():
         for d in docs
         if d not in original[q]
     ]
-    model = build_hole_model(original, records, [], sorted(original), 2, {}, None, config=HoleModelConfig(draws=50))
+    model = build_hole_model(
+        HoleEvidence(original, records, [], sorted(original), 2, {}, None), HoleModelConfig(draws=50)
+    )
     assert model.grading is not None and model.top_grade == 3
     measures = [Measure(f"{n}@5", n, 5) for n in ("Hit", "P", "RR", "Recall", "nDCG")]
     board = Leaderboard(runs, model, sorted(original), measures, EstimateConfig(draws=200))

@@ -17,6 +17,7 @@ from bridge.holes import (
     PRIOR,
     RANDOM_SAMPLING,
     Calibration,
+    HoleEvidence,
     HoleModelConfig,
     PairFacts,
     build_hole_model,
@@ -46,7 +47,7 @@ def test_each_stage_gets_its_calibration_and_people_are_fixed():
     ]
     llm = Calibration(LLM, ("label", INTERCEPT), np.array([[2.0, -1.0]]), "audit", hole_like=True)
     pool = [("q1", d) for d in "ghijkl"]
-    model = build_hole_model({"q1": {"a": 1}}, records, pool, ["q1"], 1, {LLM: llm}, (95, 100))
+    model = build_hole_model(HoleEvidence({"q1": {"a": 1}}, records, pool, ["q1"], 1, {LLM: llm}, (95, 100)))
     stages = dict(zip([d for _, d in model.pairs], model.stage, strict=True))
     assert stages == {"g": GATE, "h": ADAPTER, "i": LLM, "j": PRIOR, "l": PRIOR}
     assert model.fixed["q1"] == {"a": 1, "k": 1}  # people's label is fixed, nobody else's
@@ -64,13 +65,13 @@ def test_untrusted_gate_zeros_get_p_from_the_gates_measured_miss_rate():
         record("a2", 0, "answer-context", p=0.3, calibration="answer"),
         *[record(f"z{i}", 0, "evidence") for i in range(50)],
     ]
-    model = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, (95, 100),
-                             config=HoleModelConfig(draws=20000))  # fmt: skip
+    evidence = HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, (95, 100))
+    model = build_hole_model(evidence, HoleModelConfig(draws=20000))
     gate = model.p[model.index[("q1", "z0")]]
     assert gate == pytest.approx(0.9 * 5.5 / 94.5 / 50, rel=0.05)
     assert "100 known relevant passages (5 hold no answer)" in model.calibrations[GATE].population
     # with more misses measured, the zeros are more likely relevant
-    leaky = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, (80, 100))
+    leaky = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, (80, 100)))
     assert leaky.p[leaky.index[("q1", "z0")]] > 3 * gate
 
 
@@ -82,20 +83,20 @@ def test_the_bounds_cap_the_gate_zeros_by_the_miss_rates_credible_bound():
     calibration = Calibration("answer", ("logit_p", INTERCEPT), np.array([[1.0, 0.0]]), "ref", hole_like=True)
     records = [record(f"a{i}", 1, "answer-context", p=0.5, calibration="answer") for i in range(400)]
     records += [record(f"z{i}", 0, "evidence") for i in range(500)]
-    model = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, (95, 100))
+    model = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, (95, 100)))
     free, capped, most = model.bound_sets()
     assert len(free) == 400 and len(capped) == 500 and all(d.startswith("z") for _, d in capped)
     q = np.percentile(np.random.default_rng(0).beta(5.5, 95.5, 400_000), 97.5)
     assert most == pytest.approx(400 * q / (1 - q), abs=1.5)
     assert 40 <= most <= 55 and model.gate is not None and str(most) in model.gate.assumption()
-    unmeasured = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, None)
+    unmeasured = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, None))
     assert unmeasured.bound_sets() == (unmeasured.pairs, [], None)
-    leaky = build_hole_model({}, records, [], ["q1"], 1, {"answer": calibration}, (20, 100))
+    leaky = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, (20, 100)))
     assert leaky.bound_sets() == (leaky.pairs, [], None)  # the cap would allow all 500
     # people judge the 400 answer-bearing holes relevant: they are fixed now, and still count among the relevant
     # holes the gate's misses scale with
     judged = [*records, *(record(f"a{i}", 1, "human", judge="human") for i in range(400))]
-    people = build_hole_model({}, judged, [], ["q1"], 1, {"answer": calibration}, (95, 100))
+    people = build_hole_model(HoleEvidence({}, judged, [], ["q1"], 1, {"answer": calibration}, (95, 100)))
     assert people.bound_sets()[1:] == (capped, most) and not people.bound_sets()[0]
 
 
@@ -106,7 +107,7 @@ def test_no_p_is_exactly_0_or_1_unless_people_said_so():
         record("c", 0, "evidence"),
         record("d", 1, "human", judge="human"),
     ]
-    model = build_hole_model({}, records, [], ["q1"], 1, {}, (100, 100))  # the gate missed nothing
+    model = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {}, (100, 100)))  # the gate missed nothing
     draws = model.draw_p(np.random.default_rng(0), 200)
     assert np.all(draws > 0) and np.all(draws < 1) and np.all((model.p > 0) & (model.p < 1))
     assert ("q1", "d") not in model.index and model.fixed["q1"]["d"] == 1
@@ -125,11 +126,11 @@ def test_peoples_random_answers_move_a_calibration_toward_what_they_say():
         answers.append(
             LabelRecord("q1", f"d{i}", label, "human", "human", "review", "", details=details, p_yes=0.5, stage="human")
         )
-    model = build_hole_model({}, [*base, *answers], [], ["q1"], 1, {})
+    model = build_hole_model(HoleEvidence({}, [*base, *answers], [], ["q1"], 1, {}))
     assert model.people_random == 40
     assert 0.12 < model.p[model.index[("q1", "d50")]] < 0.3
     chosen = [LabelRecord(**{**a.__dict__, "details": {**a.details, "sampling": "value"}}) for a in answers]
-    unmoved = build_hole_model({}, [*base, *chosen], [], ["q1"], 1, {})
+    unmoved = build_hole_model(HoleEvidence({}, [*base, *chosen], [], ["q1"], 1, {}))
     assert unmoved.people_random == 0 and 0.45 < unmoved.p[unmoved.index[("q1", "d50")]] < 0.55
 
 
