@@ -39,7 +39,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from bridge.holes import HoleModel, Pair
+from bridge.holes import CappedPairs, HoleModel, Pair
 from bridge.measures import ESTIMATED, Measure
 from bridge.scoring import FlatQrels, RunMatrix, gain_values, gains_at, normaliser, relevance_effects
 from bridge.trec import Qrels, Run, top_k
@@ -324,7 +324,7 @@ def _lowest_hit_difference(hit_a: np.ndarray, hit_b: np.ndarray, open_b: np.ndar
 
 class Bounds:
     """The lowest and highest value of each measure over every assignment of the open labels that the hole model
-    allows: a genuinely uncertain pair may take any label; of the ``capped`` pairs (the gate's zeros, decided by a
+    allows: a genuinely uncertain pair may take any label; of the capped pairs (``cap``: the gate's zeros, decided by a
     free stage with a measured miss rate) at most ``most_relevant`` are relevant (:class:`bridge.holes.GateBound`).
 
     Per topic, the tables give the extremes with no capped pair relevant (``low``, ``high``: systems x topics) and
@@ -342,14 +342,14 @@ class Bounds:
         topics: Sequence[str],
         measures: Sequence[Measure],
         gain: int | None = None,
-        capped: Iterable[Pair] = (),
-        most_relevant: int | None = None,
+        cap: CappedPairs | None = None,
     ) -> None:
+        cap = cap or CappedPairs()
         self.systems = sorted(ranked)
         self.topics = list(topics)
         uncertain = list(open_pairs)
-        capped = list(capped)
-        self.most_relevant = len(capped) if most_relevant is None else min(most_relevant, len(capped))
+        capped = list(cap.pairs)
+        self.most_relevant = len(capped) if cap.most_relevant is None else min(cap.most_relevant, len(capped))
         cutoffs = sorted({m.k for m in measures})
 
         def tables(pairs: Iterable[Pair]) -> dict[int, BoundsTable]:
@@ -500,10 +500,8 @@ class Leaderboard:
     @cached_property
     def bounds(self) -> Bounds:
         m = self.model
-        uncertain, capped, most = m.bound_sets()
-        return Bounds(
-            self.ranked, m.fixed, uncertain, m.threshold, self.topics, self.measures, m.top_grade, capped, most
-        )  # fmt: skip
+        uncertain, cap = m.bound_sets()
+        return Bounds(self.ranked, m.fixed, uncertain, m.threshold, self.topics, self.measures, m.top_grade, cap)
 
     @cached_property
     def comparisons(self) -> list[Comparison]:

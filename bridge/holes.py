@@ -260,6 +260,15 @@ class HoleModelConfig:
 
 
 @dataclass(frozen=True)
+class CappedPairs:
+    """Open pairs of which at most ``most_relevant`` are relevant (the evidence gate's zeros, :class:`GateBound`;
+    None: any number)."""
+
+    pairs: tuple[Pair, ...] = ()
+    most_relevant: int | None = None
+
+
+@dataclass(frozen=True)
 class GateBound:
     """What the bounds assume of the evidence gate's zeros: at most ``most_relevant`` of them are relevant.
 
@@ -364,15 +373,14 @@ class HoleModel:
             return labels * float(self.threshold)
         return self.grading.draw(labels, rng)
 
-    def bound_sets(self) -> tuple[list[Pair], list[Pair], int | None]:
-        """What the bounds range over: (pairs whose label may be anything, pairs of which at most the given number
-        are relevant, that number). The gate's zeros are capped by its measured miss rate; every other open pair
-        is genuinely uncertain."""
+    def bound_sets(self) -> tuple[list[Pair], CappedPairs]:
+        """What the bounds range over: (pairs whose label may be anything, the capped pairs). The gate's zeros are
+        capped by its measured miss rate; every other open pair is genuinely uncertain."""
         if self.gate is None:
-            return list(self.pairs), [], None
+            return list(self.pairs), CappedPairs()
         capped = [p for p, s in zip(self.pairs, self.stage, strict=True) if s == GATE]
         free = [p for p, s in zip(self.pairs, self.stage, strict=True) if s != GATE]
-        return free, capped, self.gate.most_relevant
+        return free, CappedPairs(tuple(capped), self.gate.most_relevant)
 
     @property
     def top_grade(self) -> int:

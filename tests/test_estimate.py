@@ -27,6 +27,7 @@ from bridge.estimate import (
 from bridge.holes import (
     INTERCEPT,
     Calibration,
+    CappedPairs,
     HoleEvidence,
     HoleModel,
     HoleModelConfig,
@@ -429,7 +430,8 @@ def test_capped_pairs_bound_every_assignment_with_at_most_so_many_relevant(most)
     specs = resolve_measures(["Hit@3", "P@3", "MRR@3", "Recall@3", "nDCG@3"], 1)
     pairs_u = [(q, d) for q in topics for d in sorted(uncertain[q])]
     pairs_c = [(q, d) for q in topics for d in sorted(capped[q])]
-    bounds = Bounds(ranked(runs, topics, 3), fixed, pairs_u, 1, topics, measures, capped=pairs_c, most_relevant=most)
+    cap = CappedPairs(tuple(pairs_c), most)
+    bounds = Bounds(ranked(runs, topics, 3), fixed, pairs_u, 1, topics, measures, cap=cap)
     weights = np.array([[0.25] * 4, [0.5, 0.0, 0.25, 0.25], [0.0, 0.75, 0.25, 0.0]])
     means: dict[tuple[str, str], list[float]] = {}
     per_topic: dict[tuple[str, str], list[np.ndarray]] = {}

@@ -17,6 +17,7 @@ from bridge.holes import (
     PRIOR,
     RANDOM_SAMPLING,
     Calibration,
+    CappedPairs,
     HoleEvidence,
     HoleModelConfig,
     PairFacts,
@@ -84,20 +85,21 @@ def test_the_bounds_cap_the_gate_zeros_by_the_miss_rates_credible_bound():
     records = [record(f"a{i}", 1, "answer-context", p=0.5, calibration="answer") for i in range(400)]
     records += [record(f"z{i}", 0, "evidence") for i in range(500)]
     model = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, (95, 100)))
-    free, capped, most = model.bound_sets()
-    assert len(free) == 400 and len(capped) == 500 and all(d.startswith("z") for _, d in capped)
+    free, cap = model.bound_sets()
+    capped, most = cap.pairs, cap.most_relevant
+    assert most is not None and len(free) == 400 and len(capped) == 500 and all(d.startswith("z") for _, d in capped)
     q = np.percentile(np.random.default_rng(0).beta(5.5, 95.5, 400_000), 97.5)
     assert most == pytest.approx(400 * q / (1 - q), abs=1.5)
     assert 40 <= most <= 55 and model.gate is not None and str(most) in model.gate.assumption()
     unmeasured = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, None))
-    assert unmeasured.bound_sets() == (unmeasured.pairs, [], None)
+    assert unmeasured.bound_sets() == (unmeasured.pairs, CappedPairs())
     leaky = build_hole_model(HoleEvidence({}, records, [], ["q1"], 1, {"answer": calibration}, (20, 100)))
-    assert leaky.bound_sets() == (leaky.pairs, [], None)  # the cap would allow all 500
+    assert leaky.bound_sets() == (leaky.pairs, CappedPairs())  # the cap would allow all 500
     # people judge the 400 answer-bearing holes relevant: they are fixed now, and still count among the relevant
     # holes the gate's misses scale with
     judged = [*records, *(record(f"a{i}", 1, "human", judge="human") for i in range(400))]
     people = build_hole_model(HoleEvidence({}, judged, [], ["q1"], 1, {"answer": calibration}, (95, 100)))
-    assert people.bound_sets()[1:] == (capped, most) and not people.bound_sets()[0]
+    assert people.bound_sets()[1] == cap and not people.bound_sets()[0]
 
 
 def test_no_p_is_exactly_0_or_1_unless_people_said_so():
