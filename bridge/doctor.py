@@ -9,7 +9,7 @@ import subprocess
 from collections.abc import Callable
 from pathlib import Path
 
-from bridge.datasets import NAMED_DATASETS
+from bridge.datasets import NAMED
 
 DATA_FOLDERS = {
     "nq": "nq_open_litm",
@@ -127,7 +127,7 @@ def run_doctor(data_dir: Path, cache_dir: Path, smoke: bool = False) -> int:
         print(f"  FAIL  {data_dir} does not exist (set DATA_DIR / BRIDGE_DATA / --data-dir)")
         ok = False
     else:
-        for name in NAMED_DATASETS:
+        for name in NAMED:
             folder = data_dir / DATA_FOLDERS[name]
             state = "ok  " if folder.is_dir() else "MISSING"
             print(f"  {state}  {name:22s} {folder}")

@@ -30,7 +30,7 @@ from bridge.estimate import (
     settle_measure,
 )
 from bridge.fsio import atomic_write
-from bridge.holes import Calibration, GateBound, HoleModelConfig, Pair, build_hole_model
+from bridge.holes import Calibration, GateBound, HoleEvidence, HoleModelConfig, Pair, build_hole_model
 from bridge.judging.audit import gate_recall
 from bridge.label_records import LabelRecord, counted_configs, current_records
 from bridge.trec import Qrels, Run
@@ -134,10 +134,10 @@ def estimate_leaderboard(
     records = current_records(labels, counted_configs(audit, labels))
     depth = max(m.k for m in measures)
     seen = ranked_lists(runs, topics, depth)
-    model = build_hole_model(
-        original, records, pool, topics, threshold, calibrations, gate_recall(audit), seen, holes or HoleModelConfig(),
-        families=families,
-    )  # fmt: skip
+    evidence = HoleEvidence(
+        original, records, pool, topics, threshold, calibrations, gate_recall(audit), seen, families=families
+    )
+    model = build_hole_model(evidence, holes or HoleModelConfig())
     board = Leaderboard(runs, model, topics, measures, config)
     used = {name: c.description() for name, c in model.calibrations.items()}
     return EstimatedLeaderboard(

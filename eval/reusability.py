@@ -30,7 +30,7 @@ import numpy as np
 
 from bridge.errors import BridgeError
 from bridge.estimate import EstimateConfig, Leaderboard, ranked_lists
-from bridge.holes import RANDOM_SAMPLING, Calibration, HoleModelConfig, build_hole_model
+from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModelConfig, build_hole_model
 from bridge.judging.metrics import Agreement, agreement_of
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.measures import Measure
@@ -284,10 +284,11 @@ def estimate_fill(
             for p, (y, _) in answered.items()
             if p in e.removed
         ]
-        model = build_hole_model(
+        evidence = HoleEvidence(
             holey_qrels(qrels, e.removed), mine, sorted(e.removed), topics, threshold, calibrations, gate, (),
-            holes or HoleModelConfig(), random_answers, ranked, families,
+            people_answers=random_answers, graded_like=ranked, families=families,
         )  # fmt: skip
+        model = build_hole_model(evidence, holes or HoleModelConfig())
         board = Leaderboard(runs if compare else {e.system: runs[e.system]}, model, topics, measures, config)
         i = board.systems.index(e.system)
         for m in measures:

@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bridge.estimate import EstimateConfig, Leaderboard
 from bridge.fsio import write_json_atomic
-from bridge.holes import RANDOM_SAMPLING, Calibration, build_hole_model
+from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, build_hole_model
 from bridge.label.value import ask_order
 from bridge.label_records import LabelRecord
 from bridge.measures import Measure
@@ -54,8 +54,8 @@ def people_orders(
     pairs = sorted(pairs)
     shuffled = list(pairs)
     random.Random(seed).shuffle(shuffled)
-    model = build_hole_model(holey, [records[p] for p in pairs if p in records], pairs, topics, threshold,
-                             calibrations, gate)  # fmt: skip
+    known = [records[p] for p in pairs if p in records]
+    model = build_hole_model(HoleEvidence(holey, known, pairs, topics, threshold, calibrations, gate))
     board = Leaderboard(runs, model, topics, measures, config or EstimateConfig(seed=seed))
     return {"random": [(p, RANDOM_SAMPLING) for p in shuffled], "value": ask_order(board.values(pairs), seed=seed)}
 

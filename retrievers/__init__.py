@@ -12,7 +12,6 @@ from retrievers.base import (
     RetrievalContext,
     Retriever,
     SystemSpec,
-    load_families,
     make_retriever,
     register_family,
 )
@@ -22,7 +21,6 @@ __all__ = [
     "RetrievalContext",
     "Retriever",
     "SystemSpec",
-    "load_families",
     "make_retriever",
     "register_family",
 ]

@@ -17,6 +17,7 @@ from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
 from bridge.fsio import artifact_dir
 from bridge.precision import Encode, settle_precision
+from bridge.registry import Registry
 from bridge.trec import Run
 
 
@@ -74,8 +75,6 @@ class RetrievalContext:
 
 
 RetrieverFactory = Callable[[Mapping[str, Any], RetrievalContext], Retriever]
-FAMILIES: dict[str, RetrieverFactory] = {}
-
 FAMILY_MODULES = (
     "retrievers.sparse",
     "retrievers.splade",
@@ -87,20 +86,12 @@ FAMILY_MODULES = (
 )
 
 
-def load_families() -> None:
-    """Import the adapter modules so that they register their families."""
-    import importlib
-
-    for module in FAMILY_MODULES:
-        importlib.import_module(module)
+FAMILIES: Registry[RetrieverFactory] = Registry("retriever family", FAMILY_MODULES)
+"""Retriever families by name; each adapter module registers its own with :func:`register_family`."""
 
 
 def register_family(name: str) -> Callable[[RetrieverFactory], RetrieverFactory]:
-    def wrap(factory: RetrieverFactory) -> RetrieverFactory:
-        FAMILIES[name] = factory
-        return factory
-
-    return wrap
+    return FAMILIES.register(name)
 
 
 @dataclass(frozen=True)
@@ -123,15 +114,8 @@ class SystemSpec:
 
 
 def make_retriever(spec: SystemSpec, context: RetrievalContext) -> Retriever:
-    load_families()
     try:
-        factory = FAMILIES[spec.family]
-    except KeyError:
-        raise BridgeError(
-            f"system {spec.name!r}: unknown retriever family {spec.family!r}; known: {', '.join(sorted(FAMILIES))}"
-        ) from None
-    try:
-        return factory(spec.params, context)
+        return FAMILIES[spec.family](spec.params, context)
     except BridgeError as exc:
         raise BridgeError(f"system {spec.name!r}: {exc}") from None
 

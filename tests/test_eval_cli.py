@@ -38,7 +38,7 @@ def write_audit(path, correct: int, pairs: int = 40) -> dict:
     """A judge-audit.json from ``pairs`` known pairs (half relevant) of which ``correct`` were labeled right."""
     from bridge.datasets import Dataset, DictCorpus
     from bridge.fsio import write_json_atomic
-    from bridge.judging.audit import AuditConfig, AuditPair, AuditRecord, audit_report
+    from bridge.judging.audit import AuditConfig, AuditedRun, AuditPair, AuditRecord, audit_report
 
     audit = []
     for i in range(pairs):
@@ -49,7 +49,7 @@ def write_audit(path, correct: int, pairs: int = 40) -> dict:
             AuditRecord("pipeline", pair, LabelRecord("q1", f"k{i}", label, "consensus-r1", "dream", "cfg", "m"))
         )
     ds = Dataset("small", "small", DictCorpus({}), (), {}, "fp")
-    report = audit_report(ds, audit, {"pipeline": "cfg"}, True, AuditConfig())
+    report = audit_report(ds, audit, AuditedRun({"pipeline": "cfg"}, True), AuditConfig())
     write_json_atomic(path, report.to_json())
     return report.to_json()
 

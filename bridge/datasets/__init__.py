@@ -18,17 +18,27 @@ from __future__ import annotations
 from pathlib import Path
 
 from bridge.datasets.beir import load_beir
-from bridge.datasets.bridge import bridge_slug, load_bridge
-from bridge.datasets.core import AnsweredPassage, Corpus, Dataset, DictCorpus, Document, Query
-from bridge.datasets.core import slug as _slug
-from bridge.datasets.irds import load_irds
-from bridge.datasets.named import NAMED, nq_gold_docid
+from bridge.datasets.core import (
+    NAMED,
+    SOURCES,
+    AnsweredPassage,
+    Corpus,
+    Dataset,
+    DatasetSource,
+    DictCorpus,
+    Document,
+    Query,
+)
+from bridge.datasets.named import nq_gold_docid
 from bridge.errors import BridgeError, MissingDataError
 
 __all__ = [
+    "NAMED",
+    "SOURCES",
     "AnsweredPassage",
     "Corpus",
     "Dataset",
+    "DatasetSource",
     "DictCorpus",
     "Document",
     "Query",
@@ -37,41 +47,29 @@ __all__ = [
     "load_dataset",
     "nq_gold_docid",
 ]
-NAMED_DATASETS = NAMED
+
+
+def _source(name: str) -> DatasetSource:
+    """The kind of dataset a ``SCHEME:REST`` name is, or the error that lists what is known."""
+    scheme, colon, _ = name.partition(":")
+    if colon and scheme in SOURCES:
+        return SOURCES[scheme]
+    known = [*NAMED.names(), *(source.usage for source in SOURCES.values())]
+    raise BridgeError(f"unknown dataset {name!r}; known: {', '.join(known)}")
 
 
 def dataset_slug(name: str) -> str:
     """The output-folder name of a dataset, without loading it."""
-    if name in NAMED_DATASETS:
-        return name
-    if name.startswith("beir:"):
-        path, _, split = name[5:].partition("#")
-        folder = Path(path).name
-        return _slug(f"beir-{folder}-{split}" if split and split != "test" else f"beir-{folder}")
-    if name.startswith("irds:"):
-        return _slug(f"irds-{name[5:].replace('/', '-')}")
-    if name.startswith("bridge:"):
-        return bridge_slug(name)
-    raise BridgeError(
-        f"unknown dataset {name!r}; known: {', '.join(NAMED_DATASETS)}, beir:PATH, irds:ID, bridge:SUBSET"
-    )
+    return name if name in NAMED else _source(name).slug(name)
 
 
 def load_dataset(name: str, data_dir: str | Path, limit: int | None = None) -> Dataset:
     """Load a dataset by registry name; ``limit`` keeps the first N queries."""
     data_dir = Path(data_dir)
-    if name in NAMED_DATASETS:
+    if name in NAMED:
         if not data_dir.is_dir():
             raise MissingDataError(data_dir, "the data directory (set DATA_DIR / BRIDGE_DATA / --data-dir)")
-        ds = NAMED_DATASETS[name](data_dir)
-    elif name.startswith("beir:"):
-        path, _, split = name[5:].partition("#")
-        ds = load_beir(Path(path), split or "test", name=name, slug=dataset_slug(name))
-    elif name.startswith("irds:"):
-        ds = load_irds(name[5:])
-    elif name.startswith("bridge:"):
-        ds = load_bridge(name, data_dir)
+        ds = NAMED[name](data_dir)
     else:
-        dataset_slug(name)  # raises the "unknown dataset" error
-        raise AssertionError("unreachable")
+        ds = _source(name).load(name, data_dir)
     return ds.head(limit)

@@ -5,7 +5,7 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
-from bridge.datasets.core import Dataset, DictCorpus, Document, Query, fingerprint, require
+from bridge.datasets.core import SOURCES, Dataset, DatasetSource, DictCorpus, Document, Query, fingerprint, require
 from bridge.datasets.core import slug as make_slug
 from bridge.errors import InputError
 from bridge.fsio import read_jsonl
@@ -66,3 +66,22 @@ def load_beir(folder: Path, split: str = "test", name: str | None = None, slug: 
         qrels=restrict(qrels, (q.qid for q in queries)),
         fingerprint=fingerprint(corpus_file, queries_file, qrels_file),
     )
+
+
+def _folder_and_split(name: str) -> tuple[Path, str]:
+    """``beir:PATH[#SPLIT]`` -> (PATH, SPLIT or "")."""
+    path, _, split = name.removeprefix("beir:").partition("#")
+    return Path(path), split
+
+
+def beir_slug(name: str) -> str:
+    folder, split = _folder_and_split(name)
+    return make_slug(f"beir-{folder.name}-{split}" if split and split != "test" else f"beir-{folder.name}")
+
+
+def _load_named_beir(name: str, data_dir: Path) -> Dataset:
+    folder, split = _folder_and_split(name)
+    return load_beir(folder, split or "test", name=name, slug=beir_slug(name))
+
+
+SOURCES.add("beir", DatasetSource("beir:PATH", beir_slug, _load_named_beir))

@@ -59,7 +59,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.datasets.beir import read_beir_corpus, read_beir_qrels
-from bridge.datasets.core import Dataset, DictCorpus, Document, Query, fingerprint
+from bridge.datasets.core import SOURCES, Dataset, DatasetSource, DictCorpus, Document, Query, fingerprint
 from bridge.errors import BridgeError, InputError, MissingDataError
 from bridge.fsio import atomic_write, read_jsonl
 from bridge.trec import Qrels, Run, restrict
@@ -542,3 +542,6 @@ def run_docid_issues(runs: Mapping[str, Run], corpus: object) -> list[IdIssue]:
                 IdIssue(f"run {system}", f"of its {total} retrieved ids are not in the corpus", tuple(unknown))
             )
     return issues
+
+
+SOURCES.add("bridge", DatasetSource("bridge:SUBSET", bridge_slug, load_bridge))

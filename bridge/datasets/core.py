@@ -8,13 +8,14 @@ from __future__ import annotations
 
 import hashlib
 import re
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from dataclasses import dataclass, field, replace
 from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
 from bridge.errors import BridgeError, MissingDataError
+from bridge.registry import Registry
 from bridge.trec import Qrels, restrict
 
 
@@ -181,3 +182,23 @@ def fingerprint(*paths: Path) -> str:
 
 def slug(name: str) -> str:
     return re.sub(r"[^A-Za-z0-9._-]+", "-", name).strip("-") or "dataset"
+
+
+@dataclass(frozen=True)
+class DatasetSource:
+    """A kind of dataset named ``SCHEME:REST``: a local BEIR folder, an ir_datasets id, a BRIDGE subset."""
+
+    usage: str
+    """How its names are written, for errors (``beir:PATH``)."""
+    slug: Callable[[str], str]
+    """The output-folder name of a full name, without loading it (validates the name)."""
+    load: Callable[[str, Path], Dataset]
+    """The dataset of a full name, from the data directory."""
+
+
+NAMED: Registry[Callable[[Path], Dataset]] = Registry("dataset", ("bridge.datasets.named",))
+"""The shared data's named datasets: name -> loader of ``<data>/``."""
+SOURCES: Registry[DatasetSource] = Registry(
+    "dataset source", ("bridge.datasets.beir", "bridge.datasets.irds", "bridge.datasets.bridge")
+)
+"""Kinds of dataset by the scheme before the colon of their names."""

@@ -5,7 +5,7 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
-from bridge.datasets.core import Dataset, Document, Query, slug
+from bridge.datasets.core import SOURCES, Dataset, DatasetSource, Document, Query, slug
 from bridge.errors import BridgeError
 from bridge.trec import Qrels
 
@@ -65,3 +65,10 @@ def load_irds(dataset_id: str) -> Dataset:
         qrels=qrels,
         fingerprint=hashlib.sha256(dataset_id.encode()).hexdigest()[:16],
     )
+
+
+def irds_slug(name: str) -> str:
+    return slug(f"irds-{name.removeprefix('irds:').replace('/', '-')}")
+
+
+SOURCES.add("irds", DatasetSource("irds:ID", irds_slug, lambda name, _data_dir: load_irds(name.removeprefix("irds:"))))

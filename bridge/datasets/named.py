@@ -13,11 +13,11 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Callable, Iterator
+from collections.abc import Iterator
 from pathlib import Path
 
 from bridge.datasets.beir import load_beir
-from bridge.datasets.core import Dataset, DictCorpus, Document, Query, fingerprint, require
+from bridge.datasets.core import NAMED, Dataset, DictCorpus, Document, Query, fingerprint, require
 from bridge.errors import InputError
 from bridge.fsio import read_jsonl
 from bridge.trec import Qrels, read_qrels, restrict
@@ -27,6 +27,7 @@ def nq_gold_docid(title: str, text: str) -> str:
     return "nqgold-" + hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:12]
 
 
+@NAMED.register("nq")
 def load_nq(data_dir: Path) -> Dataset:
     root = require(data_dir / "nq_open_litm", "the NQ-open folder 'nq_open_litm' of the shared data")
     oracle = require(root / "nq-open-oracle.jsonl.gz", "NQ-open questions with gold passages")
@@ -90,10 +91,12 @@ def load_nq(data_dir: Path) -> Dataset:
     )
 
 
+@NAMED.register("scifact")
 def load_scifact(data_dir: Path) -> Dataset:
     return load_beir(data_dir / "beir_scifact", "test", name="scifact", slug="scifact")
 
 
+@NAMED.register("dl19")
 def load_dl19(data_dir: Path) -> Dataset:
     root = require(data_dir / "trec_dl2019_passage", "the TREC DL 2019 passage folder 'trec_dl2019_passage'")
     qrels_file = require(root / "2019qrels-pass.txt", "NIST qrels 2019qrels-pass.txt")
@@ -135,6 +138,7 @@ def _read_id_text(path: Path) -> Iterator[tuple[int, str, str]]:
             yield lineno, parts[0], parts[1]
 
 
+@NAMED.register("nfcorpus")
 def load_nfcorpus(data_dir: Path) -> Dataset:
     root = require(data_dir / "nfcorpus_original_test", "the NFCorpus folder 'nfcorpus_original_test'")
     docs_file = require(root / "test.docs", "NFCorpus test.docs")
@@ -151,12 +155,3 @@ def load_nfcorpus(data_dir: Path) -> Dataset:
         qrels=restrict(qrels, (q.qid for q in queries)),
         fingerprint=fingerprint(docs_file, queries_file, qrels_file),
     )
-
-
-NAMED: dict[str, Callable[[Path], Dataset]] = {
-    "nq": load_nq,
-    "scifact": load_scifact,
-    "dl19": load_dl19,
-    "nfcorpus": load_nfcorpus,
-}
-"""The named datasets: name -> loader of ``<data>/``."""

@@ -25,11 +25,10 @@ over the pool and the audit (``run.py``).
 
 ``base.py`` holds what they share: the :class:`Case` a judge sees, the :class:`Judge` protocol
 and its optional preparation, the registry and tolerant parsing of model replies; ``spec.py`` the
-:class:`JudgeSpec` every judge is built from (:func:`build_judge`). Importing this package fills the
-registry (the modules below register their judges).
+:class:`JudgeSpec` every judge is built from (:func:`build_judge`). The registry (:data:`JUDGES`) imports the
+modules that register judges on its first lookup.
 """
 
-from bridge.judging import answer_context, cascade, dream, reference, single  # noqa: F401 - each registers its judges
 from bridge.judging.base import (
     JUDGES,
     Case,

@@ -412,7 +412,7 @@ class SamePath:
         return asdict(self)
 
 
-def same_path(records: Sequence[AuditRecord], config_ids: dict[str, str]) -> SamePath | None:
+def same_path(records: Sequence[AuditRecord], config_ids: Mapping[str, str]) -> SamePath | None:
     lanes: dict[str, dict[tuple[str, str], LabelRecord]] = {PIPELINE: {}, LLM_STAGE: {}}
     for a in records:
         if a.lane in lanes and a.record.config_id == config_ids.get(a.lane):
@@ -598,24 +598,34 @@ def lane_result(
     )
 
 
+@dataclass(frozen=True)
+class AuditedRun:
+    """What a label run says of the judge its audit measures."""
+
+    config_ids: Mapping[str, str]
+    """Lane -> the config id its records must carry (older configurations' records are left out)."""
+    llm_decided_pool_pairs: bool
+    judge: str = ""
+    model: str = ""
+    extra: Mapping[str, Any] | None = None
+    """Stage facts shown beside the audit (evidence recall, pool routing)."""
+
+
 def audit_report(
     dataset: Dataset,
     records: Sequence[AuditRecord],
-    config_ids: dict[str, str],
-    llm_decided_pool_pairs: bool,
+    run: AuditedRun,
     config: AuditConfig,
-    judge: str = "",
-    model: str = "",
-    extra: dict[str, Any] | None = None,
     reference: LaneResult | None = None,
 ) -> AuditReport:
-    """Score the audit lanes of one judge configuration (``config_ids``: lane -> config id).
+    """Score the audit lanes of one judge configuration.
 
     The LLM lane's headline covers only the pairs the evidence gate would not decide, the kind of pair the
     LLM decides in the pool; the kinds it leaves out are still listed. ``reference``: the judge's cross-fitted
     quality on a random sample of the holes (:func:`reference_lane`); where it exists it decides trust, since the
     known pairs are not the kind of pair the judge decides.
     """
+    config_ids = run.config_ids
     lanes: dict[str, LaneResult] = {}
     gate = None
     notes: list[str] = []
@@ -638,7 +648,7 @@ def audit_report(
     if reference is not None:
         lanes[REFERENCE] = reference
         decisive = REFERENCE
-    elif LLM_STAGE in lanes and llm_decided_pool_pairs:
+    elif LLM_STAGE in lanes and run.llm_decided_pool_pairs:
         decisive = LLM_STAGE
     elif PIPELINE in lanes:
         decisive = PIPELINE
@@ -669,6 +679,6 @@ def audit_report(
             "(bridge/judging/answer_swap.py): known not relevant by rule, not by reading"
         )
     return AuditReport(
-        dataset.name, judge, config_ids.get(PIPELINE, ""), model, lanes, gate, decisive, trusted,
-        config.chance_line, notes, extra or {}, same_path(current, config_ids),
+        dataset.name, run.judge, config_ids.get(PIPELINE, ""), run.model, lanes, gate, decisive, trusted,
+        config.chance_line, notes, dict(run.extra or {}), same_path(current, config_ids),
     )  # fmt: skip

@@ -17,6 +17,7 @@ from bridge.kinds import kind_facts
 from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.pool import PoolEntry
+from bridge.registry import Registry
 from bridge.trec import Qrels
 
 if TYPE_CHECKING:
@@ -141,15 +142,19 @@ class RegisteredJudge:
     traits: JudgeTraits
 
 
-JUDGES: dict[str, RegisteredJudge] = {}
-"""The judge registry, in registration order; ``bridge.judging`` fills it when it is imported."""
+JUDGES: Registry[RegisteredJudge] = Registry(
+    "judge",
+    ("bridge.judging.answer_context", "bridge.judging.cascade", "bridge.judging.dream", "bridge.judging.reference",
+     "bridge.judging.single"),
+)  # fmt: skip
+"""The judge registry, in registration order; its modules register their judges."""
 
 
 def register_judge(name: str, **traits: bool) -> Callable[[JudgeFactory], JudgeFactory]:
     """Register ``factory`` under ``name`` with its :class:`JudgeTraits`."""
 
     def wrap(factory: JudgeFactory) -> JudgeFactory:
-        JUDGES[name] = RegisteredJudge(name, factory, JudgeTraits(**traits))
+        JUDGES.add(name, RegisteredJudge(name, factory, JudgeTraits(**traits)))
         return factory
 
     return wrap
@@ -164,14 +169,11 @@ def judge_names(**traits: bool) -> tuple[str, ...]:
 
 def judge_traits(name: str) -> JudgeTraits:
     """A registered judge's traits (a clear error for an unknown name)."""
-    if name not in JUDGES:
-        raise BridgeError(f"unknown judge {name!r}; choose from {', '.join(sorted(JUDGES))}")
     return JUDGES[name].traits
 
 
 def build_judge(spec: JudgeSpec, llm: LLMBackend | None, qrels: Qrels | None = None, threshold: int = 1) -> Judge:
-    """The judge ``spec`` names, from the registry that ``bridge.judging`` fills when it is imported."""
-    judge_traits(spec.name)
+    """The judge ``spec`` names, from the registry."""
     return JUDGES[spec.name].factory(spec, llm, qrels=qrels, threshold=threshold)
 
 

@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from bridge.holes import INTERCEPT, KIND_PREFIX, Calibration, PairFacts, sigmoid
-from bridge.judging.metrics import design_intervals, weighted_measures
+from bridge.judging.metrics import DesignSample, design_intervals, weighted_measures
 from bridge.kinds import ALL
 
 
@@ -477,7 +477,9 @@ def cross_fitted_quality(
         measures = weighted_measures(p, y, wm, 0.5, labels[mask])
         groups = [g for g, m in zip(sample.groups, mask, strict=True) if m]
         strata = [k for k, m in zip(sample.kinds, mask, strict=True) if m]  # type: ignore[arg-type]
-        intervals = design_intervals(p, y, wm, groups, strata, 0.5, config.intervals, config.seed, labels[mask])
+        intervals = design_intervals(
+            DesignSample(p, y, wm, groups, strata, labels[mask]), 0.5, config.intervals, config.seed
+        )
         out.append(
             StratumQuality(
                 name,
@@ -584,7 +586,10 @@ def signal_aucs(
                 continue
             groups = [g for g, m in zip(sample.groups, mask, strict=True) if m]
             strata = [k for k, m in zip(sample.kinds, mask, strict=True) if m]  # type: ignore[arg-type]
-            per[stratum] = [auc, design_intervals(v, y, w, groups, strata, 0.5, resamples, config.seed)["auc"]]
+            per[stratum] = [
+                auc,
+                design_intervals(DesignSample(v, y, w, groups, strata), 0.5, resamples, config.seed)["auc"],
+            ]
         out[name] = per
     return out
 

@@ -260,23 +260,29 @@ def weighted_measures(
     }
 
 
+@dataclass(frozen=True)
+class DesignSample:
+    """A weighted sample of pairs with known truth, and its sampling design: the question (``groups``) and the
+    stratum (``strata``: the unit the sample was drawn in) of each pair."""
+
+    p: np.ndarray
+    truth: np.ndarray
+    weights: np.ndarray
+    groups: Sequence[str]
+    strata: Sequence[str]
+    labels: np.ndarray | None = None
+    """A thresholded label per pair (NaN: undecided) instead of ``P >= threshold``."""
+
+
 def design_intervals(
-    p: np.ndarray,
-    truth: np.ndarray,
-    weights: np.ndarray,
-    groups: Sequence[str],
-    strata: Sequence[str],
-    threshold: float,
-    resamples: int = 1000,
-    seed: int = 0,
-    labels: np.ndarray | None = None,
+    sample: DesignSample, threshold: float, resamples: int = 1000, seed: int = 0
 ) -> dict[str, tuple[float, float] | None]:
     """95% percentile intervals of :func:`weighted_measures` from a bootstrap that follows the sampling design: the
-    questions (``groups``) of each stratum (``strata``: the unit the sample was drawn in) are resampled apart, a
-    question's pairs together."""
-    p, y, w = np.asarray(p, float), np.asarray(truth, float), np.asarray(weights, float)
+    questions of each stratum are resampled apart, a question's pairs together."""
+    p, y, w = (np.asarray(x, float) for x in (sample.p, sample.truth, sample.weights))
+    labels = sample.labels
     members: dict[str, dict[str, list[int]]] = {}
-    for i, (g, s) in enumerate(zip(groups, strata, strict=True)):
+    for i, (g, s) in enumerate(zip(sample.groups, sample.strata, strict=True)):
         members.setdefault(s, {}).setdefault(g, []).append(i)
     rng = np.random.default_rng(seed)
     draws: dict[str, list[float]] = {}

@@ -39,6 +39,7 @@ from bridge.judging.evidence import EvidenceConfig, EvidenceStage, matched_answe
 from bridge.judging.learning_curve import CurvePoint, learning_curve
 from bridge.judging.metrics import (
     Agreement,
+    DesignSample,
     agreement_of,
     auc_interval,
     design_intervals,
@@ -375,10 +376,11 @@ def kind_qualities(
     for name in ["all", *(k for k in dict.fromkeys(kind) if k != "all")] if len(set(kind)) > 1 else ["all"]:
         rows = np.array([name == "all" or k == name for k in kind], dtype=bool)
         measures = weighted_measures(p[rows], y[rows], w[rows], 0.5, labels[rows])
-        intervals = design_intervals(
+        design = DesignSample(
             p[rows], y[rows], w[rows], [g for g, r in zip(groups, rows, strict=True) if r],
-            [k for k, r in zip(kind, rows, strict=True) if r], 0.5, resamples, quality.seed, labels[rows],
+            [k for k, r in zip(kind, rows, strict=True) if r], labels[rows],
         )  # fmt: skip
+        intervals = design_intervals(design, 0.5, resamples, quality.seed)
         if not quality.scored:
             measures.update(auc=None, ece=None, mean_p=None)
         out.append(KindQuality(quality.method, name, int(rows.sum()), int(y[rows].sum()), measures, intervals))

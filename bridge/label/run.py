@@ -50,6 +50,7 @@ from bridge.judging.audit import (
     NO_LLM_STAGES,
     PIPELINE,
     AuditConfig,
+    AuditedRun,
     AuditPair,
     AuditRecord,
     AuditReport,
@@ -837,9 +838,8 @@ def finish_label_run(
     hole_like = [c for c in chain_calibrations(chain).values() if c.hole_like]
     audit = options.audit
     reference = reference_lane(hole_like[0].quality, hole_like[0].population, audit) if hole_like else None
-    summary.audit = audit_report(
-        dataset, audit_records, plan.config_ids, llm_decided, audit, chain.pipeline.name, model, extra, reference
-    )
+    audited = AuditedRun(plan.config_ids, llm_decided, chain.pipeline.name, model, extra)
+    summary.audit = audit_report(dataset, audit_records, audited, audit, reference)
     if chain.adapter is not None:
         lane = adapter_lane(chain.adapter, chain.adapter.routes(dataset.qids))
         if lane is not None:

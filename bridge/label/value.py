@@ -17,7 +17,7 @@ from typing import Any
 
 from bridge.datasets import Dataset
 from bridge.estimate import EstimateConfig, Leaderboard, ranked_lists
-from bridge.holes import RANDOM_SAMPLING, Calibration, HoleModel, HoleModelConfig, Pair, build_hole_model
+from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModel, HoleModelConfig, Pair, build_hole_model
 from bridge.label_records import LabelRecord
 from bridge.measures import COMPARED, at, parse_measures
 from bridge.trec import Run
@@ -66,17 +66,10 @@ def hole_model_of(
     over the dataset's judged topics, every pair the runs rank in their top ``depth`` included."""
     topics = list(dataset.judged_topics())
     seen = ranked_lists(runs, topics, depth) if runs else set()
-    return build_hole_model(
-        dataset.qrels,
-        records,
-        pool,
-        topics,
-        dataset.relevance_threshold,
-        calibrations,
-        gate_recall,
-        seen,
-        config or HoleModelConfig(),
+    evidence = HoleEvidence(
+        dataset.qrels, records, pool, topics, dataset.relevance_threshold, calibrations, gate_recall, seen
     )
+    return build_hole_model(evidence, config or HoleModelConfig())
 
 
 def pair_values(

@@ -12,9 +12,9 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.config import LLM_CACHE
-from bridge.errors import BridgeError
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.llm.cache import CachedBackend, ResponseCache
+from bridge.registry import Registry
 
 
 @dataclass(frozen=True)
@@ -45,6 +45,11 @@ class LLMConfig:
     cache_dir: Path = Path("cache")
 
 
+BACKENDS: Registry[Callable[[LLMConfig], LLMBackend]] = Registry("LLM backend")
+"""LLM backends by name, each a factory of its config (heavy libraries are imported when one is made)."""
+
+
+@BACKENDS.register("llamacpp")
 def _llamacpp(config: LLMConfig) -> LLMBackend:
     from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig
 
@@ -59,6 +64,7 @@ def _llamacpp(config: LLMConfig) -> LLMBackend:
     )
 
 
+@BACKENDS.register("llamacpp-batched")
 def _llamacpp_batched(config: LLMConfig) -> LLMBackend:
     from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
 
@@ -74,32 +80,22 @@ def _llamacpp_batched(config: LLMConfig) -> LLMBackend:
     )
 
 
+@BACKENDS.register("openai")
 def _openai(config: LLMConfig) -> LLMBackend:
     from bridge.llm.openai_http import OpenAIBackend
 
     return OpenAIBackend(config)
 
 
+@BACKENDS.register("vllm")
 def _vllm(config: LLMConfig) -> LLMBackend:
     from bridge.llm.vllm_offline import VllmBackend
 
     return VllmBackend(config)
 
 
-BACKENDS: dict[str, Callable[[LLMConfig], LLMBackend]] = {
-    "llamacpp": _llamacpp,
-    "openai": _openai,
-    "vllm": _vllm,
-    "llamacpp-batched": _llamacpp_batched,
-}
-
-
 def make_backend(config: LLMConfig) -> LLMBackend:
-    try:
-        factory = BACKENDS[config.backend]
-    except KeyError:
-        raise BridgeError(f"unknown LLM backend {config.backend!r}; choose from {', '.join(BACKENDS)}") from None
-    return factory(config)
+    return BACKENDS[config.backend](config)
 
 
 def open_llm(config: LLMConfig, cache_path: Path | None = None, progress: bool = False) -> CachedBackend:
