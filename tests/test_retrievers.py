@@ -20,6 +20,7 @@ from retrievers.pipeline import load_pool_config, retrieve, select_systems
 from retrievers.rerank import (
     BELOW_THRESHOLD,
     LLMPointwiseReranker,
+    RebelConfig,
     RebelReranker,
     WindowReranker,
     rebel_score,
@@ -148,7 +149,7 @@ def test_rebel_rerank_orders_by_combined_score_and_keeps_low_relevance_in_first_
     ds = load_beir(tiny_beir)
     first = {"q1": {"d5": 5.0, "d3": 4.0, "d2": 3.0, "d1": 2.0, "d4": 1.0}}
     llm = ScriptedLLM(rebel_script)
-    reranker = RebelReranker(RetrievalContext(tmp_path, runs={"first": first}), llm, "first", depth=4)
+    reranker = RebelReranker(RetrievalContext(tmp_path, runs={"first": first}), llm, RebelConfig("first", depth=4))
     reranker.index(ds.corpus, tmp_path)
     run = reranker.search([ds.queries[0]], k=10)
     assert sorted(run["q1"], key=run["q1"].get, reverse=True) == ["d2", "d1", "d5", "d3", "d4"]
@@ -164,7 +165,7 @@ def test_rebel_malformed_reply_is_kept_below_in_first_stage_order(tiny_beir, tmp
     llm = ScriptedLLM(lambda r: next(v for k, v in replies.items() if k in prompt_text(r)))
     first = {"q1": {"d5": 2.0, "d2": 1.0}}
     context = RetrievalContext(tmp_path, runs={"first": first})
-    reranker = RebelReranker(context, llm, "first", criteria=["depth", "clarity"])
+    reranker = RebelReranker(context, llm, RebelConfig("first", criteria=("depth", "clarity")))
     reranker.index(ds.corpus, tmp_path)
     reranker.passage = lambda docid: docid  # the scripted LLM keys on the docid
     run = reranker.search([ds.queries[0]], k=10)
