@@ -327,6 +327,24 @@ def test_runs_are_skipped_when_up_to_date_and_rebuilt_on_a_parameter_change(tiny
     assert not any(r.skipped for r in forced)
 
 
+def test_a_run_file_edited_by_hand_is_run_again_and_an_untouched_one_is_not(tiny_beir, tmp_path, monkeypatch):
+    from bridge import stamp
+
+    ds = load_beir(tiny_beir)
+    runs_dir, cache = tmp_path / "runs", tmp_path / "cache"
+    specs = [SystemSpec("lex", "bm25s", {"k1": 0.9}), SystemSpec("lex2", "bm25s", {"k1": 1.2})]
+    retrieve(ds, specs, runs_dir, cache, k=3, progress=False)
+    assert (runs_dir / ".meta" / ".lex.stamp.json").exists()
+    computed = (runs_dir / "lex.run").read_text()
+    edited = computed.replace(" lex\n", " by-hand\n")
+    assert edited != computed
+    (runs_dir / "lex.run").write_text(edited)
+    monkeypatch.setattr(stamp, "code_digest", lambda: "edited code")  # an unrelated code edit re-runs nothing
+    again = retrieve(ds, specs, runs_dir, cache, k=3, progress=False)
+    assert [r.skipped for r in again] == [False, True]
+    assert (runs_dir / "lex.run").read_text() == computed
+
+
 def test_bm25s_index_is_reused_from_the_cache(tiny_beir, tmp_path, monkeypatch):
     import bm25s
 
