@@ -8,6 +8,11 @@ source of bridge's packages and the versions of the libraries it computes with, 
 A stage whose stamp matches prints "up to date" and stops; ``--force`` runs it anyway. Content digests, not
 modification times: a copied or touched folder is not stale; a file edited by hand, a review's new labels or a new
 run file is.
+
+The retrieve stage keeps one stamp per system run (``runs/<ds>/.meta/.<system>.stamp.json``, over the run's
+settings and its run file) without the code digest (``with_code=False``): a retriever's fingerprint names what
+changes its results (model digests, parameters, prompt templates), and an unrelated edit of bridge's code must not
+re-run hours of encoding or LLM calls.
 """
 
 from __future__ import annotations
@@ -39,9 +44,7 @@ def code_digest() -> str:
     computes with: a changed rule or library reruns its stages."""
     from importlib import metadata
 
-    import bridge
-
-    root = Path(bridge.__file__).resolve().parent.parent
+    root = Path(__file__).resolve().parent.parent  # above bridge/, beside retrievers/ and eval/
     h = hashlib.blake2b(digest_size=16)
     for name in DEPENDENCIES:
         try:
@@ -77,13 +80,17 @@ class StageStamp:
     """Files and folders the stage reads or writes (missing ones count as missing)."""
     extra: Mapping[str, str] = field(default_factory=dict)
     """Identities that are not files (a dataset's fingerprint)."""
+    with_code: bool = True
+    """Whether the code digest (:func:`code_digest`) is covered; False where the settings already name what
+    changes the stage's result (retrieve: the retriever's fingerprint)."""
 
     def digest(self, outputs: Iterable[Path] = ()) -> str:
-        """One digest of the settings, the code, ``extra`` and the bytes of every file under ``paths`` and
-        ``outputs`` (the files a stage wrote, recorded in its stamp)."""
+        """One digest of the settings, the code (``with_code``), ``extra`` and the bytes of every file under
+        ``paths`` and ``outputs`` (the files a stage wrote, recorded in its stamp)."""
         h = hashlib.blake2b(digest_size=16)
         h.update(json.dumps({"settings": self.settings, "extra": self.extra}, sort_keys=True).encode())
-        h.update(code_digest().encode())
+        if self.with_code:
+            h.update(code_digest().encode())
         for path in _files([*self.paths, *outputs], self.path):
             h.update(f"\0{path}\0".encode())
             if path.is_file():
@@ -127,9 +134,10 @@ def stage_stamp(
     stage: str,
     settings: Mapping[str, Any],
     paths: Iterable[Path],
+    with_code: bool = True,
     **extra: str,
 ) -> StageStamp:
     """The stamp of ``stage`` kept in ``folder`` (``.<stage>.stamp.json``) over its ``settings`` (JSON), ``paths``
-    and ``extra`` identities."""
+    and ``extra`` identities (and the code, unless ``with_code`` is False)."""
     identities = {k: str(v) for k, v in extra.items()}
-    return StageStamp(folder / f".{stage}{STAMP_SUFFIX}", dict(settings), tuple(paths), identities)
+    return StageStamp(folder / f".{stage}{STAMP_SUFFIX}", dict(settings), tuple(paths), identities, with_code)

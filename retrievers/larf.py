@@ -22,6 +22,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -31,7 +32,14 @@ from bridge.java import import_pyserini
 from bridge.judging.base import Case
 from bridge.label_records import LabelRecord
 from bridge.trec import Run, top_k
-from retrievers.base import RetrievalContext, check_params, register_family, require_params
+from retrievers.base import (
+    RetrievalContext,
+    check_params,
+    config_from_params,
+    config_params,
+    register_family,
+    require_params,
+)
 from retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from retrievers.rerank import truncate_words
 from retrievers.sparse import shared_lucene_bm25
@@ -41,43 +49,46 @@ EXPANSIONS = ("qbd", "rm3")
 JUDGES = ("llmjudge", "umbrela", "dream")
 
 
+@dataclass(frozen=True)
+class LarfConfig:
+    """A ``larf`` system's parameters, as a pool table gives them."""
+
+    first_stage: str
+    """The system whose run is judged and, with ``expansion = "qbd"``, fused with the feedback runs."""
+    feedback: str = "judge"
+    """Where the judgments come from: ``judge``, ``qrels`` or ``pseudo`` (see the module docstring)."""
+    judged_depth: int = 5
+    """First-stage documents judged per query."""
+    max_feedback_docs: int = 3
+    """Relevant documents kept as feedback per query, in first-stage rank order."""
+    expansion: str = "qbd"
+    """``qbd`` (each feedback document as a BM25 query, RRF-fused) or ``rm3`` (one weighted query)."""
+    judge: str = "llmjudge"
+    """The judge of ``feedback = "judge"``: ``llmjudge``, ``umbrela`` or ``dream``."""
+    max_words: int = 256
+    """Words of a document kept for judging and as a query."""
+    rrf_k: int = RRF_K
+    fb_terms: int = 10
+    """RM3: terms of the relevance model kept."""
+    original_query_weight: float = 0.5
+    """RM3: the original query's share of the weighted query."""
+    k1: float = 0.9
+    b: float = 0.4
+
+
 class LarfRetriever:
-    def __init__(
-        self,
-        context: RetrievalContext,
-        first_stage: str,
-        feedback: str = "judge",
-        judged_depth: int = 5,
-        max_feedback_docs: int = 3,
-        expansion: str = "qbd",
-        judge: str = "llmjudge",
-        max_words: int = 256,
-        rrf_k: int = RRF_K,
-        fb_terms: int = 10,
-        original_query_weight: float = 0.5,
-        k1: float = 0.9,
-        b: float = 0.4,
-    ) -> None:
-        if feedback not in FEEDBACK:
-            raise BridgeError(f"larf: feedback must be one of {', '.join(FEEDBACK)}, got {feedback!r}")
-        if expansion not in EXPANSIONS:
-            raise BridgeError(f"larf: expansion must be one of {', '.join(EXPANSIONS)}, got {expansion!r}")
-        if judge not in JUDGES:
-            raise BridgeError(f"larf: judge must be one of {', '.join(JUDGES)}, got {judge!r}")
-        if judged_depth < 1 or max_feedback_docs < 1:
+    def __init__(self, context: RetrievalContext, config: LarfConfig) -> None:
+        if config.feedback not in FEEDBACK:
+            raise BridgeError(f"larf: feedback must be one of {', '.join(FEEDBACK)}, got {config.feedback!r}")
+        if config.expansion not in EXPANSIONS:
+            raise BridgeError(f"larf: expansion must be one of {', '.join(EXPANSIONS)}, got {config.expansion!r}")
+        if config.judge not in JUDGES:
+            raise BridgeError(f"larf: judge must be one of {', '.join(JUDGES)}, got {config.judge!r}")
+        if config.judged_depth < 1 or config.max_feedback_docs < 1:
             raise BridgeError("larf: judged_depth and max_feedback_docs must be >= 1")
         self.context = context
-        self.first_stage = first_stage
-        self.feedback = feedback
-        self.judged_depth = judged_depth
-        self.max_feedback_docs = max_feedback_docs
-        self.expansion = expansion
-        self.judge_name = judge
-        self.max_words = max_words
-        self.rrf_k = rrf_k
-        self.fb_terms = fb_terms
-        self.original_query_weight = original_query_weight
-        self.bm25 = shared_lucene_bm25(context, k1=k1, b=b)
+        self.config = config
+        self.bm25 = shared_lucene_bm25(context, k1=config.k1, b=config.b)
         self._corpus: Corpus | None = None
         self._judge: Any = None
         self.judgments: dict[tuple[str, str], LabelRecord] = {}
@@ -90,26 +101,27 @@ class LarfRetriever:
             from bridge.judging import JudgeSpec, build_judge
             from retrievers.llm import context_llm
 
-            self._judge = build_judge(JudgeSpec(self.judge_name), context_llm(self.context, "larf"))
+            self._judge = build_judge(JudgeSpec(self.config.judge), context_llm(self.context, "larf"))
         return self._judge
 
     def fingerprint(self) -> dict[str, Any]:
+        config = self.config
         data = {
             "family": "larf",
-            "first_stage": self.first_stage,
-            "feedback": self.feedback,
-            "judged_depth": self.judged_depth,
-            "max_feedback_docs": self.max_feedback_docs,
-            "expansion": self.expansion,
-            "max_words": self.max_words,
-            "rrf_k": self.rrf_k,
-            "fb_terms": self.fb_terms,
-            "original_query_weight": self.original_query_weight,
+            "first_stage": config.first_stage,
+            "feedback": config.feedback,
+            "judged_depth": config.judged_depth,
+            "max_feedback_docs": config.max_feedback_docs,
+            "expansion": config.expansion,
+            "max_words": config.max_words,
+            "rrf_k": config.rrf_k,
+            "fb_terms": config.fb_terms,
+            "original_query_weight": config.original_query_weight,
             "bm25": self.bm25.fingerprint(),
         }
-        if self.feedback == "judge":
+        if config.feedback == "judge":
             data["judge"] = self.judge.config_id
-        if self.feedback == "qrels":
+        if config.feedback == "qrels":
             data["qrels"] = _qrels_digest(self.context.options.get("qrels") or {})
         return data
 
@@ -120,10 +132,10 @@ class LarfRetriever:
     # -- feedback ------------------------------------------------------------------------------------------
     def feedback_docs(self, queries: Sequence[Query], first: Run) -> dict[str, list[str]]:
         """query id -> the feedback documents, in first-stage rank order."""
-        tops = {q.qid: top_k(first.get(q.qid, {}), self.judged_depth) for q in queries}
-        if self.feedback == "pseudo":
-            return {qid: docs[: self.max_feedback_docs] for qid, docs in tops.items()}
-        if self.feedback == "qrels":
+        tops = {q.qid: top_k(first.get(q.qid, {}), self.config.judged_depth) for q in queries}
+        if self.config.feedback == "pseudo":
+            return {qid: docs[: self.config.max_feedback_docs] for qid, docs in tops.items()}
+        if self.config.feedback == "qrels":
             qrels = self.context.options.get("qrels")
             if qrels is None:
                 raise BridgeError("larf with feedback = 'qrels' needs the dataset's qrels (run it through retrieve)")
@@ -131,7 +143,7 @@ class LarfRetriever:
             relevant = {
                 qid: [d for d in docs if qrels.get(qid, {}).get(d, 0) >= threshold] for qid, docs in tops.items()
             }
-            return {qid: docs[: self.max_feedback_docs] for qid, docs in relevant.items()}
+            return {qid: docs[: self.config.max_feedback_docs] for qid, docs in relevant.items()}
         return self._judged(queries, tops)
 
     def _judged(self, queries: Sequence[Query], tops: Mapping[str, list[str]]) -> dict[str, list[str]]:
@@ -145,7 +157,9 @@ class LarfRetriever:
             for rank, docid in enumerate(docs, start=1):
                 doc = self._corpus.get(docid)
                 if doc is not None and (qid, docid) not in self.judgments:
-                    case = Case(qid, docid, q.text, truncate_words(doc.contents(), self.max_words), q.answers, (), rank)
+                    case = Case(
+                        qid, docid, q.text, truncate_words(doc.contents(), self.config.max_words), q.answers, (), rank
+                    )
                     items.append(WorkItem(POOL, case))
 
         def keep(_: WorkItem, record: LabelRecord) -> None:
@@ -153,29 +167,32 @@ class LarfRetriever:
 
         run_items(items, {POOL: self.judge}, {POOL: keep}, 64, "larf judge", False)
         relevant = {pair for pair, r in self.judgments.items() if r.label == 1}
-        return {qid: [d for d in docs if (qid, d) in relevant][: self.max_feedback_docs] for qid, docs in tops.items()}
+        return {
+            qid: [d for d in docs if (qid, d) in relevant][: self.config.max_feedback_docs]
+            for qid, docs in tops.items()
+        }
 
     # -- search --------------------------------------------------------------------------------------------
     def search(self, queries: Sequence[Query], k: int) -> Run:
         assert self._corpus is not None, "index() must be called before search()"
-        first = self.context.run(self.first_stage, consumer="larf")
+        first = self.context.run(self.config.first_stage, consumer="larf")
         feedback = self.feedback_docs(queries, first)
         qids = [q.qid for q in queries]
-        if self.expansion == "rm3":
+        if self.config.expansion == "rm3":
             expanded = self._rm3(queries, feedback, k)
             return {qid: expanded.get(qid) or dict(first.get(qid, {})) for qid in qids}
         runs: list[Run] = []
-        for i in range(self.max_feedback_docs):
+        for i in range(self.config.max_feedback_docs):
             ids, texts = [], []
             for qid in qids:
                 docs = feedback.get(qid, [])
                 doc = self._corpus.get(docs[i]) if i < len(docs) else None
                 if doc is not None:
                     ids.append(qid)
-                    texts.append(truncate_words(doc.contents(), self.max_words))
+                    texts.append(truncate_words(doc.contents(), self.config.max_words))
             if ids:
                 runs.append(self.bm25.search_texts(ids, texts, k))
-        return reciprocal_rank_fusion([first, *runs], self.rrf_k, qids=qids)
+        return reciprocal_rank_fusion([first, *runs], self.config.rrf_k, qids=qids)
 
     def _rm3(self, queries: Sequence[Query], feedback: Mapping[str, list[str]], k: int) -> Run:
         """One weighted query per topic: lambda * P(w | query) + (1 - lambda) * P(w | judged set)."""
@@ -186,7 +203,7 @@ class LarfRetriever:
         run: Run = {}
         for q in queries:
             docs = [self._corpus.get(d) for d in feedback.get(q.qid, [])]
-            texts = [truncate_words(d.contents(), self.max_words) for d in docs if d is not None]
+            texts = [truncate_words(d.contents(), self.config.max_words) for d in docs if d is not None]
             if not texts:
                 continue
             model: Counter[str] = Counter()
@@ -197,11 +214,11 @@ class LarfRetriever:
             query_terms = analyzer.analyze(q.text)
             weights: Counter[str] = Counter()
             for term, count in Counter(query_terms).items():
-                weights[term] += self.original_query_weight * count / len(query_terms)
-            top = model.most_common(self.fb_terms)
+                weights[term] += self.config.original_query_weight * count / len(query_terms)
+            top = model.most_common(self.config.fb_terms)
             norm = sum(w for _, w in top) or 1.0
             for term, w in top:
-                weights[term] += (1 - self.original_query_weight) * w / norm
+                weights[term] += (1 - self.config.original_query_weight) * w / norm
             builder = querybuilder.get_boolean_query_builder()
             should = querybuilder.JBooleanClauseOccur["should"].value
             for term, w in weights.items():
@@ -217,29 +234,9 @@ def _qrels_digest(qrels: Mapping[str, Mapping[str, int]]) -> str:
     return hashlib.sha256(payload.encode()).hexdigest()[:12]
 
 
-LARF_PARAMS = (
-    "first_stage", "feedback", "judged_depth", "max_feedback_docs", "expansion", "judge", "max_words", "rrf_k",
-    "fb_terms", "original_query_weight", "k1", "b",
-)  # fmt: skip
-
-
 @register_family("larf")
 def make_larf(params: Mapping[str, Any], context: RetrievalContext) -> LarfRetriever:
     """Judged relevance feedback; ``feedback = "judge" | "qrels" | "pseudo"``, ``expansion = "qbd" | "rm3"``."""
-    check_params("larf", params, LARF_PARAMS)
+    check_params("larf", params, config_params(LarfConfig))
     require_params(params, "larf", "first_stage")
-    return LarfRetriever(
-        context,
-        str(params["first_stage"]),
-        feedback=str(params.get("feedback", "judge")),
-        judged_depth=int(params.get("judged_depth", 5)),
-        max_feedback_docs=int(params.get("max_feedback_docs", 3)),
-        expansion=str(params.get("expansion", "qbd")),
-        judge=str(params.get("judge", "llmjudge")),
-        max_words=int(params.get("max_words", 256)),
-        rrf_k=int(params.get("rrf_k", RRF_K)),
-        fb_terms=int(params.get("fb_terms", 10)),
-        original_query_weight=float(params.get("original_query_weight", 0.5)),
-        k1=float(params.get("k1", 0.9)),
-        b=float(params.get("b", 0.4)),
-    )
+    return LarfRetriever(context, config_from_params(LarfConfig, params))

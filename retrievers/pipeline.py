@@ -1,9 +1,12 @@
 """The retrieve stage: run the systems of a pool file and write one TREC run per system.
 
-A run is skipped when it is up to date: its sidecar ``runs/<ds>/.meta/<system>.json``
-records the dataset fingerprint, the system's parameters, the depth and the query set, and
-all four match. Indexes and encodings are cached under ``<cache>/<dataset>/<key>`` where
-the key hashes the corpus fingerprint and everything that changes the index.
+A run is skipped when it is up to date: its stamp ``runs/<ds>/.meta/.<system>.stamp.json``
+(:class:`bridge.stamp.StageStamp`, one per system run) covers the dataset fingerprint, the system's
+parameters and retriever fingerprint, the depth, the query set and its inputs, and the bytes of its
+run file and of its inputs' run files, and all match: a run file edited by hand is run again. The
+stamp leaves bridge's code out: the retriever's fingerprint names what changes its results, so an
+unrelated code edit re-runs nothing. Indexes and encodings are cached under ``<cache>/<dataset>/<key>``
+where the key hashes the corpus fingerprint and everything that changes the index.
 """
 
 from __future__ import annotations
@@ -22,7 +25,7 @@ from tqdm.auto import tqdm
 
 from bridge.datasets import Dataset
 from bridge.errors import BridgeError, InputError
-from bridge.fsio import write_json_atomic
+from bridge.stamp import StageStamp, stage_stamp
 from bridge.trec import Run, read_run, write_run
 from retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
@@ -112,6 +115,14 @@ def _run_meta(
     }
 
 
+def run_stamp(runs_dir: Path, spec: SystemSpec, meta: Mapping[str, Any]) -> StageStamp:
+    """The stamp of one system's run (``runs_dir/.meta/.<system>.stamp.json``): its ``meta`` and the run files it
+    reads (its inputs'), its own run file once written; not the code (the retriever's fingerprint in ``meta``
+    names what changes the run)."""
+    inputs = [runs_dir / f"{name}.run" for name in spec.inputs]
+    return stage_stamp(runs_dir / ".meta", spec.name, meta, inputs, with_code=False)
+
+
 def retrieve(
     dataset: Dataset,
     specs: Sequence[SystemSpec],
@@ -124,8 +135,9 @@ def retrieve(
 ) -> list[RunResult]:
     """Run each system (inputs first) and write ``runs_dir/<system>.run``; skip up-to-date runs.
 
-    A run is up to date when its sidecar records the same dataset, parameters, retriever
-    fingerprint (model digests, LLM model id, prompt templates), depth, queries and inputs.
+    A run is up to date when its stamp records the same dataset, parameters, retriever
+    fingerprint (model digests, LLM model id, prompt templates), depth, queries and inputs, and
+    its run file and its inputs' run files are byte for byte those it saw (:func:`run_stamp`).
     """
     results: list[RunResult] = []
     runs: dict[str, Run] = {}
@@ -142,12 +154,12 @@ def retrieve(
     for spec in bar:
         bar.set_postfix_str(spec.name)
         run_path = runs_dir / f"{spec.name}.run"
-        meta_path = runs_dir / ".meta" / f"{spec.name}.json"
         retriever = make_retriever(spec, context)
         fingerprint = retriever.fingerprint()
         meta = _run_meta(dataset, spec, fingerprint, k, {name: meta_hashes[name] for name in spec.inputs})
         meta_hashes[spec.name] = hashlib.sha256(json.dumps(meta, sort_keys=True).encode()).hexdigest()[:16]
-        if not force and run_path.exists() and meta_path.exists() and json.loads(meta_path.read_text()) == meta:
+        stamp = run_stamp(runs_dir, spec, meta)
+        if not force and stamp.up_to_date() is not None:
             log.info("%s: up to date (%s)", spec.name, run_path)
             if any(spec.name in s.inputs for s in specs):
                 runs[spec.name] = read_run(run_path)
@@ -160,7 +172,7 @@ def retrieve(
         retriever.index(dataset.corpus, workdir)
         run = retriever.search(dataset.queries, k)
         write_run(run, run_path, tag=spec.name, depth=k)
-        write_json_atomic(meta_path, meta)
+        stamp.write(f"{spec.name} -> {run_path}", outputs=[run_path])
         runs[spec.name] = run
         results.append(RunResult(spec.name, run_path, False, time.perf_counter() - start))
     return results

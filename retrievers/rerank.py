@@ -23,6 +23,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -35,7 +36,14 @@ from bridge.llm.base import LLMBackend, LLMRequest, Message, answer_probability,
 from bridge.models import ModelRef, hub_error, resolve_model
 from bridge.prompts import template_digest, template_module
 from bridge.trec import Run, top_k
-from retrievers.base import RetrievalContext, check_params, register_family, require_params
+from retrievers.base import (
+    RetrievalContext,
+    check_params,
+    config_from_params,
+    config_params,
+    register_family,
+    require_params,
+)
 from retrievers.dense import DENSE_PARAMS, dense_from_params
 from retrievers.llm import context_llm, parse_json_reply
 
@@ -145,48 +153,51 @@ def load_monot5(ref: ModelRef, device: str) -> tuple[Any, Any]:
     return tokenizer, model
 
 
+@dataclass(frozen=True)
+class CrossEncoderConfig:
+    """A ``rerank-ce`` system's parameters, as a pool table gives them."""
+
+    first_stage: str
+    model: str
+    """A cross-encoder or monoT5 model: an alias of :mod:`bridge.models`, a local folder or a hub id."""
+    kind: str = "cross-encoder"
+    """``cross-encoder`` (sentence-transformers ``CrossEncoder``) or ``monot5``."""
+    depth: int = 100
+    batch_size: int = 32
+    max_length: int | None = 512
+    """Tokens per (query, passage) pair."""
+    true_token: str = "▁true"
+    """monoT5: the token whose log-probability is the score."""
+    false_token: str = "▁false"
+    """monoT5: the token the score is normalised against."""
+    device: str = "cpu"
+
+
 class CrossEncoderReranker(WindowReranker):
     family = "rerank-ce"
 
-    def __init__(
-        self,
-        context: RetrievalContext,
-        first_stage: str,
-        model: str,
-        kind: str = "cross-encoder",
-        depth: int = 100,
-        batch_size: int = 32,
-        max_length: int | None = 512,
-        true_token: str = "▁true",
-        false_token: str = "▁false",
-        device: str = "cpu",
-    ) -> None:
-        super().__init__(context, first_stage, depth)
-        if kind not in ("cross-encoder", "monot5"):
-            raise BridgeError(f"rerank-ce: kind must be 'cross-encoder' or 'monot5', got {kind!r}")
-        self.model_ref = resolve_model(model)
-        self.kind = kind
-        self.batch_size = batch_size
-        self.max_length = max_length
-        self.true_token = true_token
-        self.false_token = false_token
-        self.device = device
+    def __init__(self, context: RetrievalContext, config: CrossEncoderConfig) -> None:
+        super().__init__(context, config.first_stage, config.depth)
+        if config.kind not in ("cross-encoder", "monot5"):
+            raise BridgeError(f"rerank-ce: kind must be 'cross-encoder' or 'monot5', got {config.kind!r}")
+        self.config = config
+        self.model_ref = resolve_model(config.model)
 
     def scorer_fingerprint(self) -> dict[str, Any]:
-        fp = {"model": self.model_ref.identity(), "kind": self.kind, "max_length": self.max_length}
-        if self.kind == "monot5":
-            fp |= {"true_token": self.true_token, "false_token": self.false_token}
+        fp = {"model": self.model_ref.identity(), "kind": self.config.kind, "max_length": self.config.max_length}
+        if self.config.kind == "monot5":
+            fp |= {"true_token": self.config.true_token, "false_token": self.config.false_token}
         return fp
 
     def score(self, pairs: Sequence[tuple[Query, str]]) -> list[float]:
         texts = [(q.text, self.passage(docid)) for q, docid in pairs]
         if not texts:
             return []
-        if self.kind == "monot5":
+        if self.config.kind == "monot5":
             return self._monot5(texts)
-        model = load_cross_encoder(self.model_ref, self.max_length, self.device)
-        bar = self.context.progress and len(texts) > self.batch_size
-        scores = model.predict(texts, batch_size=self.batch_size, show_progress_bar=bar)
+        model = load_cross_encoder(self.model_ref, self.config.max_length, self.config.device)
+        bar = self.context.progress and len(texts) > self.config.batch_size
+        scores = model.predict(texts, batch_size=self.config.batch_size, show_progress_bar=bar)
         return [float(s) for s in np.asarray(scores).reshape(len(texts), -1)[:, -1]]
 
     def _monot5(self, texts: Sequence[tuple[str, str]]) -> list[float]:
@@ -194,26 +205,26 @@ class CrossEncoderReranker(WindowReranker):
         import torch
         from tqdm.auto import tqdm
 
-        tokenizer, model = load_monot5(self.model_ref, self.device)
-        ids = tokenizer.convert_tokens_to_ids([self.true_token, self.false_token])
+        tokenizer, model = load_monot5(self.model_ref, self.config.device)
+        ids = tokenizer.convert_tokens_to_ids([self.config.true_token, self.config.false_token])
         if tokenizer.unk_token_id is not None and tokenizer.unk_token_id in ids:
             raise BridgeError(
-                f"rerank-ce monot5: tokens {self.true_token!r}/{self.false_token!r} not in the vocabulary"
+                f"rerank-ce monot5: tokens {self.config.true_token!r}/{self.config.false_token!r} not in the vocabulary"
             )
         out: list[float] = []
-        starts = range(0, len(texts), self.batch_size)
+        starts = range(0, len(texts), self.config.batch_size)
         quiet = len(starts) < 2 or not self.context.progress
         for start in tqdm(starts, desc="monoT5", unit="batch", leave=False, disable=quiet):
-            batch = texts[start : start + self.batch_size]
+            batch = texts[start : start + self.config.batch_size]
             enc = tokenizer(
                 [f"Query: {q} Document: {d} Relevant:" for q, d in batch],
                 padding=True,
                 truncation=True,
-                max_length=self.max_length,
+                max_length=self.config.max_length,
                 return_tensors="pt",
-            ).to(self.device)
+            ).to(self.config.device)
             start_id = model.config.decoder_start_token_id
-            decoder = torch.full((len(batch), 1), start_id, dtype=torch.long, device=self.device)
+            decoder = torch.full((len(batch), 1), start_id, dtype=torch.long, device=self.config.device)
             with torch.inference_mode():
                 logits = model(**enc, decoder_input_ids=decoder).logits[:, 0, ids]
             out.extend(torch.log_softmax(logits, dim=-1)[:, 0].tolist())
@@ -222,31 +233,9 @@ class CrossEncoderReranker(WindowReranker):
 
 @register_family("rerank-ce")
 def make_rerank_ce(params: Mapping[str, Any], context: RetrievalContext) -> CrossEncoderReranker:
-    allowed = (
-        "first_stage",
-        "model",
-        "kind",
-        "depth",
-        "batch_size",
-        "max_length",
-        "true_token",
-        "false_token",
-        "device",
-    )
-    check_params("rerank-ce", params, allowed)
+    check_params("rerank-ce", params, config_params(CrossEncoderConfig))
     require_params(params, "rerank-ce", "first_stage", "model")
-    return CrossEncoderReranker(
-        context,
-        str(params["first_stage"]),
-        str(params["model"]),
-        kind=str(params.get("kind", "cross-encoder")),
-        depth=int(params.get("depth", 100)),
-        batch_size=int(params.get("batch_size", 32)),
-        max_length=params.get("max_length", 512),
-        true_token=str(params.get("true_token", "▁true")),
-        false_token=str(params.get("false_token", "▁false")),
-        device=str(params.get("device", "cpu")),
-    )
+    return CrossEncoderReranker(context, config_from_params(CrossEncoderConfig, params))
 
 
 # --- bi-encoder ------------------------------------------------------------------------------
@@ -262,7 +251,7 @@ class BiEncoderReranker(WindowReranker):
         self.dense = dense_from_params(dense_params, context)
 
     def scorer_fingerprint(self) -> dict[str, Any]:
-        return {"encoder": self.dense.encoding_fingerprint(), "query_prefix": self.dense.query_prefix}
+        return {"encoder": self.dense.encoding_fingerprint(), "query_prefix": self.dense.config.query_prefix}
 
     def index(self, corpus: Corpus, workdir: Path) -> None:
         super().index(corpus, workdir)
@@ -351,49 +340,53 @@ def rebel_score(ratings: Mapping[str, Any], criteria: Sequence[str], weight: flo
     return relevance + weight * sum(float(ratings[c]) for c in criteria)
 
 
+@dataclass(frozen=True)
+class RebelConfig:
+    """A ``rerank-rebel`` system's parameters, as a pool table gives them."""
+
+    first_stage: str
+    depth: int = 100
+    criteria: tuple[str, ...] = ("depth", "clarity", "authoritativeness")
+    """Secondary criteria rated 0-5 beside relevance (0-10)."""
+    weight: float = 0.5
+    """Each criterion's weight in the score: relevance + weight x each criterion."""
+    min_relevance: float = 3.0
+    """Documents rated below it follow the reranked ones, in first-stage order."""
+    max_words: int | None = 200
+    """Words of a passage shown to the LLM; None: all."""
+    max_tokens: int = 64
+
+
 class RebelReranker(LLMPointwiseReranker):
     """Multi-criteria rerank: one LLM call per pair rates relevance (0-10) and each criterion (0-5)."""
 
     family = "rerank-rebel"
 
-    def __init__(
-        self,
-        context: RetrievalContext,
-        llm: LLMBackend,
-        first_stage: str,
-        depth: int = 100,
-        criteria: Sequence[str] = ("depth", "clarity", "authoritativeness"),
-        weight: float = 0.5,
-        min_relevance: float = 3,
-        max_words: int | None = 200,
-        max_tokens: int = 64,
-    ) -> None:
-        super().__init__(context, llm, first_stage, depth, max_words, max_tokens)
-        if "relevance" in criteria or len(set(criteria)) != len(criteria):
+    def __init__(self, context: RetrievalContext, llm: LLMBackend, config: RebelConfig) -> None:
+        super().__init__(context, llm, config.first_stage, config.depth, config.max_words, config.max_tokens)
+        if "relevance" in config.criteria or len(set(config.criteria)) != len(config.criteria):
             raise BridgeError("rerank-rebel: criteria must be distinct and must not include 'relevance'")
-        self.criteria = tuple(criteria)
-        self.weight = weight
-        self.min_relevance = min_relevance
+        self.config = config
         self.schema = {
             "type": "object",
             "properties": {
                 "relevance": {"type": "integer", "enum": list(range(11))},
-                **{c: {"type": "integer", "enum": list(range(6))} for c in self.criteria},
+                **{c: {"type": "integer", "enum": list(range(6))} for c in config.criteria},
             },
-            "required": ["relevance", *self.criteria],
+            "required": ["relevance", *config.criteria],
         }
 
     def scorer_fingerprint(self) -> dict[str, Any]:
         return super().scorer_fingerprint() | {
-            "criteria": list(self.criteria),
-            "weight": self.weight,
-            "min_relevance": self.min_relevance,
+            "criteria": list(self.config.criteria),
+            "weight": self.config.weight,
+            "min_relevance": self.config.min_relevance,
         }
 
     def request(self, query: Query, docid: str) -> LLMRequest:
         return LLMRequest(
             messages=(
-                Message("system", self._prompts.rebel_system(self.criteria)),
+                Message("system", self._prompts.rebel_system(self.config.criteria)),
                 Message("user", self._prompts.rebel_user(query.text, self.passage(docid))),
             ),
             max_tokens=self.max_tokens,
@@ -406,7 +399,9 @@ class RebelReranker(LLMPointwiseReranker):
         for response in responses:
             ratings = parse_json_reply(response)
             try:
-                scores.append(rebel_score(ratings or {}, self.criteria, self.weight, self.min_relevance))
+                scores.append(
+                    rebel_score(ratings or {}, self.config.criteria, self.config.weight, self.config.min_relevance)
+                )
             except (KeyError, TypeError, ValueError):
                 malformed += 1
                 scores.append(BELOW_THRESHOLD)
@@ -431,17 +426,6 @@ def make_rerank_llm(params: Mapping[str, Any], context: RetrievalContext) -> LLM
 
 @register_family("rerank-rebel")
 def make_rerank_rebel(params: Mapping[str, Any], context: RetrievalContext) -> RebelReranker:
-    allowed = ("first_stage", "depth", "criteria", "weight", "min_relevance", "max_words", "max_tokens")
-    check_params("rerank-rebel", params, allowed)
+    check_params("rerank-rebel", params, config_params(RebelConfig))
     require_params(params, "rerank-rebel", "first_stage")
-    return RebelReranker(
-        context,
-        context_llm(context, "rerank-rebel"),
-        str(params["first_stage"]),
-        depth=int(params.get("depth", 100)),
-        criteria=tuple(params.get("criteria", ("depth", "clarity", "authoritativeness"))),
-        weight=float(params.get("weight", 0.5)),
-        min_relevance=float(params.get("min_relevance", 3)),
-        max_words=params.get("max_words", 200),
-        max_tokens=int(params.get("max_tokens", 64)),
-    )
+    return RebelReranker(context, context_llm(context, "rerank-rebel"), config_from_params(RebelConfig, params))

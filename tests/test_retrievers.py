@@ -20,6 +20,7 @@ from retrievers.pipeline import load_pool_config, retrieve, select_systems
 from retrievers.rerank import (
     BELOW_THRESHOLD,
     LLMPointwiseReranker,
+    RebelConfig,
     RebelReranker,
     WindowReranker,
     rebel_score,
@@ -148,7 +149,7 @@ def test_rebel_rerank_orders_by_combined_score_and_keeps_low_relevance_in_first_
     ds = load_beir(tiny_beir)
     first = {"q1": {"d5": 5.0, "d3": 4.0, "d2": 3.0, "d1": 2.0, "d4": 1.0}}
     llm = ScriptedLLM(rebel_script)
-    reranker = RebelReranker(RetrievalContext(tmp_path, runs={"first": first}), llm, "first", depth=4)
+    reranker = RebelReranker(RetrievalContext(tmp_path, runs={"first": first}), llm, RebelConfig("first", depth=4))
     reranker.index(ds.corpus, tmp_path)
     run = reranker.search([ds.queries[0]], k=10)
     assert sorted(run["q1"], key=run["q1"].get, reverse=True) == ["d2", "d1", "d5", "d3", "d4"]
@@ -164,7 +165,7 @@ def test_rebel_malformed_reply_is_kept_below_in_first_stage_order(tiny_beir, tmp
     llm = ScriptedLLM(lambda r: next(v for k, v in replies.items() if k in prompt_text(r)))
     first = {"q1": {"d5": 2.0, "d2": 1.0}}
     context = RetrievalContext(tmp_path, runs={"first": first})
-    reranker = RebelReranker(context, llm, "first", criteria=["depth", "clarity"])
+    reranker = RebelReranker(context, llm, RebelConfig("first", criteria=("depth", "clarity")))
     reranker.index(ds.corpus, tmp_path)
     reranker.passage = lambda docid: docid  # the scripted LLM keys on the docid
     run = reranker.search([ds.queries[0]], k=10)
@@ -324,6 +325,24 @@ def test_runs_are_skipped_when_up_to_date_and_rebuilt_on_a_parameter_change(tiny
 
     forced = retrieve(ds, changed, runs_dir, cache, k=3, force=True, progress=False)
     assert not any(r.skipped for r in forced)
+
+
+def test_a_run_file_edited_by_hand_is_run_again_and_an_untouched_one_is_not(tiny_beir, tmp_path, monkeypatch):
+    from bridge import stamp
+
+    ds = load_beir(tiny_beir)
+    runs_dir, cache = tmp_path / "runs", tmp_path / "cache"
+    specs = [SystemSpec("lex", "bm25s", {"k1": 0.9}), SystemSpec("lex2", "bm25s", {"k1": 1.2})]
+    retrieve(ds, specs, runs_dir, cache, k=3, progress=False)
+    assert (runs_dir / ".meta" / ".lex.stamp.json").exists()
+    computed = (runs_dir / "lex.run").read_text()
+    edited = computed.replace(" lex\n", " by-hand\n")
+    assert edited != computed
+    (runs_dir / "lex.run").write_text(edited)
+    monkeypatch.setattr(stamp, "code_digest", lambda: "edited code")  # an unrelated code edit re-runs nothing
+    again = retrieve(ds, specs, runs_dir, cache, k=3, progress=False)
+    assert [r.skipped for r in again] == [False, True]
+    assert (runs_dir / "lex.run").read_text() == computed
 
 
 def test_bm25s_index_is_reused_from_the_cache(tiny_beir, tmp_path, monkeypatch):

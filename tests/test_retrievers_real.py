@@ -193,7 +193,7 @@ def test_llm_rerankers_through_smollm2(ds, tmp_path, smollm):
     rebel = build(SystemSpec("r", "rerank-rebel", {"first_stage": "first", "depth": 2}), ctx, ds, tmp_path)
     [reply] = smollm.generate([rebel.request(ds.query("q1"), "d1")])
     ratings = json.loads(reply.text)  # schema-constrained: every rating in range
-    assert 0 <= ratings["relevance"] <= 10 and all(0 <= ratings[c] <= 5 for c in rebel.criteria)
+    assert 0 <= ratings["relevance"] <= 10 and all(0 <= ratings[c] <= 5 for c in rebel.config.criteria)
     run = rebel.search([ds.query("q1")], k=10)
     assert sorted(run["q1"]) == ["d1", "d2", "d3", "d5"]
 

@@ -7,5 +7,6 @@ collects N judgments from distinct annotators; the majority becomes a ``human`` 
 Modules: ``config`` (settings), ``items`` (cases and checks from the pipeline's files),
 ``store`` (the SQLite database: annotators, assignment, judgments), ``aggregate`` (votes,
 Fleiss' kappa, attention pass rates), ``render`` (debate history and evidence highlighting),
-``app`` (the Flask pages), ``csvio`` (export/import), ``merge`` (back into labels.jsonl).
+``app`` (the Flask pages), ``csvio`` (export/import), ``merge`` (back into labels.jsonl),
+``workflow`` (each ``bridge review`` action as a library function; ``cli`` and ``options_cli`` parse and call them).
 """

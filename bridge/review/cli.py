@@ -4,18 +4,16 @@ from __future__ import annotations
 
 import argparse
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.config import REVIEW_CSV
-from bridge.errors import BridgeError
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
-from bridge.review.items import Pair
+from bridge.review.options_cli import add_review_settings, review_overrides_from_args
 
 if TYPE_CHECKING:
-    from bridge.config import Workspace
-    from bridge.datasets import Dataset
-    from bridge.label_records import LabelRecord
+    from bridge.review.store import ReviewDB
 
 DESCRIPTION = """\
 Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided by people.
@@ -37,21 +35,6 @@ are stored there and used by every later command.
 """
 
 
-def _settings(parser: argparse.ArgumentParser) -> None:
-    g = parser.add_argument_group("review settings (stored in the database; omitted: keep the stored value)")
-    g.add_argument(
-        "--judgments", type=int, default=None, help="judgments per case, from distinct annotators (default 3)"
-    )
-    g.add_argument("--check-share", type=float, default=None, help="share of items that are attention checks (0.1)")
-    g.add_argument("--min-pass-rate", type=float, default=None, help="flag annotators below this check pass rate (1.0)")
-    flagged = g.add_mutually_exclusive_group()
-    flagged.add_argument("--exclude-flagged", dest="exclude_flagged", action="store_true", default=None,
-                         help="leave flagged annotators' labels out of votes (default)")  # fmt: skip
-    flagged.add_argument("--keep-flagged", dest="exclude_flagged", action="store_false",
-                         help="count flagged annotators' labels anyway")  # fmt: skip
-    g.add_argument("--lease-minutes", type=float, default=None, help="how long a handed-out item is reserved (20)")
-
-
 def _action(
     sub: argparse._SubParsersAction,
     name: str,
@@ -64,7 +47,7 @@ def _action(
     add_common_options(p)
     p.add_argument("--db", type=Path, default=None, help="review database (default: qrels/<ds>/review.sqlite)")
     if settings:
-        _settings(p)
+        add_review_settings(p)
     p.set_defaults(func=func)
     return p
 
@@ -99,128 +82,53 @@ def _slug(args: argparse.Namespace) -> str:
     return dataset_slug(args.dataset)
 
 
-def open_db(args: argparse.Namespace):
+def _db_path(args: argparse.Namespace) -> Path:
+    return args.db or workspace_from_args(args).review_db(_slug(args))
+
+
+def open_db(args: argparse.Namespace) -> ReviewDB:
     """The review database of the dataset, with any settings given on the command line stored."""
-    from bridge.review.store import ReviewDB
+    from bridge.review.workflow import open_review_db
 
-    path = args.db or workspace_from_args(args).review_db(_slug(args))
-    db = ReviewDB(path)
-    if hasattr(args, "judgments"):
-        lease = args.lease_minutes * 60 if args.lease_minutes is not None else None
-        db.configure(
-            judgments_per_case=args.judgments,
-            check_share=args.check_share,
-            min_pass_rate=args.min_pass_rate,
-            exclude_flagged=args.exclude_flagged,
-            lease_s=lease,
-        )
-    return db
+    return open_review_db(_db_path(args), review_overrides_from_args(args))
 
 
-def label_run_order(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord]) -> list[str]:
-    """The label run's judge configurations in precedence order (judge-audit.json), else those of labels.jsonl."""
-    from bridge.judging.audit import read_audit_report
-
-    audit = read_audit_report(ws.audit_report(ds.slug)) or {}
-    return list(audit.get("counted_configs") or dict.fromkeys(r.config_id for r in records))
-
-
-def synced_db(args: argparse.Namespace):
+def synced_db(args: argparse.Namespace) -> ReviewDB:
     """Open the database and bring its cases and attention checks up to date with labels.jsonl."""
-    from bridge.label_records import current_records, read_labels
-    from bridge.review.items import attention_checks, review_cases
+    from bridge.review.workflow import sync_review
 
-    ws = workspace_from_args(args)
-    ds = dataset_from_args(args)
-    labels = ws.labels_file(ds.slug)
-    if not labels.exists():
-        raise BridgeError(f"{labels} not found: run `bridge label` first (escalated pairs are reviewed from it)")
-    db = open_db(args)
-    db.bind_dataset(ds.slug)
-    every = read_labels(labels)
-    records = current_records(every, label_run_order(ws, ds, every))
-    seed = db.config.seed
-    cases, reviewed = review_cases(ds, records, seed=seed)
-    values = case_values(ws, ds, records, cases)
-    summary = db.sync(cases, reviewed, lambda count, taken: attention_checks(ds, count, seed, taken), values)
-    print(
-        f"review of {ds.name}: {summary.active_cases} cases ({summary.new_cases} new, {summary.closed_cases} closed), "
-        f"{summary.checks} attention checks ({summary.new_checks} new)"
-    )
-    if summary.new_checks == 0 and summary.checks < db.config.check_count(summary.active_cases):
-        print("warning: the dataset has too few gold pairs for the configured share of attention checks")
-    return db
-
-
-def case_values(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord], cases: Sequence) -> dict[Pair, float]:
-    """The order cases are handed out in, as priorities: escalated cases most valuable first (the expected number
-    of open comparisons of adjacent systems in runs/<ds>/ each label would decide), the random holes spread among
-    them (:func:`bridge.label.value.ask_order`). Without runs or a pool: escalated cases first, in file order."""
-    from bridge.config import HOLE_CALIBRATIONS_FILE
-    from bridge.holes import RANDOM_SAMPLING, read_calibrations
-    from bridge.judging.audit import gate_recall, read_audit_report
-    from bridge.label.value import ValueConfig, ask_order, pair_values
-    from bridge.pool import read_pool
-    from bridge.trec import read_runs
-
-    escalated = [(c.qid, c.docid) for c in cases if c.source.get("sampling") != RANDOM_SAMPLING]
-    drawn = [(c.qid, c.docid) for c in cases if c.source.get("sampling") == RANDOM_SAMPLING]
-    runs = read_runs(ws.runs(ds.slug))
-    pool_path = ws.pool_file(ds.slug)
-    values: dict[Pair, float] = dict.fromkeys(escalated, 0.0)
-    if runs and pool_path.exists() and escalated:
-        gate = gate_recall(read_audit_report(ws.audit_report(ds.slug)))
-        calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
-        pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
-        values.update(pair_values(ds, runs, records, pool, calibrations, gate, ValueConfig(), escalated).values)
-    order = ask_order(values, random_pairs=drawn)
-    return {pair: float(len(order) - i) for i, (pair, _) in enumerate(order)}
+    ws, ds = workspace_from_args(args), dataset_from_args(args)
+    return sync_review(ws, ds, _db_path(args), review_overrides_from_args(args), say=print)
 
 
 def cmd_serve(args: argparse.Namespace) -> int:
-    from bridge.review.app import create_app, serve
+    from bridge.review.workflow import serve_review
 
     db = synced_db(args)
-    if not db.annotators():
-        print("no annotators yet: create one with `bridge review add-annotator NAME` (the server need not stop)")
-    print(f"database: {db.path}")
-
-    def ready(url: str) -> None:
-        print(f"review page: {url}  (Ctrl+C stops; every judgment is saved when it is made)", flush=True)
-
-    serve(create_app(db, title=f"bridge review · {_slug(args)}"), args.host, args.port, ready)
+    serve_review(db, f"bridge review · {_slug(args)}", args.host, args.port, say=partial(print, flush=True))
     return 0
 
 
 def cmd_add(args: argparse.Namespace) -> int:
-    db = open_db(args)
-    token = db.add_annotator(args.name)
-    print(f"annotator {args.name.strip()!r} added to {db.path}")
-    print(f"token (shown once; the annotator signs in with it): {token}")
+    from bridge.review.workflow import add_annotator
+
+    add_annotator(open_db(args), args.name, say=print)
     return 0
 
 
 def cmd_export(args: argparse.Namespace) -> int:
-    from bridge.review.csvio import export_csv
+    from bridge.review.workflow import export_review
 
     db = synced_db(args)
     path = args.csv_path or workspace_from_args(args).qrels_dir / _slug(args) / REVIEW_CSV
-    summary = export_csv(db, path, include_decided=args.all)
-    print(f"exported {summary.cases} cases and {summary.checks} attention checks -> {path}")
-    print("fill in one row per judgment (item_id, worker, label 1/0, comment) and run `bridge review import --csv`")
+    export_review(db, path, args.all, say=print)
     return 0
 
 
 def cmd_import(args: argparse.Namespace) -> int:
-    from bridge.review.csvio import import_csv
+    from bridge.review.workflow import import_review
 
-    db = open_db(args)
-    summary, unfilled = import_csv(db, args.csv_path)
-    print(
-        f"imported {summary.added} judgments ({summary.unchanged} already present, {unfilled} unfilled rows "
-        f"passed over, {summary.new_workers} new workers) from {args.csv_path}"
-    )
-    print("\n".join(db.progress().lines()))
+    import_review(open_db(args), args.csv_path, say=print)
     return 0
 
 
@@ -230,22 +138,7 @@ def cmd_progress(args: argparse.Namespace) -> int:
 
 
 def cmd_merge(args: argparse.Namespace) -> int:
-    from bridge.review.merge import merge
+    from bridge.review.workflow import merge_review
 
-    ws = workspace_from_args(args)
-    ds = dataset_from_args(args)
-    db = open_db(args)
-    from bridge.label_records import read_labels
-
-    order = label_run_order(ws, ds, read_labels(ws.labels_file(ds.slug)))
-    summary = merge(db, ds, ws.labels_file(ds.slug), ws.augmented_qrels(ds.slug), order)
-    print(
-        f"{summary.decided} decided cases: {summary.appended} human labels appended, "
-        f"{summary.unchanged} already merged; {summary.undecided} undecided cases left out"
-    )
-    if summary.withdrawn:
-        print(f"{summary.withdrawn} earlier human labels withdrawn: their votes no longer decide the case")
-    for qid, docid in summary.superseded:
-        print(f"warning: ({qid}, {docid}) was labelled by a judge after it was escalated; human label not written")
-    print(f"-> {ws.labels_file(ds.slug)}\n-> {ws.augmented_qrels(ds.slug)}")
+    merge_review(workspace_from_args(args), dataset_from_args(args), open_db(args), say=print)
     return 0

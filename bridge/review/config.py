@@ -50,3 +50,15 @@ class ReviewConfig:
         if cases == 0 or self.check_share == 0:
             return 0
         return max(1, round(cases * self.check_share / (1.0 - self.check_share)))
+
+
+@dataclass(frozen=True)
+class ReviewOverrides:
+    """Settings given to one review command, stored in the database for every later one (``ReviewDB.configure``);
+    None keeps the stored value. Their meaning and defaults are :class:`ReviewConfig`'s."""
+
+    judgments_per_case: int | None = None
+    check_share: float | None = None
+    min_pass_rate: float | None = None
+    exclude_flagged: bool | None = None
+    lease_s: float | None = None

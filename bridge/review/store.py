@@ -356,7 +356,7 @@ class ReviewDB:
     ) -> SyncSummary:
         """Bring the items up to date with labels.jsonl: add new cases, close cases decided
         elsewhere since, and top up attention checks to the configured share. ``priorities``: each case's
-        priority (the review queue's order: :func:`bridge.review.cli.case_values`); highest first."""
+        priority (the review queue's order: :func:`bridge.review.workflow.case_values`); highest first."""
         config = self.config
         with self._write() as conn:
             new_cases = sum(self._insert_item(conn, spec) for spec in cases)
