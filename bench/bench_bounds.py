@@ -20,11 +20,12 @@ from bridge.options import DEFAULT_DATA_DIR
 
 
 def main(argv: list[str]) -> int:
-    from bridge.cli import build_parser
+    from bridge.config import Workspace
+    from bridge.datasets import load_dataset
     from bridge.estimate import EstimateConfig
     from bridge.holes import HoleModelConfig
-    from eval.cli import load_inputs
     from eval.estimated import estimate_leaderboard
+    from eval.inputs import load_inputs
     from eval.measures import default_measure_names, resolve_measures
 
     parser = argparse.ArgumentParser(prog="python -m bench bounds", description=__doc__)
@@ -36,9 +37,8 @@ def main(argv: list[str]) -> int:
     if not labels.exists():
         print(f"bench bounds: {labels} not found (run the main job first: make pool label DATASET={args.dataset})")
         return 2
-    eval_argv = ["eval", "--dataset", args.dataset, "--data-dir", str(args.data_dir), "-q"]
-    eval_argv += ["--runs-dir", str(args.workspace / "runs"), "--qrels-dir", str(args.workspace / "qrels")]
-    _, _, inputs = load_inputs(build_parser().parse_args(eval_argv))
+    ws = Workspace(args.data_dir, args.workspace / "runs", args.workspace / "qrels")
+    inputs = load_inputs(ws, load_dataset(args.dataset, args.data_dir))
     original = inputs.qrels_sets["original"]
     specs = resolve_measures(default_measure_names(10), inputs.threshold)
     rules = {
@@ -50,10 +50,7 @@ def main(argv: list[str]) -> int:
     print("| bounds | settled | likely | open | mean upper - lower (per measure) |")
     print("|---|---|---|---|---|")
     for name, holes in rules.items():
-        board = estimate_leaderboard(
-            inputs.runs, original, inputs.labels, inputs.pool, inputs.audit, inputs.calibrations, inputs.topics,
-            specs, inputs.threshold, EstimateConfig(), holes, valuable=0, families=inputs.families,
-        )  # fmt: skip
+        board = estimate_leaderboard(inputs, original, specs, EstimateConfig(), holes, valuable=0)
         counts = board.counts()
         widths = {}
         for s in board.scores:

@@ -40,7 +40,8 @@ def cpu_model() -> str:
 def time_bridge_eval(dataset: str, data_dir: Path, workspace: Path, reports_dir: Path) -> tuple[float, int, int]:
     """Seconds of ``bridge eval`` as the CLI runs it (the parser built beforehand), and its topics and systems."""
     from bridge.cli import build_parser
-    from eval.cli import load_inputs
+    from bridge.options import dataset_from_args, workspace_from_args
+    from eval.inputs import load_inputs
 
     argv = ["eval", "--dataset", dataset, "--data-dir", str(data_dir), "--runs-dir", str(workspace / "runs")]
     argv += ["--qrels-dir", str(workspace / "qrels"), "--reports-dir", str(reports_dir), "-q"]
@@ -53,7 +54,7 @@ def time_bridge_eval(dataset: str, data_dir: Path, workspace: Path, reports_dir:
     seconds = time.perf_counter() - start
     if status != 0:
         raise SystemExit(f"bridge eval exited with {status}")
-    _, _, inputs = load_inputs(args)  # untimed: what was evaluated
+    inputs = load_inputs(workspace_from_args(args), dataset_from_args(args))  # untimed: what was evaluated
     return seconds, len(inputs.topics), len(inputs.runs)
 
 

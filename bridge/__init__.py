@@ -11,9 +11,9 @@ from typing import Any
 __version__ = "0.1.0"
 
 _API = (
-    "Evaluation", "Labels", "Reusability", "Scored", "as_qrels", "as_run", "evaluate", "label_pairs",
-    "load_dataset", "pool_pairs", "qrels_frame", "read_labels_folder", "read_qrels", "read_run", "retrieve",
-    "reusability", "run_frame", "score",
+    "EvaluateOptions", "Evaluation", "LabelingOptions", "Labels", "Reusability", "ScoreOptions", "Scored", "as_qrels",
+    "as_run", "evaluate", "label_pairs", "load_dataset", "pool_pairs", "qrels_frame", "read_labels_folder",
+    "read_qrels", "read_run", "retrieve", "reusability", "run_frame", "score",
 )  # fmt: skip
 __all__ = ["__version__", *_API]
 

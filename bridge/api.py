@@ -4,7 +4,9 @@ Everything takes the objects IR people already hold: runs and qrels as ir_measur
 (``{qid: {docid: score}}``, ``{qid: {docid: grade}}``), as pandas DataFrames (``query_id, doc_id, score`` /
 ``relevance``; PyTerrier's ``qid, docno`` too) or as TREC file paths. Tables come back as DataFrames in long
 format: one row per system, measure and qrels set. The command line is a layer over the same functions
-(``bridge eval`` runs :func:`eval.harness.run_evaluation`, as :func:`evaluate` does), so the figures agree.
+(``bridge eval`` runs :func:`eval.harness.run_evaluation`, as :func:`evaluate` does; ``bridge score`` and
+:func:`score` both run :func:`eval.score.score_workspace`), so the figures agree. Each function takes its most
+used settings as keywords and the rarer ones as one frozen ``options`` value (:class:`EvaluateOptions`, ...).
 
 >>> import bridge
 >>> runs = {"a": {"q1": {"d1": 2.0, "d2": 1.0}}, "b": {"q1": {"d2": 2.0, "d1": 1.0}}}
@@ -45,9 +47,12 @@ if TYPE_CHECKING:
     from eval.score import ScoreResult
 
 __all__ = [
+    "EvaluateOptions",
     "Evaluation",
+    "LabelingOptions",
     "Labels",
     "Reusability",
+    "ScoreOptions",
     "Scored",
     "as_qrels",
     "as_run",
@@ -269,67 +274,88 @@ def read_labels_folder(dataset: Dataset | str, workspace: Workspace | None = Non
     return Labels.read(paths)
 
 
+@dataclass(frozen=True)
+class LabelingOptions:
+    """:func:`label_pairs`' rarer settings (a :class:`bridge.label.chain.ChainSpec` given as ``judge`` carries its
+    own ``fallback``, ``audit_pairs`` and ``cache_dir``)."""
+
+    fallback: str | None = None
+    """The judge of pairs no earlier stage decides (an answer judge's default: none, so they stay open with a P;
+    ``auto``'s: cascade)."""
+    audit_pairs: int = 0
+    """Known pairs judged to measure the judge (0: none)."""
+    max_minutes: float | None = None
+    """The costly judges' budget (None: none)."""
+    runs: Mapping[str, Any] | None = None
+    """The systems to estimate: the free stages decide first and the costly judge gets pairs in value order, as
+    ``bridge label`` does (None: every pair, priority order)."""
+    cache_dir: str | Path = "cache"
+    """Models, encodings and the LLM response cache."""
+
+
 def label_pairs(
     dataset: Dataset,
     pairs: pd.DataFrame | Sequence[PoolEntry],
     judge: str | ChainSpec = "auto",
     *,
     reference: str | Path | None = None,
-    fallback: str | None = None,
     llm: Any = None,
-    audit_pairs: int = 0,
-    max_minutes: float | None = None,
-    runs: Mapping[str, Any] | None = None,
     folder: str | Path | None = None,
-    cache_dir: str | Path = "cache",
     progress: bool = False,
+    options: LabelingOptions = LabelingOptions(),
 ) -> Labels:
     """Decide ``pairs`` (a :func:`pool_pairs` frame) with a judge chain built from a spec, as ``bridge label`` does.
 
     ``judge``: a registered judge (``auto``: topic adapters where topics have enough human judgments, then
-    ``fallback``; ``cascade``, ``dream``, ``llmjudge``, ``umbrela``; ``answer-lexical`` and the other answer judges,
-    which need ``reference``, a file of labelled answer-bearing pairs; ``qrels``, ``constant``, ``random``), or a
-    :class:`bridge.label.chain.ChainSpec` for every setting (then ``reference``, ``fallback``, ``llm``,
-    ``audit_pairs`` and ``cache_dir`` come from the spec). ``fallback``: the judge of pairs no earlier stage
-    decides (an answer judge's default: none, so they stay open with a P). ``llm``: a
-    :class:`bridge.llm.LLMConfig` for judges that call a model. ``audit_pairs``: known pairs judged to measure the
-    judge (0: none). ``max_minutes``: the costly judges' budget (None: none). ``runs``: the systems to estimate:
-    the free stages decide first and the costly judge gets pairs in value order, as ``bridge label`` does (None:
-    every pair, priority order). ``folder``: where the label files go (kept to resume; default: a temporary
-    folder)."""
-    from bridge.judging.audit import AuditConfig
-    from bridge.label.chain import ANSWER_JUDGES, ChainSpec, build_chain
+    ``options.fallback``; ``cascade``, ``dream``, ``llmjudge``, ``umbrela``; ``answer-lexical`` and the other answer
+    judges, which need ``reference``, a file of labelled answer-bearing pairs; ``qrels``, ``constant``, ``random``),
+    or a :class:`bridge.label.chain.ChainSpec` for every setting (then ``reference``, ``llm``, ``options.fallback``,
+    ``options.audit_pairs`` and ``options.cache_dir`` come from the spec). ``llm``: a :class:`bridge.llm.LLMConfig`
+    for judges that call a model. ``folder``: where the label files go (kept to resume; default: a temporary
+    folder). ``options``: the fallback judge, the audit, the costly judges' budget and value order, the cache
+    (:class:`LabelingOptions`).
+
+    >>> labels = label_pairs(ds, pairs, "llmjudge", llm=config,
+    ...                      options=LabelingOptions(audit_pairs=60, max_minutes=10, runs=runs))  # doctest: +SKIP
+    """
+    from bridge.label.chain import build_chain
     from bridge.label.run import LabelOptions, LabelPaths, label_pool
     from bridge.pool import write_pool
 
-    if isinstance(judge, str):
-        spec = ChainSpec(progress=progress, cache_dir=Path(cache_dir))
-        if llm is not None:
-            spec = replace(spec, llm=llm)
-        judge_spec = replace(spec.judge, name=judge)
-        if judge in ANSWER_JUDGES:
-            if reference is None:
-                raise BridgeError(f"the answer judge {judge} is calibrated on labelled pairs: pass reference=FILE")
-            context = replace(judge_spec.answer_context, reference=str(reference))
-            judge_spec = replace(judge_spec, answer_context=context, answer_context_fallback=fallback)
-            spec = replace(spec, adapters="off")
-        elif judge == "auto":
-            judge_spec = replace(judge_spec, name=fallback or "cascade")
-        else:
-            spec = replace(spec, adapters="off")
-        spec = replace(spec, judge=judge_spec, audit=AuditConfig(pairs=audit_pairs, gate_pairs=0))
-    else:
-        spec = judge
+    spec = judge if not isinstance(judge, str) else _chain_spec(judge, reference, llm, progress, options)
     entries = _pool_entries(pairs)
     with tempfile.TemporaryDirectory(prefix="bridge-labels-") as scratch:
         paths = LabelPaths.in_folder(Path(folder) if folder is not None else Path(scratch))
         write_pool(entries, paths.pool)
         chain, _, _ = build_chain(spec, dataset)
-        options = LabelOptions(
-            audit=spec.audit, progress=progress, max_minutes=max_minutes, runs=_runs(runs) if runs else None
-        )
-        label_pool(dataset, chain, paths, options)
+        runs = _runs(options.runs) if options.runs else None
+        run_options = LabelOptions(audit=spec.audit, progress=progress, max_minutes=options.max_minutes, runs=runs)
+        label_pool(dataset, chain, paths, run_options)
         return Labels.read(paths)
+
+
+def _chain_spec(
+    judge: str, reference: str | Path | None, llm: Any, progress: bool, options: LabelingOptions
+) -> ChainSpec:
+    """The chain of a judge named as ``bridge label --judge`` names it."""
+    from bridge.judging.audit import AuditConfig
+    from bridge.label.chain import ANSWER_JUDGES, ChainSpec
+
+    spec = ChainSpec(progress=progress, cache_dir=Path(options.cache_dir))
+    if llm is not None:
+        spec = replace(spec, llm=llm)
+    judge_spec = replace(spec.judge, name=judge)
+    if judge in ANSWER_JUDGES:
+        if reference is None:
+            raise BridgeError(f"the answer judge {judge} is calibrated on labelled pairs: pass reference=FILE")
+        context = replace(judge_spec.answer_context, reference=str(reference))
+        judge_spec = replace(judge_spec, answer_context=context, answer_context_fallback=options.fallback)
+        spec = replace(spec, adapters="off")
+    elif judge == "auto":
+        judge_spec = replace(judge_spec, name=options.fallback or "cascade")
+    else:
+        spec = replace(spec, adapters="off")
+    return replace(spec, judge=judge_spec, audit=AuditConfig(pairs=options.audit_pairs, gate_pairs=0))
 
 
 # -- evaluate ----------------------------------------------------------------------------------------------
@@ -416,6 +442,25 @@ class Evaluation:
         return summary_text(self.result)
 
 
+@dataclass(frozen=True)
+class EvaluateOptions:
+    """:func:`evaluate`'s rarer settings. Two defaults differ from ``bridge eval``'s, for speed in a notebook:
+    ``significance="randomization"`` and ``orders=10`` give the command's."""
+
+    significance: str = "none"
+    """The Holm-corrected test that marks the leaderboard: ``randomization``, ``t`` or ``none``."""
+    orders: int = 0
+    """Random system orders of the growth and marginal-contribution curves (0: none)."""
+    families: Mapping[str, str] | None = None
+    """System -> retrieval family, the strata of the estimate's transfer shift (default: each system its own)."""
+    threshold: int | None = None
+    """The relevance grade (default: the dataset's, else 1)."""
+    topics: Sequence[str] | None = None
+    """The topics scored (default: the dataset's judged topics, else every query the qrels judge)."""
+    seed: int = 0
+    """Seed of the estimate's draws, the randomization test and the curves' orders."""
+
+
 def evaluate(
     runs: Mapping[str, Any],
     qrels: Qrels | Dataset | pd.DataFrame | str | Path,
@@ -424,29 +469,29 @@ def evaluate(
     measures: Sequence[str] = (),
     k: int = 10,
     draws: int = 400,
-    seed: int = 0,
-    significance: str = "none",
-    orders: int = 0,
-    families: Mapping[str, str] | None = None,
-    threshold: int | None = None,
-    topics: Sequence[str] | None = None,
     progress: bool = False,
+    options: EvaluateOptions = EvaluateOptions(),
 ) -> Evaluation:
     """Score ``runs`` under the original ``qrels`` and, with ``labels``, under the augmented qrels with the
     estimate (expected scores, 95% intervals, bounds, verdicts), as ``bridge eval`` does.
 
     ``qrels``: a dataset (its judged topics and relevance threshold) or qrels. ``measures``: ir_measures names
     (default: Hit, nDCG, Recall, MRR, Judged at ``k``). ``draws``: draws of the open labels behind the estimate.
-    ``significance``: ``randomization``, ``t`` or ``none``; ``orders``: random system orders of the curves (0:
-    none; ``bridge eval`` defaults to randomization and 10). ``families``: system -> retrieval family (the strata
-    of the estimate's transfer shift; default: each system its own)."""
+    ``options``: significance tests, curves, families, threshold, topics and seed (:class:`EvaluateOptions`).
+
+    >>> board = evaluate({"a": {"q1": {"d1": 1.0}}, "b": {"q1": {"d2": 1.0}}}, {"q1": {"d1": 1}}, measures=["P@1"],
+    ...                  options=EvaluateOptions(significance="randomization"))
+    >>> board.result.significance is not None
+    True
+    """
     from bridge.estimate import EstimateConfig
     from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, run_evaluation
 
     ds = qrels if isinstance(qrels, Dataset) else None
     original = as_qrels(qrels)
     runs = _runs(runs)
-    level = threshold if threshold is not None else (ds.relevance_threshold if ds else 1)
+    level = options.threshold if options.threshold is not None else (ds.relevance_threshold if ds else 1)
+    topics = options.topics
     judged = list(topics) if topics is not None else list(ds.judged_topics() if ds else sorted(original))
     sets = {ORIGINAL: original}
     if labels is not None:
@@ -462,15 +507,15 @@ def evaluate(
         audit=labels.audit if labels else None,
         pool=labels.pool if labels else (),
         calibrations=labels.calibrations if labels else {},
-        families={s: (families or {}).get(s, s) for s in runs},
+        families={s: (options.families or {}).get(s, s) for s in runs},
     )
     config = EvalConfig(
         k=k,
         measures=tuple(measures),
-        significance_test=significance,
-        orders=orders,
-        seed=seed,
-        estimate=EstimateConfig(draws=draws, seed=seed),
+        significance_test=options.significance,
+        orders=options.orders,
+        seed=options.seed,
+        estimate=EstimateConfig(draws=draws, seed=options.seed),
     )
     return Evaluation(run_evaluation(inputs, config, progress=progress))
 
@@ -515,6 +560,24 @@ class Scored(Evaluation):
         return pd.DataFrame(rows, columns=columns)
 
 
+@dataclass(frozen=True)
+class ScoreOptions:
+    """:func:`score`'s rarer settings (``bridge score``'s defaults)."""
+
+    depth: int = 10
+    """Pool depth of the new runs (as ``bridge pool``)."""
+    measures: Sequence[str] = ()
+    """ir_measures names (default: ``bridge eval``'s at ``k``)."""
+    k: int = 10
+    """Cut-off of the default measures."""
+    draws: int = 400
+    """Draws of the open labels behind the estimate."""
+    seed: int = 0
+    families: Mapping[str, str] | None = None
+    """System -> retrieval family (``bridge score`` reads them from the pool file; default here: each system its
+    own)."""
+
+
 def score(
     runs: Mapping[str, Any],
     dataset: Dataset,
@@ -523,13 +586,8 @@ def score(
     judge: ChainSpec | None = None,
     max_minutes: float | None = 0.0,
     folder: str | Path | None = None,
-    depth: int = 10,
-    measures: Sequence[str] = (),
-    k: int = 10,
-    draws: int = 400,
-    seed: int = 0,
-    families: Mapping[str, str] | None = None,
     progress: bool = False,
+    options: ScoreOptions = ScoreOptions(),
 ) -> Scored:
     """Place runs that were never pooled in ``dataset``'s filled leaderboard, as ``bridge score`` does, and write
     what it writes to ``folder`` (default: ``reports/<ds>/score``): ``labels/`` (the new pairs and their
@@ -538,21 +596,22 @@ def score(
     ``workspace``: where pool, label and eval left their files (default: the current folder's). A run named like
     a saved system takes its place. The new pairs are decided by the free stages of ``judge`` (a chain spec, e.g.
     the label run's; None: they stay open with the hole model's P) and its costly judge within ``max_minutes``;
-    every run is estimated together. ``families``: system -> retrieval family (``bridge score`` reads them from
-    the pool file; default here: each system its own). Bad runs (empty, truncated, another dataset's) raise
-    :class:`InputError`."""
-    from eval.score import chain_labeller, read_saved_state, score_config, score_runs, write_score
+    every run is estimated together. ``options``: pool depth, measures, draws, seed, families
+    (:class:`ScoreOptions`). Bad runs (empty, truncated, another dataset's) raise :class:`InputError`."""
+    from eval.score import ScoreSettings, score_workspace
 
-    workspace = workspace or Workspace()
-    saved = read_saved_state(workspace, dataset)
-    out = Path(folder) if folder is not None else workspace.reports(dataset.slug) / "score"
-    labeller = None
-    if judge is not None:
-        saved_folder = workspace.labels_file(dataset.slug).parent
-        labeller = chain_labeller(dataset, judge, saved_folder, max_minutes, progress=progress)
-    config = score_config(k, measures, draws, seed)
-    result = score_runs(dataset, _runs(runs), saved, labeller, out, config, depth, families, progress=progress)
-    write_score(result, out)
+    settings = ScoreSettings(
+        depth=options.depth,
+        k=options.k,
+        measures=tuple(options.measures),
+        draws=options.draws,
+        seed=options.seed,
+        families=options.families,
+        max_minutes=max_minutes,
+        progress=progress,
+    )
+    out = Path(folder) if folder is not None else None
+    result, _ = score_workspace(workspace or Workspace(), dataset, _runs(runs), settings, judge, out)
     return Scored(result.evaluation, result)
 
 

@@ -9,10 +9,10 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -30,11 +30,14 @@ from bridge.estimate import (
     settle_measure,
 )
 from bridge.fsio import atomic_write
-from bridge.holes import Calibration, GateBound, HoleEvidence, HoleModelConfig, Pair, build_hole_model
+from bridge.holes import GateBound, HoleEvidence, HoleModelConfig, Pair, build_hole_model
 from bridge.judging.audit import gate_recall
-from bridge.label_records import LabelRecord, counted_configs, current_records
-from bridge.trec import Qrels, Run
+from bridge.label_records import counted_configs, current_records
+from bridge.trec import Qrels
 from eval.measures import MeasureSpec
+
+if TYPE_CHECKING:
+    from eval.harness import EvalInputs
 
 
 def bounds_assumption(gate: GateBound | None) -> str:
@@ -116,27 +119,25 @@ def estimate_measures(specs: Sequence[MeasureSpec], threshold: int = 1) -> list[
 
 
 def estimate_leaderboard(
-    runs: Mapping[str, Run],
+    inputs: EvalInputs,
     original: Qrels,
-    labels: Sequence[LabelRecord],
-    pool: Sequence[Pair],
-    audit: Mapping[str, Any] | None,
-    calibrations: Mapping[str, Calibration],
-    topics: Sequence[str],
     specs: Sequence[MeasureSpec],
-    threshold: int,
     config: EstimateConfig,
     holes: HoleModelConfig | None = None,
     valuable: int = 50,
-    families: Mapping[str, str] | None = None,
 ) -> EstimatedLeaderboard:
-    measures = estimate_measures(specs, threshold)
-    records = current_records(labels, counted_configs(audit, labels))
+    """The augmented leaderboard of ``inputs`` as an estimate over ``original`` (the qrels people gave): the
+    hole model from the label run's counted records, pool and calibrations, then every estimated measure of
+    ``specs`` with ``valuable`` most valuable open pairs."""
+    measures = estimate_measures(specs, inputs.threshold)
+    records = current_records(inputs.labels, counted_configs(inputs.audit, inputs.labels))
     depth = max(m.k for m in measures)
+    runs, topics = inputs.runs, inputs.topics
     seen = ranked_lists(runs, topics, depth)
     evidence = HoleEvidence(
-        original, records, pool, topics, threshold, calibrations, gate_recall(audit), seen, families=families
-    )
+        original, records, inputs.pool, topics, inputs.threshold, inputs.calibrations, gate_recall(inputs.audit),
+        seen, families=inputs.families,
+    )  # fmt: skip
     model = build_hole_model(evidence, holes or HoleModelConfig())
     board = Leaderboard(runs, model, topics, measures, config)
     used = {name: c.description() for name, c in model.calibrations.items()}

@@ -162,19 +162,7 @@ def _estimated(
     if len(inputs.runs) < 2:
         return None, "fewer than two systems"
     note = "" if inputs.pool else "no pool file: every pair nobody labelled is open with the prior's P"
-    estimated = estimate_leaderboard(
-        inputs.runs,
-        original,
-        inputs.labels,
-        inputs.pool,
-        inputs.audit,
-        inputs.calibrations,
-        inputs.topics,
-        specs,
-        inputs.threshold,
-        config.estimate,
-        families=inputs.families,
-    )
+    estimated = estimate_leaderboard(inputs, original, specs, config.estimate)
     return estimated, note
 
 

@@ -21,19 +21,26 @@ import json
 import re
 import string
 from collections.abc import Mapping, Sequence
-from dataclasses import asdict, dataclass
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
+from typing import TYPE_CHECKING
 
 import numpy as np
 from scipy import stats
 
+from bridge.config import RAG_ANSWERS, RAG_CSV, Workspace
 from bridge.datasets import Dataset
+from bridge.errors import BridgeError
 from bridge.fsio import atomic_write
 from bridge.judging import ParseError, parse_json_object, yes_no
 from bridge.llm.base import LLMBackend, LLMRequest, Message, answer_probability, schema_text
 from bridge.prompts import template_module
 from bridge.trec import Qrels, Run, top_k
+from eval.inputs import InputFiles, load_inputs
 from eval.measures import per_query_scores, resolve_measures
+
+if TYPE_CHECKING:
+    from bridge.llm import LLMConfig
 
 TEMPLATE = "rag.j2"
 NO_ANSWER = "No relevant information found."
@@ -264,3 +271,67 @@ def write_rag_table(rows: Sequence[RagRow], config: RagConfig, path: str | Path)
                     pb,
                 ]
             )
+
+
+@dataclass(frozen=True)
+class RagSettings:
+    """What ``bridge rag`` answers from and with."""
+
+    config: RagConfig = field(default_factory=RagConfig)
+    systems: tuple[str, ...] | None = None
+    """Runs to use, in this order (None: every run)."""
+    files: InputFiles = field(default_factory=InputFiles)
+    progress: bool = False
+
+
+@dataclass(frozen=True)
+class RagOutcome:
+    """What a RAG alignment run found and wrote."""
+
+    dataset: str
+    topics: int
+    systems: int
+    model: str
+    """The LLM that wrote the answers."""
+    rows: list[RagRow]
+    config: RagConfig
+    written: tuple[Path, Path]
+    """rag.csv and rag_answers.jsonl."""
+
+    def lines(self) -> list[str]:
+        """The terminal summary: one row per system and qrels set."""
+        head = f"{'system':24s} {'qrels':10s} {'accuracy':>8s} {'Hit@' + str(self.config.k):>7s} {'RAGAlign':>8s}"
+        return [
+            f"RAG alignment on {self.dataset}: {self.topics} topics x {self.systems} systems, answers by {self.model}",
+            f"{head} {'pb(nDCG)':>8s}",
+            *(
+                f"{r.system:24s} {r.qrels:10s} {r.accuracy:8.4f} {r.hit:7.4f} {r.ragalign:8.4f} {r.pointbiserial:8.4f}"
+                for r in self.rows
+            ),
+            f"-> {self.written[0]}\n-> {self.written[1]}",
+        ]
+
+
+def run_rag(ws: Workspace, ds: Dataset, llm_config: LLMConfig, settings: RagSettings = RagSettings()) -> RagOutcome:
+    """``bridge rag``: answer every topic with gold answers from each run's top-k with the LLM of ``llm_config``
+    (its responses cached in ``ws``), judge the answers, and write reports/<ds>/rag.csv and rag_answers.jsonl."""
+    from bridge.llm import open_llm
+
+    inputs = load_inputs(ws, ds, settings.files)
+    if not ds.has_answers:
+        raise BridgeError(f"{ds.name} has no gold answers: RAG alignment needs them (e.g. --dataset nq)")
+    runs = dict(inputs.runs)
+    if settings.systems is not None:
+        unknown = sorted(set(settings.systems) - set(runs))
+        if unknown:
+            raise BridgeError(f"unknown system(s) {', '.join(unknown)}; runs: {', '.join(sorted(runs))}")
+        runs = {s: runs[s] for s in settings.systems}
+    topics = [q for q in inputs.topics if ds.query(q).answers]
+    config = settings.config
+    llm = open_llm(llm_config, ws.llm_cache)
+    answers = generate_answers(ds, runs, topics, llm, config, progress=settings.progress)
+    rows = rag_alignment(answers, runs, inputs.qrels_sets, topics, config, inputs.threshold)
+    out = ws.reports(ds.slug)
+    write_answers(answers, out / RAG_ANSWERS)
+    write_rag_table(rows, config, out / RAG_CSV)
+    return RagOutcome(ds.name, len(topics), len(runs), llm.model_id, rows, config, (out / RAG_CSV, out / RAG_ANSWERS))

@@ -4,9 +4,15 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.config import RAG_ANSWERS, RAG_CSV
-from bridge.errors import BridgeError
-from bridge.options import add_common_options, add_llm_options, llm_config_from_args, show_progress
+from bridge.options import (
+    add_common_options,
+    add_llm_options,
+    dataset_from_args,
+    llm_config_from_args,
+    show_progress,
+    workspace_from_args,
+)
+from eval.inputs_cli import add_input_options, input_files
 
 DESCRIPTION = """\
 For every topic with gold answers and every run (runs/<ds>/ plus --run files), generate an
@@ -20,8 +26,6 @@ report of a later `bridge eval`) and rag_answers.jsonl. Every LLM call is cached
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from eval.cli import add_input_options
-
     p = sub.add_parser(
         "rag",
         help="answer from each run's top-k, judge the answers -> RAGAlign@k (reports/<ds>/rag.csv)",
@@ -42,21 +46,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 
 def cmd_rag(args: argparse.Namespace) -> int:
-    from bridge.llm import open_llm
-    from eval.cli import load_inputs
-    from eval.rag import RagConfig, generate_answers, rag_alignment, write_answers, write_rag_table
+    from eval.rag import RagConfig, RagSettings, run_rag
 
-    ws, ds, inputs = load_inputs(args)
-    if not ds.has_answers:
-        raise BridgeError(f"{ds.name} has no gold answers: RAG alignment needs them (e.g. --dataset nq)")
-    runs = dict(inputs.runs)
-    if args.systems:
-        wanted = [s.strip() for s in args.systems.split(",") if s.strip()]
-        unknown = sorted(set(wanted) - set(runs))
-        if unknown:
-            raise BridgeError(f"unknown system(s) {', '.join(unknown)}; runs: {', '.join(sorted(runs))}")
-        runs = {s: runs[s] for s in wanted}
-    topics = [q for q in inputs.topics if ds.query(q).answers]
+    ws, ds = workspace_from_args(args), dataset_from_args(args)
     config = RagConfig(
         k=args.k,
         judge=args.judge,
@@ -64,17 +56,7 @@ def cmd_rag(args: argparse.Namespace) -> int:
         temperature=args.temperature,
         max_chunk_chars=args.max_chunk_chars or None,
     )
-    llm = open_llm(llm_config_from_args(args), ws.llm_cache)
-    answers = generate_answers(ds, runs, topics, llm, config, progress=show_progress(args))
-    rows = rag_alignment(answers, runs, inputs.qrels_sets, topics, config, inputs.threshold)
-    out = ws.reports(ds.slug)
-    write_answers(answers, out / RAG_ANSWERS)
-    write_rag_table(rows, config, out / RAG_CSV)
-    print(f"RAG alignment on {ds.name}: {len(topics)} topics x {len(runs)} systems, answers by {llm.model_id}")
-    print(
-        f"{'system':24s} {'qrels':10s} {'accuracy':>8s} {'Hit@' + str(config.k):>7s} {'RAGAlign':>8s} {'pb(nDCG)':>8s}"
-    )
-    for r in rows:
-        print(f"{r.system:24s} {r.qrels:10s} {r.accuracy:8.4f} {r.hit:7.4f} {r.ragalign:8.4f} {r.pointbiserial:8.4f}")
-    print(f"-> {out / RAG_CSV}\n-> {out / RAG_ANSWERS}")
+    systems = tuple(s.strip() for s in args.systems.split(",") if s.strip()) if args.systems else None
+    settings = RagSettings(config, systems, input_files(args), show_progress(args))
+    print("\n".join(run_rag(ws, ds, llm_config_from_args(args), settings).lines()))
     return 0

@@ -440,6 +440,16 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
             "decides. The second table shows what every figure rests on, kind by kind."
         )
     )
+    blocks += _audit_lane_tables(audit)
+    facts = _audit_facts(audit)
+    if facts:
+        blocks.append(Bullets(tuple(facts)))
+    return blocks
+
+
+def _audit_lane_tables(audit: Mapping[str, Any]) -> list[Block]:
+    """Each audit lane's figures, the reference lane's kinds of hole, and each lane's kinds of known pair."""
+    blocks: list[Block] = []
     rows = []
     for name, lane in audit.get("lanes", {}).items():
         intervals = lane.get("intervals", {})
@@ -486,6 +496,11 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
                 tuple(kinds),
             )
         )
+    return blocks
+
+
+def _audit_facts(audit: Mapping[str, Any]) -> list[str]:
+    """What else the label run measured: the two lanes' shared path, coverage, adapters, evidence, the gate."""
     facts = []
     path = audit.get("same_path")
     if path:
@@ -517,26 +532,28 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
             f"{evidence['pool_answer_absent']} none; recall on the original relevant passages "
             f"{recall['found']}/{recall['total']} = {rate}"
         )
-    gate = audit.get("gate")
-    if gate:
-        interval = gate.get("interval")
-        span = f" (95% interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ""
-        free = audit.get("lanes", {}).get("llm", {}).get("kinds", {}).get("answer-free")
-        decided = free["pairs"] - free["undecided"] if free else 0
-        known = (
-            f"; on known answer-free negatives it says relevant to {decided - free['correct']} of {decided}: the "
-            "gate-audit rate says what the gate drops only where it differs from that one"
-            if free
-            else ""
-        )
-        facts.append(
-            f"gate audit: the LLM judge calls {gate['called_relevant']} of {gate['pairs'] - gate['undecided']} "
-            f"answer-absent pool pairs relevant{span}{known}"
-        )
-    facts += [str(n) for n in audit.get("notes", [])]
-    if facts:
-        blocks.append(Bullets(tuple(facts)))
-    return blocks
+    if audit.get("gate"):
+        facts.append(_gate_fact(audit))
+    return facts + [str(n) for n in audit.get("notes", [])]
+
+
+def _gate_fact(audit: Mapping[str, Any]) -> str:
+    """The gate audit: how many answer-absent pool pairs the LLM judge calls relevant, beside the known negatives."""
+    gate = audit["gate"]
+    interval = gate.get("interval")
+    span = f" (95% interval {interval[0]:.3f}-{interval[1]:.3f})" if interval else ""
+    free = audit.get("lanes", {}).get("llm", {}).get("kinds", {}).get("answer-free")
+    decided = free["pairs"] - free["undecided"] if free else 0
+    known = (
+        f"; on known answer-free negatives it says relevant to {decided - free['correct']} of {decided}: the "
+        "gate-audit rate says what the gate drops only where it differs from that one"
+        if free
+        else ""
+    )
+    return (
+        f"gate audit: the LLM judge calls {gate['called_relevant']} of {gate['pairs'] - gate['undecided']} "
+        f"answer-absent pool pairs relevant{span}{known}"
+    )
 
 
 def _significance_setting(config) -> str:
@@ -842,6 +859,30 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
             f"for nDCG where a label fills ({data['topics']} topics; 95% bootstrap intervals over topics)."
         )
     )
+    blocks += _coverage_blocks(data)
+    blocks += _fill_blocks(data)
+    blocks += _people_blocks([r for r in data["judges"] if r["kind"] == "people"])
+    for c in data.get("circularity", []):
+        blocks.append(
+            Para(
+                f"Circularity, {c['measure']}: the judge's signed error on the {len(c['sharing_systems'])} systems "
+                f"that share {', '.join(c['judge_models'])} with it is {c['sharing_signed_error']:+.4f}, on the others "
+                f"{c['other_signed_error']:+.4f} (difference {_ci(c['difference'], c['interval'], 4)})"
+                + (
+                    ": **flagged**, the judge treats its own kind differently."
+                    if c["flagged"]
+                    else ": not significant."
+                )
+            )
+        )
+    blocks += _removed_pair_blocks(data["judge_on_removed_pairs"])
+    if "reusability" in figures:
+        blocks.append(Image(figures["reusability"], "Each system under the full and holey qrels, and its estimate."))
+    return blocks
+
+
+def _coverage_blocks(data: Mapping[str, Any]) -> list[Block]:
+    """The estimates' coverage of the full-qrels scores (the estimate and people at random)."""
     cover_rows = tuple(
         (
             c["fill"],
@@ -855,7 +896,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
         for c in data["coverage"]
         if not c.get("people") or c["people"]["order"] == "random"
     )
-    blocks += [
+    return [
         Para(
             "Coverage: the share of left-out systems whose full-qrels score lies in the estimate's 95% interval "
             "(inside the bounds: within its lowest and highest score, which holds every one unless the gate misses "
@@ -870,8 +911,12 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
             cover_rows,
         ),
     ]
+
+
+def _fill_blocks(data: Mapping[str, Any]) -> list[Block]:
+    """Each fill's leave-one-out leaderboard against the full one, and the estimate's verdicts on the floors."""
     rows = [r for r in data["judges"] if r["kind"] != "people"]
-    blocks.append(
+    blocks: list[Block] = [
         Table(
             ("judge", "measure", "mean |score - full|", "rank displacement", "Kendall tau", "tau_AP"),
             tuple(
@@ -886,7 +931,7 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
                 for r in rows
             ),
         )
-    )
+    ]
     for measure in dict.fromkeys(r["measure"] for r in rows):
         said = [v for v in data["verdicts"] if v["measure"] == measure and v["figure"] == "mean_abs_error"]
         if said:
@@ -897,52 +942,47 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
                 for v in said
             ]
             blocks.append(Para(f"**{measure}**: the estimate " + "; ".join(parts) + " (paired bootstrap over topics)."))
-    people = [r for r in data["judges"] if r["kind"] == "people"]
-    if people:
-        shares = sorted({r["people"]["share"] for r in people})
-        table_rows = []
-        for measure in dict.fromkeys(r["measure"] for r in people):
-            for order in dict.fromkeys(r["people"]["order"] for r in people):
-                by_share = {
-                    r["people"]["share"]: r for r in people if r["measure"] == measure and r["people"]["order"] == order
-                }
-                table_rows.append(
-                    (
-                        measure,
-                        order,
-                        *tuple(
-                            f"{by_share[x]['mean_abs_error']:.4f} / {by_share[x]['kendall_tau']:.3f}"
-                            if x in by_share
-                            else ""
-                            for x in shares
-                        ),
-                    )
-                )
-        blocks += [
-            Para(
-                "People, simulated: K% of the removed pairs answered from their hidden human labels (at random, or in "
-                "the review queue's value order with a quarter of them at random), the estimate for the rest. Cells: "
-                "mean |score - full| / Kendall tau."
-            ),
-            Table(("measure", "order", *tuple(f"K = {x:.0%}" for x in shares)), tuple(table_rows)),
-        ]
-    for c in data.get("circularity", []):
-        blocks.append(
-            Para(
-                f"Circularity, {c['measure']}: the judge's signed error on the {len(c['sharing_systems'])} systems "
-                f"that share {', '.join(c['judge_models'])} with it is {c['sharing_signed_error']:+.4f}, on the others "
-                f"{c['other_signed_error']:+.4f} (difference {_ci(c['difference'], c['interval'], 4)})"
-                + (
-                    ": **flagged**, the judge treats its own kind differently."
-                    if c["flagged"]
-                    else ": not significant."
+    return blocks
+
+
+def _people_blocks(people: Sequence[Mapping[str, Any]]) -> list[Block]:
+    """The people curve: error and tau with K% of the removed pairs answered by (simulated) people, per order."""
+    if not people:
+        return []
+    shares = sorted({r["people"]["share"] for r in people})
+    table_rows = []
+    for measure in dict.fromkeys(r["measure"] for r in people):
+        for order in dict.fromkeys(r["people"]["order"] for r in people):
+            by_share = {
+                r["people"]["share"]: r for r in people if r["measure"] == measure and r["people"]["order"] == order
+            }
+            table_rows.append(
+                (
+                    measure,
+                    order,
+                    *tuple(
+                        f"{by_share[x]['mean_abs_error']:.4f} / {by_share[x]['kendall_tau']:.3f}"
+                        if x in by_share
+                        else ""
+                        for x in shares
+                    ),
                 )
             )
-        )
-    c = data["judge_on_removed_pairs"]
+    return [
+        Para(
+            "People, simulated: K% of the removed pairs answered from their hidden human labels (at random, or in "
+            "the review queue's value order with a quarter of them at random), the estimate for the rest. Cells: "
+            "mean |score - full| / Kendall tau."
+        ),
+        Table(("measure", "order", *tuple(f"K = {x:.0%}" for x in shares)), tuple(table_rows)),
+    ]
+
+
+def _removed_pair_blocks(c: Mapping[str, Any]) -> list[Block]:
+    """The judge's thresholded labels on the removed pairs against their hidden human labels."""
     intervals = c.get("intervals", {})
     bacc = _ci(c["balanced_accuracy"], intervals.get("balanced_accuracy"))
-    blocks += [
+    return [
         Para(
             "The judge's thresholded labels on the removed pairs against their hidden human labels (a free audit on "
             "exactly the pairs that "
@@ -954,9 +994,6 @@ def _reusability_blocks(data: Mapping[str, Any], figures: dict[str, Path]) -> li
             (("relevant", str(c["tp"]), str(c["fn"])), ("not relevant", str(c["fp"]), str(c["tn"]))),
         ),
     ]
-    if "reusability" in figures:
-        blocks.append(Image(figures["reusability"], "Each system under the full and holey qrels, and its estimate."))
-    return blocks
 
 
 def _rag_blocks(rag: Sequence[dict[str, str]]) -> list[Block]:

@@ -14,7 +14,7 @@ Figures per fill and measure: mean |filled - full| over systems (primary), mean 
 Kendall's tau and tau_AP against the full leaderboard, 95% bootstrap intervals over topics, and
 paired bootstrap verdicts of the judge against each floor. Graded qrels are filled with expected
 grades (the topic's grades weighted by the judge's P) or at the threshold grade. This module holds
-the computation; ``eval/reusability_cli.py`` runs the judge and writes the files, and
+the computation; ``eval/reusability_run.py`` runs the judge and writes the files, and
 ``eval/reusability_people.py`` orders the pairs simulated people answer.
 """
 
@@ -24,13 +24,13 @@ import json
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, NamedTuple
 
 import numpy as np
 
 from bridge.errors import BridgeError
 from bridge.estimate import EstimateConfig, Leaderboard, ranked_lists
-from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModelConfig, build_hole_model
+from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModel, build_hole_model
 from bridge.judging.metrics import Agreement, agreement_of
 from bridge.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.measures import Measure
@@ -248,91 +248,131 @@ class Coverage:
         return out
 
 
+@dataclass(frozen=True)
+class LeaveOutTest:
+    """The test's fixed inputs: every system, the full qrels, the topics, the experiments and the measures."""
+
+    runs: Mapping[str, Run]
+    qrels: Qrels
+    """The full (original) qrels: what every fill is measured against."""
+    topics: Sequence[str]
+    experiments: Sequence[LeaveOut]
+    measures: Sequence[Measure]
+    threshold: int
+    families: Mapping[str, str] | None = None
+    """System -> retrieval family, the strata of the estimate's transfer shift (None: each system its own)."""
+
+
+@dataclass(frozen=True)
+class RemovedLabels:
+    """What the judge's one label run over the removed pairs left: the hole model's evidence."""
+
+    records: Mapping[Pair, LabelRecord]
+    calibrations: Mapping[str, Calibration] = field(default_factory=dict)
+    gate: tuple[int, int] | None = None
+    """The evidence gate's audited misses (:func:`bridge.judging.audit.gate_recall`)."""
+
+
 def estimate_fill(
     name: str,
-    runs: Mapping[str, Run],
-    qrels: Qrels,
-    topics: Sequence[str],
-    experiments: Sequence[LeaveOut],
-    measures: Sequence[Measure],
-    threshold: int,
-    records: Mapping[Pair, LabelRecord],
-    calibrations: Mapping[str, Calibration],
-    gate: tuple[int, int] | None,
+    test: LeaveOutTest,
+    labels: RemovedLabels,
     config: EstimateConfig,
-    holes: HoleModelConfig | None = None,
     answered: Mapping[Pair, tuple[int, str]] | None = None,
     compare: bool = True,
     people: tuple[str, float] | None = None,
-    families: Mapping[str, str] | None = None,
 ) -> tuple[Fill, list[Coverage]]:
     """Each left-out system estimated as ``bridge eval`` would: its removed pairs open with the judge's calibrated P
     (the hole model), every system scored under the same draws. ``answered``: removed pairs people answered (answer,
     how the pair was chosen); the random ones also calibrate. ``compare``: every system in the draws (the
     comparisons), else the left-out system alone (its estimate only)."""
     answered = answered or {}
-    scorer = LeaveOutScorer(runs, qrels, topics, threshold)
-    full = {m.label: {s: float(scorer.full(s, m).mean()) for s in runs} for m in measures}
+    records = labels.records
+    scorer = LeaveOutScorer(test.runs, test.qrels, test.topics, test.threshold)
+    full = {m.label: {s: float(scorer.full(s, m).mean()) for s in test.runs} for m in test.measures}
     random_answers = [(records[p], y) for p, (y, how) in answered.items() if how == RANDOM_SAMPLING and p in records]
-    ranked = ranked_lists(runs, topics, max(m.k for m in measures))
-    values: dict[str, dict[str, np.ndarray]] = {m.label: {} for m in measures}
-    tallies = {m.label: [0, 0, 0.0, 0, 0, 0, 0, 0] for m in measures}
-    for e in experiments:
-        mine = [records[p] for p in e.removed if p in records and p not in answered]
-        mine += [
-            simulated_answer(records.get(p), p, y, qrels[p[0]][p[1]])
-            for p, (y, _) in answered.items()
-            if p in e.removed
-        ]
-        evidence = HoleEvidence(
-            holey_qrels(qrels, e.removed), mine, sorted(e.removed), topics, threshold, calibrations, gate, (),
-            people_answers=random_answers, graded_like=ranked, families=families,
-        )  # fmt: skip
-        model = build_hole_model(evidence, holes or HoleModelConfig())
-        board = Leaderboard(runs if compare else {e.system: runs[e.system]}, model, topics, measures, config)
+    ranked = ranked_lists(test.runs, test.topics, max(m.k for m in test.measures))
+    values: dict[str, dict[str, np.ndarray]] = {m.label: {} for m in test.measures}
+    tallies = {m.label: _Tally() for m in test.measures}
+    for e in test.experiments:
+        model = _hole_model(e, test, labels, answered, random_answers, ranked)
+        runs = test.runs if compare else {e.system: test.runs[e.system]}
+        board = Leaderboard(runs, model, test.topics, test.measures, config)
         i = board.systems.index(e.system)
-        for m in measures:
-            lowest, highest = board.bounds.system(m.label)
+        for m in test.measures:
             values[m.label][e.system] = board.topic_means[m.label][i]
-            low, high = np.percentile(board.means[m.label][:, i], [2.5, 97.5])
-            t = tallies[m.label]
-            truth = full[m.label][e.system]
-            t[0] += 1
-            t[1] += int(low - 1e-12 <= truth <= high + 1e-12)
-            t[2] += float(high - low)
-            t[7] += int(lowest[i] - 1e-9 <= truth <= highest[i] + 1e-9)
-            if not compare:
-                continue
-            order = board.order(m.label)
-            where = order.index(i)
-            neighbours = {order[j] for j in (where - 1, where + 1) if 0 <= j < len(order)}
-            for j, other in enumerate(board.systems):
-                if j == i or full[m.label][other] == truth:
-                    continue
-                p = board.p_beats(m.label, i, j)
-                if config.likely > p > 1 - config.likely:
-                    continue
-                right = (p >= config.likely) == (truth > full[m.label][other])
-                t[3], t[4] = t[3] + 1, t[4] + int(right)
-                if j in neighbours:
-                    t[5], t[6] = t[5] + 1, t[6] + int(right)
-    coverage = [
-        Coverage(
-            name,
-            m,
-            int(t[0]),
-            int(t[1]),
-            t[2] / max(t[0], 1),
-            int(t[3]),
-            int(t[4]),
-            int(t[5]),
-            int(t[6]),
-            people,
-            int(t[7]),
-        )
-        for m, t in tallies.items()
-    ]
+            tallies[m.label].add(board, m.label, i, full[m.label], config.likely if compare else None)
+    coverage = [t.coverage(name, m, people) for m, t in tallies.items()]
     return Fill(name, "people" if people else ESTIMATE, {}, values=values, people=people), coverage
+
+
+def _hole_model(
+    e: LeaveOut,
+    test: LeaveOutTest,
+    labels: RemovedLabels,
+    answered: Mapping[Pair, tuple[int, str]],
+    random_answers: Sequence[tuple[LabelRecord, int]],
+    ranked: set[Pair],
+) -> HoleModel:
+    """One experiment's hole model: its removed pairs open with the judge's P, those people answered fixed."""
+    records, qrels = labels.records, test.qrels
+    mine = [records[p] for p in e.removed if p in records and p not in answered]
+    mine += [
+        simulated_answer(records.get(p), p, y, qrels[p[0]][p[1]]) for p, (y, _) in answered.items() if p in e.removed
+    ]
+    evidence = HoleEvidence(
+        holey_qrels(qrels, e.removed), mine, sorted(e.removed), test.topics, test.threshold, labels.calibrations,
+        labels.gate, (), people_answers=random_answers, graded_like=ranked, families=test.families,
+    )  # fmt: skip
+    return build_hole_model(evidence)
+
+
+@dataclass
+class _Tally:
+    """One estimate's coverage of one measure, counted over the left-out systems (:class:`Coverage`'s fields)."""
+
+    systems: int = 0
+    covered: int = 0
+    width: float = 0.0
+    likely: int = 0
+    agree: int = 0
+    adjacent_likely: int = 0
+    adjacent_agree: int = 0
+    bounds_covered: int = 0
+
+    def add(self, board: Leaderboard, measure: str, i: int, full: Mapping[str, float], likely: float | None) -> None:
+        """Left-out system ``i`` of ``board``: is its full-qrels score (``full``: every system's) inside its interval
+        and bounds, and are its comparisons called likely (P >= ``likely`` either way; None: none compared) in the
+        full-qrels order?"""
+        lowest, highest = board.bounds.system(measure)
+        low, high = np.percentile(board.means[measure][:, i], [2.5, 97.5])
+        truth = full[board.systems[i]]
+        self.systems += 1
+        self.covered += int(low - 1e-12 <= truth <= high + 1e-12)
+        self.width += float(high - low)
+        self.bounds_covered += int(lowest[i] - 1e-9 <= truth <= highest[i] + 1e-9)
+        if likely is None:
+            return
+        order = board.order(measure)
+        where = order.index(i)
+        neighbours = {order[j] for j in (where - 1, where + 1) if 0 <= j < len(order)}
+        for j, other in enumerate(board.systems):
+            if j == i or full[other] == truth:
+                continue
+            p = board.p_beats(measure, i, j)
+            if likely > p > 1 - likely:
+                continue
+            right = (p >= likely) == (truth > full[other])
+            self.likely, self.agree = self.likely + 1, self.agree + int(right)
+            if j in neighbours:
+                self.adjacent_likely, self.adjacent_agree = self.adjacent_likely + 1, self.adjacent_agree + int(right)
+
+    def coverage(self, fill: str, measure: str, people: tuple[str, float] | None) -> Coverage:
+        width = self.width / max(self.systems, 1)
+        return Coverage(
+            fill, measure, self.systems, self.covered, width, self.likely, self.agree, self.adjacent_likely,
+            self.adjacent_agree, people, self.bounds_covered,
+        )  # fmt: skip
 
 
 def simulated_answer(record: LabelRecord | None, pair: Pair, label: int, grade: int) -> LabelRecord:
@@ -590,64 +630,77 @@ def _verdict(interval: Interval) -> str:
 TIE = 1e-12
 
 
+@dataclass(frozen=True)
+class FigureSettings:
+    """How the leave-one-out leaderboards are scored and their figures resampled."""
+
+    grading: str = "expected"
+    """Grade of a removed pair a label fills, for nDCG: ``expected`` or ``threshold`` (:data:`GRADINGS`)."""
+    resamples: int = 1000
+    """Bootstrap resamples over topics behind every interval and verdict."""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class JudgeModels:
+    """The circularity check's inputs: the models the judge uses, and system -> those of them it uses too."""
+
+    models: Sequence[str] = ()
+    shared: Mapping[str, Sequence[str]] = field(default_factory=dict)
+
+
 def evaluate_reusability(
-    runs: Mapping[str, Run],
-    qrels: Qrels,
-    topics: Sequence[str],
-    experiments: Sequence[LeaveOut],
+    test: LeaveOutTest,
     fills: Sequence[Fill],
-    measures: Sequence[Measure],
-    threshold: int,
     topic_grades: TopicGrades,
-    grading: str = "expected",
-    resamples: int = 1000,
-    seed: int = 0,
-    shared: Mapping[str, Sequence[str]] | None = None,
-    judge_models: Sequence[str] = (),
+    figures: FigureSettings = FigureSettings(),
+    models: JudgeModels | None = None,
     coverage: Sequence[Coverage] = (),
     **names: Any,
 ) -> ReusabilityResult:
     """Score every left-out system under the full qrels and under each fill of its removed pairs; per fill and
     measure the leaderboard figures with bootstrap intervals over topics; paired verdicts of the estimate (the fill
-    of kind ``estimate``) against each baseline (the thresholded labels among them); the circularity check
-    (``shared``: system -> the judge's models it uses). ``coverage``: the estimates' interval coverage, kept with
-    the result. ``names``: dataset, depth, mode, judge for the record."""
+    of kind ``estimate``) against each baseline (the thresholded labels among them); the circularity check (with
+    ``models``). ``coverage``: the estimates' interval coverage, kept with the result. ``names``: dataset, depth,
+    mode, judge for the record."""
+    grading = figures.grading
     if grading not in GRADINGS:
         raise ValueError(f"grading must be one of {', '.join(GRADINGS)}, got {grading!r}")
-    scorer = LeaveOutScorer(runs, qrels, topics, threshold)
-    systems = [e.system for e in experiments]
+    scorer = LeaveOutScorer(test.runs, test.qrels, test.topics, test.threshold)
+    systems = [e.system for e in test.experiments]
     judge = next((f for f in fills if f.kind == ESTIMATE), None)
     labels = next((f for f in fills if f.name == THRESHOLDED), None)
-    rng = np.random.default_rng(seed)
-    n = len(topics)
+    rng = np.random.default_rng(figures.seed)
+    n, resamples = len(test.topics), figures.resamples
     weights = rng.multinomial(n, np.full(n, 1 / n), size=resamples) / n if resamples and n else np.zeros((0, n))
 
-    full = {m.label: np.array([scorer.full(s, m) for s in systems]) for m in measures}  # systems x topics
+    full = {m.label: np.array([scorer.full(s, m) for s in systems]) for m in test.measures}  # systems x topics
     filled: dict[tuple[str, str], np.ndarray] = {}
-    for m in measures:
+    for m in test.measures:
         for f in fills:
-            filled[(f.name, m.label)] = np.array([scorer.filled(e, f, m, grading, topic_grades) for e in experiments])
+            scores = [scorer.filled(e, f, m, grading, topic_grades) for e in test.experiments]
+            filled[(f.name, m.label)] = np.array(scores)
     rows, verdicts, draws = [], [], {}
-    for m in measures:
-        f_means, f_boot = full[m.label].mean(axis=1), full[m.label] @ weights.T  # (S,), (S, R)
+    for m in test.measures:
+        reference = Resampled(full[m.label].mean(axis=1), full[m.label] @ weights.T)  # (S,), (S, R)
         for f in fills:
             values = filled[(f.name, m.label)]
-            means, boot = values.mean(axis=1), values @ weights.T
-            error_draws = np.abs(boot - f_boot).mean(axis=0)
-            tau_draws = kendall_tau_rows(f_boot.T, boot.T) if resamples else np.zeros(0)
+            scored = Resampled(values.mean(axis=1), values @ weights.T)
+            error_draws = np.abs(scored.boot - reference.boot).mean(axis=0)
+            tau_draws = kendall_tau_rows(reference.boot.T, scored.boot.T) if resamples else np.zeros(0)
             draws[(f.name, m.label)] = (error_draws, tau_draws)
-            rows.append(_row(f, m.label, f_means, means, systems, error_draws, tau_draws, f_boot, boot))
+            rows.append(_row(f, m.label, systems, reference, scored, (error_draws, tau_draws)))
         if judge is not None:
             verdicts += _verdicts(judge, fills, m.label, rows, draws)
     circularity = []
-    if judge is not None and shared is not None:
-        for m in measures:
+    if judge is not None and models is not None:
+        for m in test.measures:
             signed = filled[(judge.name, m.label)] - full[m.label]
-            check = _circularity(m.label, signed, weights, systems, shared, judge_models)
+            check = _circularity(m.label, signed, weights, systems, models.shared, models.models)
             circularity += [check] if check is not None else []
-    results = _system_results(experiments, fills, judge, labels, measures, full, filled, qrels, threshold, shared or {})
-    union = removed_union(experiments)
-    truth = [int(qrels[q][d] >= threshold) for q, d in sorted(union)]
+    results = _system_results(test, fills, judge, labels, full, filled, models.shared if models else {})
+    union = removed_union(test.experiments)
+    truth = [int(test.qrels[q][d] >= test.threshold) for q, d in sorted(union)]
     said = [labels.labels.get(p) if labels else None for p in sorted(union)]
     return ReusabilityResult(
         names.get("dataset", ""),
@@ -660,10 +713,17 @@ def evaluate_reusability(
         results,
         rows,
         verdicts,
-        agreement_of(truth, said, seed=seed),
+        agreement_of(truth, said, seed=figures.seed),
         list(coverage),
         circularity,
     )
+
+
+class Resampled(NamedTuple):
+    """Scores of the left-out systems: their means over the topics (S,) and over each topic resample (S, R)."""
+
+    means: np.ndarray
+    boot: np.ndarray
 
 
 def _verdicts(
@@ -717,19 +777,19 @@ def _circularity(
 def _row(
     fill: Fill,
     measure: str,
-    full_means: np.ndarray,
-    means: np.ndarray,
     systems: Sequence[str],
-    error_draws: np.ndarray,
-    tau_draws: np.ndarray,
-    full_boot: np.ndarray,
-    boot: np.ndarray,
+    full: Resampled,
+    filled: Resampled,
+    draws: tuple[np.ndarray, np.ndarray],
 ) -> JudgeRow:
+    """One fill's leaderboard figures on one measure against the full qrels' (``draws``: of its error and tau)."""
+    error_draws, tau_draws = draws
+    full_means, means = full.means, filled.means
     ranks_full = [_rank_among(full_means[i], np.delete(full_means, i)) for i in range(len(systems))]
     ranks = [_rank_among(means[i], np.delete(full_means, i)) for i in range(len(systems))]
     drops = {s: r - f for s, r, f in zip(systems, ranks, ranks_full, strict=True)}
     worst = max(drops, key=lambda s: (drops[s], s)) if drops else ""
-    ap_draws = tau_ap_rows(full_boot.T, boot.T) if len(error_draws) else np.zeros(0)
+    ap_draws = tau_ap_rows(full.boot.T, filled.boot.T) if len(error_draws) else np.zeros(0)
     return JudgeRow(
         fill.name,
         fill.kind,
@@ -748,23 +808,21 @@ def _row(
 
 
 def _system_results(
-    experiments: Sequence[LeaveOut],
+    test: LeaveOutTest,
     fills: Sequence[Fill],
     judge: Fill | None,
     labels: Fill | None,
-    measures: Sequence[Measure],
     full: Mapping[str, np.ndarray],
     filled: Mapping[tuple[str, str], np.ndarray],
-    qrels: Qrels,
-    threshold: int,
     shared: Mapping[str, Sequence[str]],
 ) -> list[SystemResult]:
+    """Each left-out system's scores and ranks under the full qrels and every fill but the people's."""
     out = []
     shown = [f for f in fills if f.kind != "people"]
-    for i, e in enumerate(experiments):
+    for i, e in enumerate(test.experiments):
         scores: dict[str, dict[str, float]] = {}
         ranks: dict[str, dict[str, int]] = {}
-        for m in measures:
+        for m in test.measures:
             full_means = full[m.label].mean(axis=1)
             others = np.delete(full_means, i)
             values = {"full": float(full_means[i])}
@@ -775,7 +833,7 @@ def _system_results(
             scores[m.label] = values
             ranks[m.label] = {k: _rank_among(v, others) for k, v in values.items()}
         undecided = sum(1 for p in e.removed if labels is None or p not in labels.labels)
-        relevant = sum(1 for q, d in e.removed if qrels[q][d] >= threshold)
+        relevant = sum(1 for q, d in e.removed if test.qrels[q][d] >= test.threshold)
         out.append(
             SystemResult(
                 e.system,

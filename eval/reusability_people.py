@@ -23,12 +23,12 @@ from pathlib import Path
 
 from bridge.estimate import EstimateConfig, Leaderboard
 from bridge.fsio import write_json_atomic
-from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, build_hole_model
+from bridge.holes import RANDOM_SAMPLING, HoleEvidence, build_hole_model
 from bridge.label.value import ask_order
 from bridge.label_records import LabelRecord
 from bridge.measures import Measure
 from bridge.trec import Qrels, Run
-from eval.reusability import Pair
+from eval.reusability import LeaveOutTest, Pair, RemovedLabels, holey_qrels, removed_union
 
 ORDERS = ("random", "value")
 DEFAULT_SHARES = (0.0, 0.02, 0.05, 0.10, 0.20)
@@ -38,25 +38,26 @@ Order = list[tuple[Pair, str]]
 
 
 def people_orders(
-    runs: Mapping[str, Run],
-    holey: Qrels,
-    topics: Sequence[str],
-    pairs: Sequence[Pair],
-    records: Mapping[Pair, LabelRecord],
-    calibrations: Mapping[str, Calibration],
-    gate: tuple[int, int] | None,
-    measures: Sequence[Measure],
-    threshold: int,
-    seed: int = 0,
-    config: EstimateConfig | None = None,
+    test: LeaveOutTest, labels: RemovedLabels, seed: int = 0, config: EstimateConfig | None = None
 ) -> dict[str, Order]:
-    """order name -> every removed pair with how it was chosen (``random`` or ``value``), first asked first."""
-    pairs = sorted(pairs)
+    """order name -> every removed pair with how it was chosen (``random`` or ``value``), first asked first; the
+    value order from the leaderboard of every system with all removed pairs open."""
+    pairs = sorted(removed_union(test.experiments))
     shuffled = list(pairs)
     random.Random(seed).shuffle(shuffled)
+    records = labels.records
     known = [records[p] for p in pairs if p in records]
-    model = build_hole_model(HoleEvidence(holey, known, pairs, topics, threshold, calibrations, gate))
-    board = Leaderboard(runs, model, topics, measures, config or EstimateConfig(seed=seed))
+    evidence = HoleEvidence(
+        holey_qrels(test.qrels, frozenset(pairs)),
+        known,
+        pairs,
+        test.topics,
+        test.threshold,
+        labels.calibrations,
+        labels.gate,
+    )
+    model = build_hole_model(evidence)
+    board = Leaderboard(test.runs, model, test.topics, test.measures, config or EstimateConfig(seed=seed))
     return {"random": [(p, RANDOM_SAMPLING) for p in shuffled], "value": ask_order(board.values(pairs), seed=seed)}
 
 

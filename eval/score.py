@@ -193,11 +193,59 @@ class ScoreResult:
         return out
 
 
-def score_config(k: int = 10, measures: Sequence[str] = (), draws: int = 400, seed: int = 0) -> EvalConfig:
-    """What ``bridge score`` evaluates with: the measures (default: ``bridge eval``'s at ``k``) and the estimate
-    from ``draws`` draws; no significance test and no curves (the saved leaderboard has them)."""
-    estimate = EstimateConfig(draws=draws, seed=seed)
-    return EvalConfig(k=k, measures=tuple(measures), significance_test="none", orders=0, seed=seed, estimate=estimate)
+@dataclass(frozen=True)
+class ScoreSettings:
+    """How ``bridge score`` pools, decides and estimates new runs."""
+
+    depth: int = 10
+    """Pool depth of the new runs (as ``bridge pool``)."""
+    k: int = 10
+    """Cut-off of the default measures."""
+    measures: tuple[str, ...] = ()
+    """ir_measures names; empty: ``bridge eval``'s at ``k``."""
+    draws: int = 400
+    """Draws of the open labels behind the estimate."""
+    seed: int = 0
+    families: Mapping[str, str] | None = None
+    """System -> retrieval family, the estimate's strata (None, or a system it does not name: its own)."""
+    max_minutes: float | None = 0.0
+    """The costly judge's budget for the new pairs (0: none; None: no limit)."""
+    refine: str | None = None
+    """A costly answer judge for the pairs the free stages leave open, in value order."""
+    restart: bool = False
+    """Start the score folder's labels and budget afresh (old files kept as .bak)."""
+    progress: bool = False
+
+    def config(self) -> EvalConfig:
+        """What the new runs are evaluated with: the measures and the estimate from ``draws`` draws; no
+        significance test and no curves (the saved leaderboard has them)."""
+        estimate = EstimateConfig(draws=self.draws, seed=self.seed)
+        measures = tuple(self.measures)
+        return EvalConfig(
+            k=self.k, measures=measures, significance_test="none", orders=0, seed=self.seed, estimate=estimate
+        )
+
+
+def score_workspace(
+    ws: Workspace,
+    ds: Dataset,
+    new_runs: Mapping[str, Run],
+    settings: ScoreSettings = ScoreSettings(),
+    judge: ChainSpec | None = None,
+    folder: Path | None = None,
+    paths: Mapping[str, Path] | None = None,
+) -> tuple[ScoreResult, list[Path]]:
+    """``bridge score``: place ``new_runs`` in ``ds``'s filled leaderboard from what pool, label and eval left in
+    ``ws`` (read, never changed), and write the result to ``folder`` (default: reports/<ds>/score). The new pairs
+    are decided by ``judge``'s free stages and its costly judge within the budget (None: they stay open with the
+    hole model's P); ``paths`` names the new runs' files in errors."""
+    saved = read_saved_state(ws, ds)
+    out = folder if folder is not None else ws.reports(ds.slug) / "score"
+    labeller = None
+    if judge is not None:
+        labeller = chain_labeller(ds, judge, ws.labels_file(ds.slug).parent, settings)
+    result = score_runs(ds, new_runs, saved, labeller, out, settings, paths)
+    return result, write_score(result, out)
 
 
 def score_runs(
@@ -206,11 +254,8 @@ def score_runs(
     saved: SavedState,
     labeller: Labeller | None,
     folder: Path,
-    config: EvalConfig | None = None,
-    depth: int = 10,
-    families: Mapping[str, str] | None = None,
+    settings: ScoreSettings = ScoreSettings(),
     paths: Mapping[str, Path] | None = None,
-    progress: bool = False,
 ) -> ScoreResult:
     """Check ``new_runs``, pool and decide their new pairs in ``folder``, and estimate every run together.
 
@@ -230,7 +275,7 @@ def score_runs(
             )
     runs = {**{s: r for s, r in saved.runs.items() if s not in new_runs}, **new_runs}
     known = {(e.qid, e.docid) for e in saved.pool} | {(r.qid, r.docid) for r in saved.records}
-    fresh = new_pool(new_runs, ds.qrels, known, topics, depth)
+    fresh = new_pool(new_runs, ds.qrels, known, topics, settings.depth)
     labels_dir = folder / LABELS_FOLDER
     write_pool(fresh, labels_dir / POOL_FILE)
     new = labeller(fresh, labels_dir, runs) if labeller is not None and fresh else NewLabels()
@@ -256,9 +301,9 @@ def score_runs(
         audit=audit,
         pool=tuple((e.qid, e.docid) for e in (*saved.pool, *fresh)),  # in file order: the draws follow it
         calibrations=calibrations,
-        families={s: (families or {}).get(s, s) for s in runs},
+        families={s: (settings.families or {}).get(s, s) for s in runs},
     )
-    result = run_evaluation(inputs, config or score_config(), progress=progress)
+    result = run_evaluation(inputs, settings.config(), progress=settings.progress)
     return ScoreResult(
         result,
         tuple(new_runs),
@@ -318,19 +363,13 @@ def write_score(result: ScoreResult, folder: Path) -> list[Path]:
 
 
 def chain_labeller(
-    ds: Dataset,
-    spec: ChainSpec,
-    saved_folder: Path,
-    max_minutes: float | None = 0.0,
-    refine: str | None = None,
-    progress: bool = False,
-    restart: bool = False,
+    ds: Dataset, spec: ChainSpec, saved_folder: Path, settings: ScoreSettings = ScoreSettings()
 ) -> Labeller:
     """Decide new pairs as ``bridge label`` with ``spec`` would, without its audit (the saved label run's audit
-    stands): the free stages decide every pair they can; a costly judge (the chain's, or ``refine``) gets pairs in
-    value order for ``max_minutes`` (0: none; None: no limit; the budget ledger is the score folder's). The chain's
-    fixed costs (calibration*.json, the answer judges' *-fit-*.json) are reused from ``saved_folder``. ``restart``:
-    the score folder's labels and ledger start afresh."""
+    stands): the free stages decide every pair they can; a costly judge (the chain's, or ``settings.refine``) gets
+    pairs in value order for ``settings.max_minutes`` (the budget ledger is the score folder's). The chain's fixed
+    costs (calibration*.json, the answer judges' *-fit-*.json) are reused from ``saved_folder``;
+    ``settings.restart``: the score folder's labels and ledger start afresh."""
     from bridge.judging.audit import AuditConfig
     from bridge.label.chain import build_chain
     from bridge.label.run import LabelOptions, label_pool
@@ -340,12 +379,13 @@ def chain_labeller(
             if not (folder / fixed.name).exists():
                 shutil.copyfile(fixed, folder / fixed.name)
         chain, choice, llm = build_chain(spec, ds)
+        refine = settings.refine
         refine_chain = build_refine_chain(spec, refine, ds, llm) if refine else None
         options = LabelOptions(
-            restart=restart,
+            restart=settings.restart,
             audit=AuditConfig(pairs=0, gate_pairs=0),
-            progress=progress,
-            max_minutes=max_minutes,
+            progress=settings.progress,
+            max_minutes=settings.max_minutes,
             runs=runs,  # the free stages decide first; the costly judge's pairs go in value order
             refine=refine_chain,
         )

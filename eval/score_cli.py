@@ -65,8 +65,8 @@ def cmd_score(args: argparse.Namespace) -> int:
     from bridge.label.cli import spec_from_args
     from bridge.options import dataset_from_args, workspace_from_args
     from bridge.trec import read_run
-    from eval.cli import _named_paths, pool_families
-    from eval.score import chain_labeller, read_saved_state, score_config, score_runs, write_score
+    from eval.inputs import named_paths, pool_families
+    from eval.score import ScoreSettings, score_workspace
 
     if args.depth < 1 or args.k < 1 or args.draws < 1:
         raise BridgeError("--depth, --k and --draws must be at least 1")
@@ -74,33 +74,21 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
-    named = _named_paths(args.runs, "run")
+    named = named_paths(args.runs, "run")
     new_runs = {name: read_run(path) for name, path in named}
-    saved = read_saved_state(ws, ds)
-    out = args.out or ws.reports(ds.slug) / "score"
-    labeller = chain_labeller(
-        ds,
-        spec_from_args(args),
-        ws.labels_file(ds.slug).parent,
-        None if args.max_minutes < 0 else args.max_minutes,
-        args.refine,
-        show_progress(args),
-        args.restart,
+    settings = ScoreSettings(
+        depth=args.depth,
+        k=args.k,
+        measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()) if args.measures else (),
+        draws=args.draws,
+        seed=args.seed,
+        families=pool_families(args.pool_config),
+        max_minutes=None if args.max_minutes < 0 else args.max_minutes,
+        refine=args.refine,
+        restart=args.restart,
+        progress=show_progress(args),
     )
-    measures = [m.strip() for m in args.measures.split(",") if m.strip()] if args.measures else ()
-    config = score_config(args.k, measures, args.draws, args.seed)
-    result = score_runs(
-        ds,
-        new_runs,
-        saved,
-        labeller,
-        out,
-        config,
-        args.depth,
-        pool_families(args, {**saved.runs, **new_runs}),
-        dict(named),
-        show_progress(args),
-    )
+    result, written = score_workspace(ws, ds, new_runs, settings, spec_from_args(args), args.out, dict(named))
     print("\n".join(result.lines()))
-    print("\n".join(f"-> {path}" for path in write_score(result, out)))
+    print("\n".join(f"-> {path}" for path in written))
     return 0

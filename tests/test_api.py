@@ -77,7 +77,7 @@ def test_a_notebook_estimate_through_the_api_alone_equals_bridge_eval(small, mon
     assert len(pairs) == 5 * len(TOPICS) and set(pairs.columns) == {"query_id", "doc_id", "systems", "min_rank"}
     labels = bridge.label_pairs(ds, pairs, "random")
     assert len(labels.frame) == len(pairs) and set(labels.frame.label) <= {0, 1}
-    board = bridge.evaluate(runs, ds, labels, draws=200, seed=3)
+    board = bridge.evaluate(runs, ds, labels, draws=200, options=bridge.EvaluateOptions(seed=3))
     api = board.leaderboard
 
     monkeypatch.chdir(tmp)

@@ -15,8 +15,11 @@ from bridge.measures import Measure
 from bridge.trec import write_run
 from eval.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
 from eval.reusability import (
+    FigureSettings,
     Fill,
+    JudgeModels,
     LeaveOutScorer,
+    LeaveOutTest,
     TopicGrades,
     baseline_fills,
     evaluate_reusability,
@@ -137,7 +140,7 @@ def test_vectorized_rank_correlations_equal_the_scalar_ones():
 
 
 def test_circularity_flags_a_judge_that_favours_systems_sharing_its_model():
-    from eval.reusability_cli import system_models
+    from eval.reusability_run import system_models
 
     specs = {
         "dense": SystemSpec("dense", "dense", {"model": "all-MiniLM-L6-v2"}),
@@ -160,17 +163,17 @@ def test_circularity_flags_a_judge_that_favours_systems_sharing_its_model():
     experiments = leave_one_out(runs, qrels, topics, 2, leave_out_groups(sorted(runs), {}, "system"))
     union = removed_union(experiments)
     judge = Fill("j", "estimate", {p: int(p[1].endswith("own")) for p in union})
+    test = LeaveOutTest(runs, qrels, topics, experiments, [Measure("P@2", "P", 2)], 2)
+    shared = {"own": ("all-MiniLM-L6-v2",)}
     result = evaluate_reusability(
-        runs, qrels, topics, experiments, [judge], [Measure("P@2", "P", 2)], 2, TopicGrades(qrels, 2),
-        resamples=200, shared={"own": ("all-MiniLM-L6-v2",)}, judge_models=["all-MiniLM-L6-v2"],
-    )  # fmt: skip
+        test, [judge], TopicGrades(qrels, 2), FigureSettings(resamples=200), JudgeModels(["all-MiniLM-L6-v2"], shared)
+    )
     (c,) = result.circularity
     assert c.sharing == ("own",) and c.sharing_error == pytest.approx(0.5) and c.other_error == 0 and c.flagged
     fair = Fill("j", "estimate", dict.fromkeys(union, 0))
     result = evaluate_reusability(
-        runs, qrels, topics, experiments, [fair], [Measure("P@2", "P", 2)], 2, TopicGrades(qrels, 2),
-        resamples=200, shared={"own": ("all-MiniLM-L6-v2",)},
-    )  # fmt: skip
+        test, [fair], TopicGrades(qrels, 2), FigureSettings(resamples=200), JudgeModels((), shared)
+    )
     assert not result.circularity[0].flagged
 
 

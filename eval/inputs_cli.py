@@ -1,0 +1,37 @@
+"""The input options of ``bridge eval`` and ``bridge rag``: run and qrels files read beside the workspace's own."""
+
+from __future__ import annotations
+
+import argparse
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from eval.inputs import InputFiles
+
+
+def add_input_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """``--run`` and ``--qrels`` (``bridge eval``, ``bridge rag``): files read beside the workspace's own."""
+    g = parser.add_argument_group("inputs")
+    g.add_argument(
+        "--run",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="also score this TREC run (repeatable; name = file stem unless NAME= is given)",
+    )
+    g.add_argument(
+        "--qrels",
+        action="append",
+        default=[],
+        metavar="[NAME=]FILE",
+        help="also score under this TREC qrels file (repeatable); compared with the original qrels like augmented",
+    )
+    return g
+
+
+def input_files(args: argparse.Namespace) -> InputFiles:
+    """The ``--run`` and ``--qrels`` files (and ``--pool-config``) as :class:`eval.inputs.InputFiles`."""
+    from eval.inputs import InputFiles, named_paths
+
+    runs, qrels = named_paths(args.run, "run"), named_paths(args.qrels, "qrels")
+    return InputFiles(runs, qrels, getattr(args, "pool_config", "default"))
