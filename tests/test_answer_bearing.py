@@ -276,9 +276,9 @@ def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(
     values = {("q", "o-high"): 3.0, ("q", "l-low"): 1.0, ("q", "o-zero"): 0.0, ("q", "l-high"): 2.0}
     monkeypatch.setattr(label_run, "pair_values", lambda *a, **k: PairValues(values, 2, 3))
     options = label_run.LabelOptions()
-    ordered, _ = label_run._value_order(None, options, {}, [], [], items, {}, None, order)
+    ordered, _ = label_run._value_order(None, options, [], [], items, {}, None, order)
     assert [it.case.docid for it in ordered] == ["l-high", "l-low", "o-high"]
-    plain, _ = label_run._value_order(None, options, {}, [], [], items, {}, None)
+    plain, _ = label_run._value_order(None, options, [], [], items, {}, None)
     assert [it.case.docid for it in plain] == ["o-high", "l-high", "l-low"]
 
 

@@ -526,19 +526,19 @@ def chain_calibrations(*chains: JudgeChain | None) -> dict[str, Calibration]:
 def _value_order(
     dataset: Dataset,
     options: LabelOptions,
-    plan: LabelPlan,
     records: Sequence[LabelRecord],
+    pool: Sequence[tuple[str, str]],
     items: list[WorkItem],
     calibrations: Mapping[str, Calibration],
+    gate: tuple[int, int] | None,
     kind_order: Mapping[str, int] | None = None,
 ) -> tuple[list[WorkItem], PairValues]:
-    """``items`` most valuable first against ``options.runs`` (value-0 pairs left out unless ``ask_all``), over the
-    plan's pool and evidence gate; with ``kind_order`` (kind of hole -> rank), the pairs of a lower-ranked kind first
-    (the kinds where the free judge is measured weakest), most valuable first within each."""
+    """``items`` most valuable first against ``options.runs`` (value-0 pairs left out unless ``ask_all``); with
+    ``kind_order`` (kind of hole -> rank), the pairs of a lower-ranked kind first (the kinds where the free judge is
+    measured weakest), most valuable first within each."""
     pairs = [(it.case.qid, it.case.docid) for it in items]
-    pool = [(e.qid, e.docid) for e in plan.entries]
-    runs = options.runs or {}  # only called with runs
-    found = pair_values(dataset, runs, records, pool, calibrations, plan.gate, options.value, pairs)
+    runs = options.runs or {}  # the callers order by value only where there are runs
+    found = pair_values(dataset, runs, records, pool, calibrations, gate, options.value, pairs)
     value = {pair: found.values.get(pair, 0.0) for pair in pairs}
     rank = kind_order or {}
     kinds = [rank.get(kind_of(dict(it.case.kind)), len(rank)) for it in items]
@@ -724,12 +724,13 @@ def judge_pool(
     summary, extra, refine, pipeline = plan.summary, plan.extra, options.refine, chain.pipeline
     pool_items = plan.pool_items
     free_start = time.perf_counter()
+    pool = [(e.qid, e.docid) for e in plan.entries]
     calibrations = chain_calibrations(chain, refine)
     order_ids = [pipeline.config_id, *([refine.llm.config_id] if refine else [])]
     if options.runs:
         paid = _judge_free(chain, paths, options, pool_items, summary)
         records = current_records(read_labels(paths.labels), order_ids)
-        pool_items, found = _value_order(dataset, options, plan, records, paid, calibrations)
+        pool_items, found = _value_order(dataset, options, records, pool, paid, calibrations, plan.gate)
         if paid or refine is None:  # with a free answer judge and --refine, the refine's value line says it
             summary.evidence_lines.append(found.line())
         summary.left_at_value_0 = len(paid) - len(pool_items)
@@ -885,10 +886,11 @@ def _refine(
         view = refine.llm_case(case)
         if r is not None and r.judge != HUMAN_JUDGE and view is not None and view.evidence and r.stage != "evidence":
             items.append(WorkItem(POOL, case))
+    pool = [(e.qid, e.docid) for e in entries]
     if options.runs:
         weak_first = weakest_kinds_first(calibrations.values(), exclude=refine)
         candidates = len(items)
-        items, found = _value_order(dataset, options, plan, records, items, calibrations, weak_first)
+        items, found = _value_order(dataset, options, records, pool, items, calibrations, plan.gate, weak_first)
         extra["refine_value"] = value_summary(found, len(items), candidates)
         summary.evidence_lines.append(
             found.line(f"the costly answer judge {refine.judge.name}")
