@@ -17,7 +17,7 @@ from bridge.judging.evidence import EvidenceConfig, gold_recall
 from bridge.judging.reference import ConstantJudge
 from bridge.judging.reference_labels import HumanPair, question_folds, read_reference, subsample
 from bridge.judging.single import SupportJudge
-from bridge.label.judge_eval import run_reference_eval
+from bridge.label.judge_eval import ReferenceSample, run_reference_eval
 from bridge.label.value import ValueConfig
 from bridge.label_records import read_labels
 from bridge.pool import PoolEntry, write_pool
@@ -90,7 +90,8 @@ def test_judge_eval_on_a_reference_cross_fits_by_question(tmp_path):
         "answer-string": lambda: ConstantJudge(1),
         "answer-lexical": lambda: AnswerContextJudge(None),
     }
-    qualities = run_reference_eval(ds, judges, reference, tmp_path / "out", "ref.tsv", folds=2, progress=False)
+    sample = ReferenceSample(reference, "ref.tsv")
+    qualities = run_reference_eval(ds, judges, sample, tmp_path / "out", folds=2, progress=False)
     by = {q.method: q for q in qualities}
     assert by["answer-string"].balanced_accuracy == 0.5 and by["answer-string"].recall_relevant == 1.0
     lexical = by["answer-lexical"]
@@ -275,9 +276,9 @@ def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(
     values = {("q", "o-high"): 3.0, ("q", "l-low"): 1.0, ("q", "o-zero"): 0.0, ("q", "l-high"): 2.0}
     monkeypatch.setattr(label_run, "pair_values", lambda *a, **k: PairValues(values, 2, 3))
     options = label_run.LabelOptions()
-    ordered, _ = label_run._value_order(None, options, {}, [], [], items, {}, None, order)
+    ordered, _ = label_run._value_order(None, options, [], [], items, {}, None, order)
     assert [it.case.docid for it in ordered] == ["l-high", "l-low", "o-high"]
-    plain, _ = label_run._value_order(None, options, {}, [], [], items, {}, None)
+    plain, _ = label_run._value_order(None, options, [], [], items, {}, None)
     assert [it.case.docid for it in plain] == ["o-high", "l-high", "l-low"]
 
 

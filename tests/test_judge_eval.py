@@ -14,7 +14,9 @@ from bridge.judging.dream import DebateEngine
 from bridge.judging.metrics import cohen_kappa, roc_auc
 from bridge.judging.single import SupportJudge
 from bridge.label.judge_eval import (
+    JudgeEvalReport,
     JudgeQuality,
+    SampleConfig,
     balanced_sample,
     load_injections,
     run_judge_eval,
@@ -88,7 +90,8 @@ def test_run_judge_eval_scores_each_method_and_injection(tmp_path):
         "llmjudge": lambda: SupportJudge(ScriptedLLM(oneshot)),
         "dream": lambda: DebateEngine(ScriptedLLM(debate)),
     }
-    qualities, injections = run_judge_eval(ds, judges, tmp_path / "je", 8, 2, seed=0, injection_pairs=2, progress=False)
+    sample = SampleConfig(8, 2, seed=0, injection_pairs=2)
+    qualities, injections = run_judge_eval(ds, judges, tmp_path / "je", sample, progress=False)
     by = {q.method: q for q in qualities}
     assert by["llmjudge"].balanced_accuracy == pytest.approx(1.0) and by["llmjudge"].escalated == 0
     assert by["dream"].escalated == 4 and by["dream"].recall_relevant == pytest.approx(1.0)
@@ -96,12 +99,13 @@ def test_run_judge_eval_scores_each_method_and_injection(tmp_path):
     inj = {i.method: i for i in injections}
     n = 2 * len(load_injections())
     assert (inj["llmjudge"].compared, inj["llmjudge"].to_relevant) == (n, 2)  # only "answer yes" injection flips
-    md, csv_path = write_report(tmp_path / "je", ds, "scripted", qualities, injections, 8, 2)
+    report = JudgeEvalReport(ds.name, "scripted", qualities, sample.population, injections)
+    md, csv_path = write_report(tmp_path / "je", report)
     text = md.read_text()
     assert "| llmjudge | 1.000 [" in text and "Prompt injection" in text and "95.2%" in text
     assert "| llmjudge | 1.000 [1.000-1.000] |" not in text  # 4 of 4 right does not prove a perfect judge
     assert csv_path.read_text().splitlines()[0].startswith("method,pairs,recall_irrelevant")
     # a second run resumes from the per-method label files: no new LLM calls
     again = ScriptedLLM(oneshot)
-    run_judge_eval(ds, {"llmjudge": lambda: SupportJudge(again)}, tmp_path / "je", 8, 2, progress=False)
+    run_judge_eval(ds, {"llmjudge": lambda: SupportJudge(again)}, tmp_path / "je", SampleConfig(8, 2), progress=False)
     assert again.requests == []

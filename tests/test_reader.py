@@ -17,7 +17,7 @@ from bridge.errors import BridgeError
 from bridge.judging.answer_context import LEXICAL, AnswerContextJudge
 from bridge.judging.base import Case
 from bridge.judging.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
-from bridge.label.judge_eval import run_reference_eval
+from bridge.label.judge_eval import ReferenceSample, run_reference_eval
 from bridge.llm import LLMConfig
 from bridge.llm.base import LLMRequest, LLMResponse, Message, request_key
 from bridge.llm.openai_http import OpenAIBackend
@@ -75,8 +75,8 @@ def test_an_answer_reader_judge_fits_on_a_reference_with_its_signals(tmp_path):
     reference = write_reference(tmp_path / "ref.tsv")
     judge = AnswerContextJudge(None, reader=Reader(ScoringLLM()))
     assert judge.name == "answer-reader" and judge.features == (*LEXICAL, *FEATURES)
-    qualities = run_reference_eval(ds, {"answer-reader": lambda: judge}, reference, tmp_path / "out", "ref.tsv",
-                                   folds=2, progress=False)  # fmt: skip
+    sample = ReferenceSample(reference, "ref.tsv")
+    qualities = run_reference_eval(ds, {"answer-reader": lambda: judge}, sample, tmp_path / "out", progress=False)
     assert qualities[0].balanced_accuracy == 1.0 and qualities[0].pairs == 60
     other = AnswerContextJudge(None, reader=Reader(type("Other", (ScoringLLM,), {"model_id": "other"})()))
     assert other.config_id != judge.config_id  # the reader's model is part of the configuration

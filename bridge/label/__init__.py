@@ -7,8 +7,12 @@
   hole model's calibrations and judge-audit.json;
 * ``value.py``        the value of asking about a pair, from the hole model's estimate of the runs;
 * ``distributed.py``  the same run on Ray workers that rebuild the chain from the pickled spec;
-* ``judge_eval.py``   judges measured against human labels (``bridge judge-eval``);
-* ``cli.py``          ``bridge label``, ``judge-eval``, ``evidence``: argparse -> ChainSpec, nothing else.
+* ``judge_eval.py``   judges measured against human labels: samples, qualities, the report;
+* ``label_workflow.py``, ``judge_eval_workflow.py``, ``evidence_workflow.py``  each command's work as a library
+  function over typed settings (``judge_eval_methods.py``: the judges judge-eval measures);
+* ``cli.py``          registers ``bridge label``, ``judge-eval``, ``evidence`` (``label_cli.py``, ``judge_eval_cli.py``,
+  ``evidence_cli.py``: argparse -> settings -> the workflow); the shared options and the specs they describe in
+  ``label_options_cli.py`` (ChainSpec), ``judge_options_cli.py`` (JudgeSpec), ``adapter_options_cli.py``.
 
 The judges themselves live in :mod:`bridge.judging`; the records in :mod:`bridge.label_records`.
 """

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import dataclass, replace
+from dataclasses import dataclass, field, replace
 from functools import partial
 from pathlib import Path
 from typing import Any
@@ -141,6 +141,14 @@ class DatasetRef:
     name: str
     data_dir: Path
     limit: int | None = None
+
+
+@dataclass(frozen=True)
+class RayExecution:
+    """A label run on Ray workers (``--executor ray``): how each worker loads the dataset, and the cluster."""
+
+    dataset: DatasetRef
+    config: RayConfig = field(default_factory=RayConfig)
 
 
 def worker_chain(spec: ChainSpec, dataset: DatasetRef, state: dict[str, Any]) -> JudgeChain:

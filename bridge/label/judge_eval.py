@@ -31,7 +31,7 @@ from bridge.errors import BridgeError
 from bridge.figures import save_png
 from bridge.fsio import atomic_write
 from bridge.judging.adapter import TopicAdapterJudge
-from bridge.judging.answer_context import AnswerContextJudge
+from bridge.judging.answer_context import AnswerContextJudge, calibration_lines
 from bridge.judging.base import Case, Judge, cases_for
 from bridge.judging.calibration import Reliability, brier_score, expected_calibration_error, reliability
 from bridge.judging.cascade import CalibratedJudge, CascadeJudge
@@ -230,27 +230,44 @@ class InjectionResult:
         return self.flipped / self.compared if self.compared else None
 
 
+@dataclass(frozen=True)
+class SampleConfig:
+    """The balanced sample of human-judged pairs that judge-eval measures every judge on, and its checks."""
+
+    size: int = 200
+    threshold: int = 2
+    """The human grade counted as relevant."""
+    seed: int = 0
+    injection_pairs: int = 0
+    """Non-relevant pairs judged again with an injected instruction (0: no injection check)."""
+    calibration_pairs: int = 100
+    """Human-judged pairs, outside the sample, that judges calibrating a raw score are fitted on."""
+    lara: bool = False
+    """Add LARA-style confidence escalation, from the calibrated judge's scores."""
+
+    @property
+    def population(self) -> str:
+        """The report's line that says what the pairs are."""
+        return f"Balanced sample of {self.size} human-judged pairs (relevant = grade >= {self.threshold})."
+
+
 def run_judge_eval(
     dataset: Dataset,
     judges: Mapping[str, Callable[[], Judge]],
     out_dir: Path,
-    sample_size: int = 200,
-    threshold: int = 2,
-    seed: int = 0,
-    injection_pairs: int = 0,
+    config: SampleConfig = SampleConfig(),
     progress: bool = True,
-    calibration_pairs: int = 100,
-    lara: bool = False,
 ) -> tuple[list[JudgeQuality], list[InjectionResult]]:
     """Run every judge on the same balanced sample (resumable) and score it against the humans.
 
     Judges that calibrate a raw score (``calibrated``, ``cascade``) are fitted first on another
-    balanced sample of ``calibration_pairs`` human-judged pairs, disjoint from the evaluation sample.
-    ``lara`` adds LARA-style confidence escalation computed from the calibrated judge's scores (no
+    balanced sample of ``config.calibration_pairs`` human-judged pairs, disjoint from the evaluation sample.
+    ``config.lara`` adds LARA-style confidence escalation computed from the calibrated judge's scores (no
     extra calls): the pairs whose calibrated P lies closest to 0.5 are escalated, as many as the
     cascade escalates (else DREAM, else the paper's 3.5%), the rest take the label P >= 0.5.
     """
-    sample = balanced_sample(dataset, sample_size, threshold, seed)
+    threshold, seed, injection_pairs = config.threshold, config.seed, config.injection_pairs
+    sample = balanced_sample(dataset, config.size, threshold, seed)
     entries = [PoolEntry(p.qid, p.docid, (SAMPLE_TAG,), 0) for p in sample]
     qualities, injections = [], []
     calibration: list[HumanPair] | None = None
@@ -260,7 +277,7 @@ def run_judge_eval(
         if isinstance(target, CalibratedJudge):
             if calibration is None:
                 calibration = balanced_sample(
-                    dataset, calibration_pairs, threshold, seed + 1, exclude={(p.qid, p.docid) for p in sample}
+                    dataset, config.calibration_pairs, threshold, seed + 1, exclude={(p.qid, p.docid) for p in sample}
                 )
             cases = cases_for(dataset, [PoolEntry(p.qid, p.docid, (), 0) for p in calibration])
             source = f"{len(calibration)} human-judged pairs of {dataset.name} outside the evaluation sample"
@@ -275,7 +292,7 @@ def run_judge_eval(
             injected: list[LabelRecord] = []
             judge.judge(cases, injected.append)
             injections.append(InjectionResult(method, *flip_rate(clean, injected)))
-    if lara:
+    if config.lara:
         qualities.append(lara_quality(qualities))
     return qualities, injections
 
@@ -297,29 +314,43 @@ def fit_on(
     return True
 
 
+@dataclass(frozen=True)
+class ReferenceSample:
+    """Labelled reference pairs (or a subsample of them) and what was read beside them."""
+
+    pairs: Sequence[HumanPair]
+    source: str
+    """Where the pairs come from (the reference file), named in each fit's description."""
+    facts: Mapping[tuple[str, str], PoolEntry] = field(default_factory=dict)
+    """Each pair's place in the pool it was drawn from (the reference's pairs.tsv), which an answer judge's strata
+    read."""
+    design: Mapping[tuple[str, str], Any] | None = None
+    """The reference's sampling design (design.tsv), which an answer judge's fit weights by."""
+
+    def views(self, dataset: Dataset) -> list[Case]:
+        """Each pair's case as the evidence gate hands it on: with the answers its passage matches."""
+        facts = self.facts
+        cases = cases_for(dataset, [facts.get((p.qid, p.docid), PoolEntry(p.qid, p.docid, (), 0)) for p in self.pairs])
+        return [replace(c, evidence=matched_answers(c.answers, c.chunk)) for c in cases]
+
+
 def run_reference_eval(
     dataset: Dataset,
     judges: Mapping[str, Callable[[], Judge]],
-    reference: Sequence[HumanPair],
+    sample: ReferenceSample,
     out_dir: Path,
-    source: str,
     folds: int = 2,
     seed: int = 0,
     progress: bool = True,
-    facts: Mapping[tuple[str, str], PoolEntry] | None = None,
-    design: Mapping[tuple[str, str], Any] | None = None,
 ) -> list[JudgeQuality]:
     """Every judge on reference pairs, asked as the label pipeline asks pool pairs (behind the evidence gate,
     with the matched answers as a hint). A judge that fits on known pairs (``calibrated``, ``cascade``,
     ``answer-context``) is cross-fitted: fitted on ``folds - 1`` parts of the reference's questions, scored on
-    the remaining one, so no pair is scored by a judge that saw its question (resumable per part). ``facts``: each
-    pair's place in the pool it was drawn from (the reference's pairs.tsv), which an answer judge's strata read;
-    ``design``: the reference's sampling design (design.tsv), which an answer judge's fit weights by."""
-    facts = facts or {}
+    the remaining one, so no pair is scored by a judge that saw its question (resumable per part)."""
+    reference, source, facts, design = sample.pairs, sample.source, sample.facts, sample.design
     entries = [PoolEntry(p.qid, p.docid, (SAMPLE_TAG,), 0) for p in reference]
     fold_of = question_folds(reference, folds, seed)
-    cases = cases_for(dataset, [facts.get((p.qid, p.docid), PoolEntry(p.qid, p.docid, (), 0)) for p in reference])
-    views = [replace(c, evidence=matched_answers(c.answers, c.chunk)) for c in cases]  # as the gate hands them on
+    views = sample.views(dataset)
     qualities = []
     for method, make in judges.items():
         records: list[LabelRecord] = []
@@ -342,6 +373,23 @@ def run_reference_eval(
                 break
         qualities.append(score(method, reference, records, seed))
     return qualities
+
+
+def answer_calibrations(
+    dataset: Dataset, methods: Sequence[str], judges: Mapping[str, Callable[[], Judge]], sample: ReferenceSample
+) -> list[str]:
+    """Each answer judge calibrated on every reference pair as ``bridge label`` calibrates it (strata chosen by
+    cross-validation, its quality cross-fitted by question: ECE, AUC, bAcc and the coverage of the held-out share
+    relevant, overall and per stratum)."""
+    out: list[str] = []
+    kept = [(p, v) for p, v in zip(sample.pairs, sample.views(dataset), strict=True) if v.evidence]
+    for method in methods:
+        judge = judges[method]()
+        truth = [int(p.relevant) for p, _ in kept]
+        calibration = judge.fit([v for _, v in kept], truth, sample.source, sample.design)  # type: ignore[attr-defined]
+        out += [f"calibration of {method} on the reference (as `bridge label` fits it):"]
+        out += calibration_lines(calibration)
+    return out
 
 
 @dataclass(frozen=True)
@@ -598,34 +646,75 @@ def report_rows(qualities: Sequence[JudgeQuality]) -> list[dict[str, str]]:
     return rows
 
 
-def write_report(
-    out_dir: Path,
-    dataset: Dataset,
-    model: str,
-    qualities: Sequence[JudgeQuality],
-    injections: Sequence[InjectionResult],
-    sample_size: int,
-    threshold: int,
-    adapter: AdapterEvaluation | None = None,
-    reliability_png: Path | None = None,
-    population: str | None = None,
-    name: str = "judge-eval",
-    appendix: Sequence[str] = (),
-) -> tuple[Path, Path]:
-    """``population``: the line that says what the pairs are (default: a balanced sample of human-judged
-    pairs); ``name``: the report's file stem; ``appendix``: lines after the main table (per kind of hole)."""
-    rows = report_rows(qualities)
-    csv_path = out_dir.parent / f"{name}.csv"
-    md_path = out_dir.parent / f"{name}.md"
+def quality_table_lines(qualities: Sequence[JudgeQuality]) -> list[str]:
+    """The terminal's table of judge quality (the report's main table, narrower)."""
+    lines = [
+        f"{'method':14s} {'bAcc [95% CI]':>20s} {'rec0':>6s} {'rec1':>6s} {'escal':>6s} {'kappa [95% CI]':>21s} "
+        f"{'AUC [95% CI]':>20s} {'calls':>6s} {'s/pair':>7s}"
+    ]
+    for r in report_rows(qualities):
+        bacc = f"{r['balanced_accuracy']} [{r['balanced_accuracy_ci']}]"
+        kappa = f"{r['cohen_kappa']} [{r['cohen_kappa_ci']}]"
+        auc = f"{r['auc_p_yes']} [{r['auc_p_yes_ci']}]"
+        lines.append(
+            f"{r['method']:14s} {bacc:>20s} {r['recall_irrelevant']:>6s} {r['recall_relevant']:>6s} "
+            f"{r['escalation_ratio']:>6s} {kappa:>21s} {auc:>20s} {r['calls_per_pair']:>6s} "
+            f"{r['seconds_per_pair']:>7s}"
+        )
+    return lines
+
+
+@dataclass(frozen=True)
+class JudgeEvalReport:
+    """What judge-eval's report (``<name>.md`` and ``<name>.csv`` beside ``out_dir``) says."""
+
+    dataset: str
+    """The dataset's name."""
+    model: str
+    qualities: Sequence[JudgeQuality]
+    population: str
+    """The line that says what the pairs are (:attr:`SampleConfig.population` for a balanced sample)."""
+    injections: Sequence[InjectionResult] = ()
+    adapter: AdapterEvaluation | None = None
+    reliability_png: Path | None = None
+    name: str = "judge-eval"
+    """The report's file stem."""
+    appendix: Sequence[str] = ()
+    """Lines after the main table (per kind of hole)."""
+
+
+def write_report(out_dir: Path, report: JudgeEvalReport) -> tuple[Path, Path]:
+    """The report's markdown and CSV beside ``out_dir`` (and the adapters' learning curve, when measured)."""
+    rows = report_rows(report.qualities)
+    csv_path = out_dir.parent / f"{report.name}.csv"
+    md_path = out_dir.parent / f"{report.name}.md"
     with atomic_write(csv_path) as handle:
         writer = csv.DictWriter(handle, fieldnames=list(rows[0]) if rows else ["method"])
         writer.writeheader()
         writer.writerows(rows)
+    lines = _report_head(report, rows)
+    if report.reliability_png is not None:
+        lines += ["", f"![Reliability diagram]({report.reliability_png.relative_to(md_path.parent).as_posix()})"]
+    lines += ["", "Confusion matrices (rows: human, columns: judge; undecided = escalated or unparseable):", ""]
+    lines += [line for q in report.qualities for line in _confusion_lines(q)]
+    if report.injections:
+        lines += _injection_lines(report.injections)
+    if report.adapter is not None:
+        lines += adapter_lines(report.adapter)
+        _write_curve(out_dir.parent / ADAPTER_CURVE_CSV, report.adapter.curve)
+    lines += [PAPER_REFERENCE, ""]
+    with atomic_write(md_path) as handle:
+        handle.write("\n".join(lines))
+    return md_path, csv_path
+
+
+def _report_head(report: JudgeEvalReport, rows: Sequence[Mapping[str, str]]) -> list[str]:
+    """The report's title, what its pairs and figures are, the main table and the appendix."""
     lines = [
-        f"# Judge quality on {dataset.name}",
+        f"# Judge quality on {report.dataset}",
         "",
-        population or f"Balanced sample of {sample_size} human-judged pairs (relevant = grade >= {threshold}).",
-        f"Model `{model}`.",
+        report.population,
+        f"Model `{report.model}`.",
         "Balanced accuracy, recalls and kappa are computed on the pairs a method decided; escalated pairs",
         "(DREAM's disagreements, parse failures) count in the escalation ratio. Seconds are model time per pair",
         "(prompt evaluation and generation) on the machine that computed the answers, also for answers now served",
@@ -649,73 +738,73 @@ def write_report(
         "ECE (10 equal-width bins) and Brier score measure how well P(relevant) matches the observed share of "
         "relevant pairs: `calibrated` and `cascade` use the calibrated one-pass probability (fitted on other "
         "known pairs), `llmjudge` its raw P(true), `dream` Agent A's first-round P(yes).",
-        *appendix,
+        *report.appendix,
     ]
-    if reliability_png is not None:
-        lines += ["", f"![Reliability diagram]({reliability_png.relative_to(md_path.parent).as_posix()})"]
-    lines += ["", "Confusion matrices (rows: human, columns: judge; undecided = escalated or unparseable):", ""]
-    for q in qualities:
-        lines += [
-            f"**{q.method}**",
-            "",
-            "| human \\ judge | relevant | not relevant |",
-            "|---|---|---|",
-            f"| relevant | {q.count(True, 1)} | {q.count(True, 0)} |",
-            f"| not relevant | {q.count(False, 1)} | {q.count(False, 0)} |",
-            f"| undecided | {q.escalated} | |",
-            "",
-        ]
-    if injections:
-        lines += [
-            "## Prompt injection",
-            "",
-            'Chunks judged not relevant by humans, with an instruction to answer "yes" appended '
-            f"({len(load_injections())} variants, `bridge/prompts/injections.txt`).",
-            "",
-            "| method | pairs compared | label flips | flips to relevant | flip rate |",
-            "|---|---|---|---|---|",
-        ]
-        lines += [f"| {i.method} | {i.compared} | {i.flipped} | {i.to_relevant} | {_pct(i.rate)} |" for i in injections]
-        lines.append("")
-    if adapter is not None:
-        lines += adapter_lines(adapter)
-        with atomic_write(out_dir.parent / ADAPTER_CURVE_CSV) as handle:
-            writer = csv.DictWriter(
-                handle,
-                fieldnames=[
-                    "family",
-                    "n",
-                    "topics",
-                    "test_pairs",
-                    "balanced_accuracy",
-                    "balanced_accuracy_ci",
-                    "kappa",
-                    "kappa_ci",
-                    "auc",
-                    "seconds",
-                ],
+    return lines
+
+
+def _confusion_lines(q: JudgeQuality) -> list[str]:
+    return [
+        f"**{q.method}**",
+        "",
+        "| human \\ judge | relevant | not relevant |",
+        "|---|---|---|",
+        f"| relevant | {q.count(True, 1)} | {q.count(True, 0)} |",
+        f"| not relevant | {q.count(False, 1)} | {q.count(False, 0)} |",
+        f"| undecided | {q.escalated} | |",
+        "",
+    ]
+
+
+def _injection_lines(injections: Sequence[InjectionResult]) -> list[str]:
+    lines = [
+        "## Prompt injection",
+        "",
+        'Chunks judged not relevant by humans, with an instruction to answer "yes" appended '
+        f"({len(load_injections())} variants, `bridge/prompts/injections.txt`).",
+        "",
+        "| method | pairs compared | label flips | flips to relevant | flip rate |",
+        "|---|---|---|---|---|",
+    ]
+    lines += [f"| {i.method} | {i.compared} | {i.flipped} | {i.to_relevant} | {_pct(i.rate)} |" for i in injections]
+    return [*lines, ""]
+
+
+CURVE_FIELDS = (
+    "family",
+    "n",
+    "topics",
+    "test_pairs",
+    "balanced_accuracy",
+    "balanced_accuracy_ci",
+    "kappa",
+    "kappa_ci",
+    "auc",
+    "seconds",
+)
+
+
+def _write_curve(path: Path, curve: Sequence[CurvePoint]) -> None:
+    """The adapters' learning curve as CSV (one row per family and size)."""
+    with atomic_write(path) as handle:
+        writer = csv.DictWriter(handle, fieldnames=list(CURVE_FIELDS))
+        writer.writeheader()
+        for p in curve:
+            a = p.agreement
+            writer.writerow(
+                {
+                    "family": p.family,
+                    "n": p.n,
+                    "topics": p.topics,
+                    "test_pairs": p.test_pairs,
+                    "balanced_accuracy": _num(a.balanced_accuracy),
+                    "balanced_accuracy_ci": _interval(a.interval("balanced_accuracy")),
+                    "kappa": _num(a.kappa),
+                    "kappa_ci": _interval(a.interval("kappa")),
+                    "auc": _num(p.auc),
+                    "seconds": f"{p.seconds:.1f}",
+                }
             )
-            writer.writeheader()
-            for p in adapter.curve:
-                a = p.agreement
-                writer.writerow(
-                    {
-                        "family": p.family,
-                        "n": p.n,
-                        "topics": p.topics,
-                        "test_pairs": p.test_pairs,
-                        "balanced_accuracy": _num(a.balanced_accuracy),
-                        "balanced_accuracy_ci": _interval(a.interval("balanced_accuracy")),
-                        "kappa": _num(a.kappa),
-                        "kappa_ci": _interval(a.interval("kappa")),
-                        "auc": _num(p.auc),
-                        "seconds": f"{p.seconds:.1f}",
-                    }
-                )
-    lines += [PAPER_REFERENCE, ""]
-    with atomic_write(md_path) as handle:
-        handle.write("\n".join(lines))
-    return md_path, csv_path
 
 
 CURVE_COLORS = ("#1f77b4", "#d62728", "#2ca02c", "#9467bd")

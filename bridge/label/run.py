@@ -527,7 +527,6 @@ def chain_calibrations(*chains: JudgeChain | None) -> dict[str, Calibration]:
 def _value_order(
     dataset: Dataset,
     options: LabelOptions,
-    runs: Mapping[str, Run],
     records: Sequence[LabelRecord],
     pool: Sequence[tuple[str, str]],
     items: list[WorkItem],
@@ -535,10 +534,11 @@ def _value_order(
     gate: tuple[int, int] | None,
     kind_order: Mapping[str, int] | None = None,
 ) -> tuple[list[WorkItem], PairValues]:
-    """``items`` most valuable first against ``runs`` (value-0 pairs left out unless ``ask_all``); with
+    """``items`` most valuable first against ``options.runs`` (value-0 pairs left out unless ``ask_all``); with
     ``kind_order`` (kind of hole -> rank), the pairs of a lower-ranked kind first (the kinds where the free judge is
     measured weakest), most valuable first within each."""
     pairs = [(it.case.qid, it.case.docid) for it in items]
+    runs = options.runs or {}  # the callers order by value only where there are runs
     found = pair_values(dataset, runs, records, pool, calibrations, gate, options.value, pairs)
     value = {pair: found.values.get(pair, 0.0) for pair in pairs}
     rank = kind_order or {}
@@ -731,7 +731,7 @@ def judge_pool(
     if options.runs:
         paid = _judge_free(chain, paths, options, pool_items, summary)
         records = current_records(read_labels(paths.labels), order_ids)
-        pool_items, found = _value_order(dataset, options, options.runs, records, pool, paid, calibrations, plan.gate)
+        pool_items, found = _value_order(dataset, options, records, pool, paid, calibrations, plan.gate)
         if paid or refine is None:  # with a free answer judge and --refine, the refine's value line says it
             summary.evidence_lines.append(found.line())
         summary.left_at_value_0 = len(paid) - len(pool_items)
@@ -768,10 +768,7 @@ def judge_pool(
         summary.left_by_budget += runner(pool_items, plan.lane_judge, {POOL: keep}, options.batch_pairs, desc,
                                          options.progress, deadline)  # fmt: skip
     if refine is not None:
-        _refine(
-            dataset, refine, paths, options, plan.entries, order_ids, calibrations, plan.gate, budget_end, summary,
-            extra,
-        )  # fmt: skip
+        _refine(dataset, refine, paths, options, plan, order_ids, calibrations, budget_end)
     summary.pool_s = time.perf_counter() - costly_start
     if options.max_minutes is not None:
         _add_spent(plan.ledger, plan.budget_key, summary.pool_s)
@@ -871,16 +868,14 @@ def _refine(
     refine: JudgeChain,
     paths: LabelPaths,
     options: LabelOptions,
-    entries: Sequence[PoolEntry],
+    plan: LabelPlan,
     order_ids: Sequence[str],
     calibrations: Mapping[str, Calibration],
-    gate: tuple[int, int] | None,
     deadline: float | None,
-    summary: LabelSummary,
-    extra: dict[str, Any],
 ) -> None:
     """The costly answer judge re-judges, most valuable first and within the budget, the answer-bearing pairs a
     free stage gave a P (every pair of positive value, in value order, when no runs give values)."""
+    entries, summary, extra = plan.entries, plan.summary, plan.extra
     records = current_records(read_labels(paths.labels), order_ids)
     refined = {(r.qid, r.docid) for r in records if r.config_id == refine.llm.config_id}
     by_pair = {(r.qid, r.docid): r for r in records}
@@ -895,8 +890,7 @@ def _refine(
     if options.runs:
         weak_first = weakest_kinds_first(calibrations.values(), exclude=refine)
         candidates = len(items)
-        items, found = _value_order(dataset, options, options.runs, records, pool, items, calibrations, gate,
-                                    weak_first)  # fmt: skip
+        items, found = _value_order(dataset, options, records, pool, items, calibrations, plan.gate, weak_first)
         extra["refine_value"] = value_summary(found, len(items), candidates)
         summary.evidence_lines.append(
             found.line(f"the costly answer judge {refine.judge.name}")

@@ -1,0 +1,136 @@
+"""``bridge label`` as a library function (:func:`label_stage`): the up-to-date stamp, the judge chain, the run's
+options (value order, executor, refine), the label run of :mod:`bridge.label.run` and what it says."""
+
+from __future__ import annotations
+
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bridge.config import Workspace
+from bridge.datasets import Dataset
+from bridge.errors import BridgeError
+from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
+from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, Pricing, label_pool
+from bridge.label.value import ValueConfig
+from bridge.stamp import StageStamp, stage_stamp
+from bridge.trec import read_runs
+
+if TYPE_CHECKING:
+    from bridge.label.distributed import RayExecution
+
+
+@dataclass(frozen=True)
+class LabelStageSettings:
+    """What ``bridge label`` runs with besides the workspace and the dataset."""
+
+    spec: ChainSpec
+    """The judge chain (its audit and progress settings are the run's too)."""
+    restart: bool = False
+    """Start labels.jsonl and audit.jsonl afresh (the old files kept as .bak); runs even when up to date."""
+    batch_pairs: int = 64
+    pricing: Pricing = field(default_factory=Pricing)
+    max_pairs: int | None = None
+    """:attr:`LabelOptions.max_pairs`; a run with a pair cap writes no stamp (a second run goes on)."""
+    max_minutes: float | None = None
+    """:attr:`LabelOptions.max_minutes`."""
+    value: ValueConfig | None = field(default_factory=ValueConfig)
+    """The value order against the runs in runs/<ds>/ (None: every pool pair, in priority order)."""
+    refine: str | None = None
+    """A costly answer judge that re-judges, in value order, the pairs a free stage gave a P (needs a reference)."""
+    ray: RayExecution | None = None
+    """Judge on Ray workers (None: in this process)."""
+    stamp: Mapping[str, Any] | None = None
+    """The command's settings that the stage's up-to-date stamp covers (None: no stamp; the stage always runs)."""
+    force: bool = False
+    """Run even when the stamp says that nothing changed."""
+
+    @property
+    def reference(self) -> str | None:
+        """The labelled answer-bearing pairs the answer judge is calibrated on."""
+        return self.spec.judge.answer_context.reference
+
+
+def label_stage(
+    ws: Workspace, ds: Dataset, settings: LabelStageSettings, *, say: Callable[[str], None]
+) -> LabelSummary | None:
+    """Judge ``ds``'s pool in ``ws`` as ``bridge label`` does, saying what it chose and what it did through ``say``.
+    None when the stamp says that nothing changed since the last run (``say`` gets that run's summary)."""
+    paths = LabelPaths.of_workspace(ws, ds.slug)
+    stamp = _label_stamp(ws, ds, paths, settings)
+    if stamp is not None and (skipped := stamp.skip_message(settings.force or settings.restart)) is not None:
+        say(skipped)
+        return None
+    spec = settings.spec
+    chain, choice, llm = build_chain(spec, ds)
+    options = _label_options(ws, ds, settings, llm, say)
+    refine = settings.refine
+    head = f"{ds.name}: {choice}" + (f"; costly answer judge {refine} in value order" if refine else "")
+    say(head)
+    if ds.has_answers and not settings.reference and spec.evidence != "off":
+        say(
+            f"note: {ds.name}'s answer-bearing pairs go to {spec.judge.name}; with --reference FILE (labelled "
+            "answer-bearing pairs, e.g. bench/data/nq-answer-reference/labels-first.tsv) an answer judge calibrated "
+            "on them gives every such pair a P"
+        )
+    summary = label_pool(ds, chain, paths, options)
+    text = "\n".join([f"{ds.name} ({chain.pipeline.config_id})", *summary.lines(), *endpoint_lines(llm)])
+    text += f"\n-> {paths.labels}\n-> {paths.augmented}\n-> {paths.audit}\n-> {paths.audit_report}"
+    say(text)
+    if stamp is not None and settings.max_pairs is None:  # a pair cap is per invocation: never up to date
+        stamp.write(f"{head}\n{text}")
+    return summary
+
+
+def _label_stamp(ws: Workspace, ds: Dataset, paths: LabelPaths, settings: LabelStageSettings) -> StageStamp | None:
+    """The stage's stamp over its settings, the runs, the label folder, the audit report and the reference (with
+    the fits kept beside it)."""
+    if settings.stamp is None:
+        return None
+    reference = [Path(settings.reference), Path(settings.reference).parent / "fits"] if settings.reference else []
+    read = (ws.runs(ds.slug), paths.labels.parent, paths.audit_report, *reference)
+    return stage_stamp(paths.labels.parent, "label", settings.stamp, read, dataset=ds.fingerprint)
+
+
+def _label_options(
+    ws: Workspace, ds: Dataset, settings: LabelStageSettings, llm: Any, say: Callable[[str], None]
+) -> LabelOptions:
+    """The label run's options: the budget, the value order (when runs/<ds>/ has runs), the executor and the costly
+    answer judge of ``refine`` (sharing the chain's ``llm``)."""
+    spec = settings.spec
+    options = LabelOptions(
+        restart=settings.restart,
+        batch_pairs=settings.batch_pairs,
+        audit=spec.audit,
+        pricing=settings.pricing,
+        progress=spec.progress,
+        max_pairs=settings.max_pairs,
+        max_minutes=settings.max_minutes,
+    )
+    if settings.value is not None:
+        runs = read_runs(ws.runs(ds.slug))
+        if runs:
+            options = replace(options, runs=runs, value=settings.value)
+        else:
+            say(f"no runs in {ws.runs(ds.slug)}: every pool pair is judged (no value order)")
+    if settings.ray is not None:
+        from bridge.label.distributed import ray_runners
+
+        runner, scorer = ray_runners(spec, settings.ray.dataset, settings.ray.config)
+        options = replace(options, runner=runner, scorer=scorer)
+    if settings.refine:
+        if not settings.reference:
+            raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
+        options = replace(options, refine=build_refine_chain(spec, settings.refine, ds, llm))
+    return options
+
+
+def endpoint_lines(llm: Any) -> list[str]:
+    """Per-endpoint calls, errors and tokens/s of an ``openai`` backend (none for embedded backends)."""
+    rows = llm.backend.summary() if llm is not None and hasattr(llm.backend, "summary") else []
+    return [
+        f"endpoint {r['endpoint']}: {r['calls']} calls, {r['errors']} errors, "
+        f"{r['prompt_tokens'] + r['completion_tokens']} tokens, {r['tokens_per_s']:.0f} tokens/s"
+        for r in rows
+    ]
