@@ -7,6 +7,9 @@
 3. Nothing in ``bridge/`` imports from ``eval/`` or ``retrievers/``: the stages below the command line
    talk to later ones through files; only the dispatcher (``bridge/cli.py``) names their commands, and only
    the library's facade (``bridge/api.py``, the Python API over every stage) calls them.
+4. Small parts: no function over 80 lines (but the report's HTML assembly and the review app's routes), none with
+   more than 8 parameters (a frozen dataclass of settings is the cure; its generated constructor is exempt), no
+   command-line module over 150 lines (a command's work is a library function the command line calls).
 """
 
 from __future__ import annotations
@@ -147,3 +150,51 @@ def test_every_workspace_file_is_named_once_in_the_layout():
             if isinstance(node, ast.Constant) and node.value in names:
                 spelled.append(f"{name}:{node.lineno} {node.value!r}")
     assert not spelled, spelled
+
+
+LONG_ALLOWED = {("eval.report", "to_html"), ("bridge.review.app", "create_app")}
+"""The report's HTML assembly and the review app's routes: one long template each, read top to bottom."""
+
+
+def functions() -> list[tuple[str, ast.FunctionDef | ast.AsyncFunctionDef]]:
+    return [
+        (name, node)
+        for name, path in project_modules().items()
+        for node in ast.walk(ast.parse(path.read_text(encoding="utf-8")))
+        if isinstance(node, ast.FunctionDef | ast.AsyncFunctionDef)
+    ]
+
+
+def parameters(node: ast.FunctionDef | ast.AsyncFunctionDef) -> int:
+    """Named parameters but ``self``/``cls`` (``*args``/``**kwargs`` do not count)."""
+    args = [*node.args.posonlyargs, *node.args.args, *node.args.kwonlyargs]
+    return len(args) - int(bool(args) and args[0].arg in ("self", "cls"))
+
+
+def test_no_function_over_80_lines():
+    long = sorted(
+        f"{name}.{node.name}: {node.end_lineno - node.lineno + 1} lines"  # type: ignore[operator]
+        for name, node in functions()
+        if node.end_lineno - node.lineno + 1 > 80 and (name, node.name) not in LONG_ALLOWED  # type: ignore[operator]
+    )
+    assert long == []
+
+
+def test_no_function_with_more_than_8_parameters():
+    many = sorted(f"{name}.{node.name}: {parameters(node)}" for name, node in functions() if parameters(node) > 8)
+    assert many == []
+
+
+def test_command_line_modules_are_thin():
+    thick = sorted(
+        f"{name}: {len(path.read_text(encoding='utf-8').splitlines())} lines"
+        for name, path in project_modules().items()
+        if is_cli(name) and len(path.read_text(encoding="utf-8").splitlines()) > 150
+    )
+    assert thick == []
+
+
+def test_the_size_checks_see_what_they_should():
+    tree = ast.parse("def f(self, a, b, *args, c=1, **kw):\n    pass\n")
+    node = tree.body[0]
+    assert isinstance(node, ast.FunctionDef) and parameters(node) == 3
