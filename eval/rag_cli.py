@@ -4,11 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import (
     add_common_options,
-    add_llm_options,
     dataset_from_args,
-    llm_config_from_args,
     show_progress,
     workspace_from_args,
 )

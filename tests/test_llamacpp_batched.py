@@ -17,7 +17,7 @@ from bridge.llm.llamacpp_batched import (
     _common_prefix,
     _lone_token_free,
 )
-from bridge.options import add_llm_options, llm_config_from_args
+from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 
 VERDICT = {
     "type": "object",

@@ -10,7 +10,8 @@ from bridge.judging.audit import AuditConfig
 from bridge.label.adapter_options_cli import adapter_config_from_args, add_adapter_options
 from bridge.label.chain import COSTLY_ANSWER_JUDGES, FALLBACK_JUDGES, ChainSpec
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
-from bridge.options import add_llm_options, llm_config_from_args, show_progress
+from bridge.llm.options_cli import add_llm_options, llm_config_from_args
+from bridge.options import show_progress
 
 JUDGE_NAMES = ("auto", "adapter", *FALLBACK_JUDGES)
 

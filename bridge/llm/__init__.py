@@ -49,21 +49,6 @@ BACKENDS: Registry[Callable[[LLMConfig], LLMBackend]] = Registry("LLM backend")
 """LLM backends by name, each a factory of its config (heavy libraries are imported when one is made)."""
 
 
-@BACKENDS.register("llamacpp")
-def _llamacpp(config: LLMConfig) -> LLMBackend:
-    from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig
-
-    return LlamaCppBackend(
-        LlamaCppConfig(
-            model=config.model,
-            n_ctx=config.n_ctx,
-            n_threads=config.n_threads,
-            n_threads_batch=config.n_threads_batch,
-            cache_dir=config.cache_dir,
-        )
-    )
-
-
 @BACKENDS.register("llamacpp-batched")
 def _llamacpp_batched(config: LLMConfig) -> LLMBackend:
     from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
@@ -72,6 +57,21 @@ def _llamacpp_batched(config: LLMConfig) -> LLMBackend:
         BatchedLlamaCppConfig(
             model=config.model,
             n_seq=config.n_seq,
+            n_ctx=config.n_ctx,
+            n_threads=config.n_threads,
+            n_threads_batch=config.n_threads_batch,
+            cache_dir=config.cache_dir,
+        )
+    )
+
+
+@BACKENDS.register("llamacpp")
+def _llamacpp(config: LLMConfig) -> LLMBackend:
+    from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig
+
+    return LlamaCppBackend(
+        LlamaCppConfig(
+            model=config.model,
             n_ctx=config.n_ctx,
             n_threads=config.n_threads,
             n_threads_batch=config.n_threads_batch,
