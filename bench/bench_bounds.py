@@ -1,6 +1,6 @@
 """What the bounds settle on a finished main job: the adjacent comparisons settled, likely and open, and each
 system's mean bound width, with the evidence gate's zeros open in the bounds (every one "could be relevant",
-the rule before issue 47) and capped by the gate's measured miss rate (:class:`bridge.holes.GateBound`), in one
+the rule before issue 47) and capped by the gate's measured miss rate (:class:`bridge.estimate.holes.GateBound`), in one
 process on the same labels and draws.
 
     python -m bench bounds [--dataset nq] [--data-dir ../shared/data] [--workspace .]
@@ -20,10 +20,10 @@ from bridge.options import DEFAULT_DATA_DIR
 
 
 def main(argv: list[str]) -> int:
-    from bridge.config import Workspace
+    from bridge.core.layout import Workspace
     from bridge.datasets import load_dataset
-    from bridge.estimate import EstimateConfig
-    from bridge.holes import HoleModelConfig
+    from bridge.estimate.holes import HoleModelConfig
+    from bridge.estimate.leaderboard import EstimateConfig
     from eval.estimated import estimate_leaderboard
     from eval.inputs import load_inputs
     from eval.measures import default_measure_names, resolve_measures

@@ -36,11 +36,11 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.config import DEFAULT_DATA_DIR
+from bridge.core.label_records import LabelRecord
+from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.datasets import load_dataset
 from bridge.judging import Case, ask_with_repair
-from bridge.judging.dream import AGENT_A, AGENT_B, AgentTurn, DebateConfig, DebateEngine, DebateRound, parse_turn
-from bridge.label_records import LabelRecord
+from bridge.judging.llm.dream import AGENT_A, AGENT_B, AgentTurn, DebateConfig, DebateEngine, DebateRound, parse_turn
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse
 from bridge.llm.cache import CachedBackend, ResponseCache
 from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig

@@ -3,7 +3,7 @@
 On the machine at hand, in one run:
 1. the machine: CPU model and flags, and its measured matrix throughput per precision (GFLOP/s of a 2048^3
    product, the best of a few seconds);
-2. the precision probe of ``--encoder-precision auto`` (bridge.precision): the retrievers' own entries under
+2. the precision probe of ``--encoder-precision auto`` (bridge.encoders.precision): the retrievers' own entries under
    ``--cache-dir``, measured into it when missing, and so the path ``auto`` takes;
 3. throughput on the first ``--docs`` passages of the first dataset with each path, each beside its arithmetic
    cost (FLOPs per passage from the encoder's shapes and the passages' token counts) and the time that arithmetic
@@ -28,12 +28,12 @@ from typing import Any
 
 import numpy as np
 
-from bridge.config import DEFAULT_DATA_DIR
+from bridge.core.layout import DEFAULT_DATA_DIR
+from bridge.core.trec import read_run, top_k
 from bridge.datasets import load_dataset
-from bridge.embeddings import SentenceEncoder
-from bridge.models import MINILM, SPLADE_TINY, resolve_model
-from bridge.precision import PATHS, ProbeResult, cpu_label, min_row_cosine, probe_file, probed_precision
-from bridge.trec import read_run, top_k
+from bridge.encoders.embeddings import SentenceEncoder
+from bridge.encoders.precision import PATHS, ProbeResult, cpu_label, min_row_cosine, probe_file, probed_precision
+from bridge.encoders.sources import MINILM, SPLADE_TINY, resolve_model
 from eval.measures import evaluate
 from retrievers.base import SystemSpec
 from retrievers.pipeline import retrieve

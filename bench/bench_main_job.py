@@ -24,14 +24,14 @@ import time
 from dataclasses import dataclass, field
 from pathlib import Path
 
-from bridge.config import DEFAULT_DATA_DIR
-from bridge.precision import cpu_label
+from bridge.core.layout import DEFAULT_DATA_DIR
+from bridge.encoders.precision import cpu_label
 
 REPO = Path(__file__).resolve().parent.parent
 STAGES = ("retrieve", "pool", "label", "eval")
 ENCODERS = {"dense": "MiniLM", "splade": "SPLADE-tiny"}
 ENCODED = r"(dense|splade): corpus of \d+ passages encoded in (\w+) in ([\d.]+) s"
-"""bridge.embeddings.CORPUS_ENCODED as the retrieve stage logs it."""
+"""bridge.encoders.embeddings.CORPUS_ENCODED as the retrieve stage logs it."""
 
 
 @dataclass

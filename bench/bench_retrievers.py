@@ -18,7 +18,7 @@ from collections.abc import Sequence
 from dataclasses import replace
 from pathlib import Path
 
-from bridge.config import DEFAULT_DATA_DIR
+from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.datasets import DictCorpus, load_dataset
 from bridge.llm import LLMConfig, make_backend
 from bridge.llm.cache import CachedBackend, ResponseCache

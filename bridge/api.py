@@ -29,14 +29,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridge.config import DEFAULT_DATA_DIR, REUSABILITY_JSON, Workspace
+from bridge.core.errors import BridgeError, InputError
+from bridge.core.label_records import LabelRecord, augment_qrels, lift_new_labels
+from bridge.core.layout import DEFAULT_DATA_DIR, REUSABILITY_JSON, Workspace
+from bridge.core.trec import Qrels, Run, read_qrels, read_run
 from bridge.datasets import Dataset
 from bridge.datasets import load_dataset as _load_dataset
-from bridge.errors import BridgeError, InputError
-from bridge.holes import Calibration, Pair
-from bridge.label_records import LabelRecord, augment_qrels, lift_new_labels
-from bridge.pool import PoolEntry, build_pool
-from bridge.trec import Qrels, Run, read_qrels, read_run
+from bridge.estimate.holes import Calibration, Pair
+from bridge.pool.pooling import PoolEntry, build_pool
 
 if TYPE_CHECKING:
     import pandas as pd
@@ -149,7 +149,7 @@ def run_frame(runs: Mapping[str, Any]) -> pd.DataFrame:
     TREC run file; PyTerrier counts from 0)."""
     import pandas as pd
 
-    from bridge.trec import ranked
+    from bridge.core.trec import ranked
 
     rows = [
         (system, qid, docid, score, rank)
@@ -320,7 +320,7 @@ def label_pairs(
     """
     from bridge.label.chain import build_chain
     from bridge.label.run import LabelOptions, LabelPaths, label_pool
-    from bridge.pool import write_pool
+    from bridge.pool.pooling import write_pool
 
     spec = judge if not isinstance(judge, str) else _chain_spec(judge, reference, llm, progress, options)
     entries = _pool_entries(pairs)
@@ -338,7 +338,7 @@ def _chain_spec(
     judge: str, reference: str | Path | None, llm: Any, progress: bool, options: LabelingOptions
 ) -> ChainSpec:
     """The chain of a judge named as ``bridge label --judge`` names it."""
-    from bridge.judging.audit import AuditConfig
+    from bridge.judging.quality.audit import AuditConfig
     from bridge.label.chain import ANSWER_JUDGES, ChainSpec
 
     spec = ChainSpec(progress=progress, cache_dir=Path(options.cache_dir))
@@ -484,7 +484,7 @@ def evaluate(
     >>> board.result.significance is not None
     True
     """
-    from bridge.estimate import EstimateConfig
+    from bridge.estimate.leaderboard import EstimateConfig
     from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, run_evaluation
 
     ds = qrels if isinstance(qrels, Dataset) else None

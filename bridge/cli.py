@@ -11,7 +11,7 @@ import logging
 import sys
 from collections.abc import Sequence
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 from bridge.options import show_progress
 
 EPILOG = """\
@@ -28,8 +28,8 @@ Pipeline (each stage reads the files of the one before):
 
 
 COMMANDS: tuple[str, ...] = (
-    "retrievers.cli", "bridge.pool_cli", "bridge.label.cli", "bridge.review.cli", "eval.cli", "eval.score_cli",
-    "eval.reusability_cli", "eval.rag_cli", "bridge.export_cli", "bridge.doctor_cli",
+    "retrievers.cli", "bridge.pool.cli", "bridge.label.cli", "bridge.review.cli", "eval.cli", "eval.score_cli",
+    "eval.reusability_cli", "eval.rag_cli", "bridge.datasets.export_cli", "bridge.doctor.cli",
 )  # fmt: skip
 """Subcommands in --help order: modules with ``register(subparsers)``."""
 

@@ -14,7 +14,7 @@ import sys
 from pathlib import Path
 from typing import Any
 
-from bridge.config import DEFAULT_DATA_DIR, Workspace
+from bridge.core.layout import DEFAULT_DATA_DIR, Workspace
 
 
 def at_least_two(text: str) -> int:
@@ -89,7 +89,7 @@ IGNORED_ARGS = frozenset({"quiet", "verbose", "force", "func", "handler"})
 
 def args_settings(args: argparse.Namespace) -> dict[str, Any]:
     """A command's settings from its parsed arguments, without those that change no output (JSON: paths as text):
-    what a stage's up-to-date stamp (bridge.stamp) covers."""
+    what a stage's up-to-date stamp (bridge.core.stamp) covers."""
     kept = {k: v for k, v in sorted(vars(args).items()) if k not in IGNORED_ARGS and not callable(v)}
     return json.loads(json.dumps(kept, default=str))
 

@@ -23,8 +23,8 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from bridge.errors import InputError
-from bridge.trec import Qrels, Run, top_k
+from bridge.core.errors import InputError
+from bridge.core.trec import Qrels, Run, top_k
 
 COMPAT_MEASURES = ("Hit", "nDCG", "Recall", "Precision")
 _NAME = re.compile(r"^BRIDGE-(Hit|nDCG|Recall|Precision)@(\d+)$")

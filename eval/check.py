@@ -24,9 +24,9 @@ from dataclasses import dataclass, field
 from itertools import combinations
 from pathlib import Path
 
-from bridge.config import JUDGE_AUDIT
-from bridge.errors import BridgeError, InputError
-from bridge.judging.audit import read_audit_report
+from bridge.core.errors import BridgeError, InputError
+from bridge.core.layout import JUDGE_AUDIT
+from bridge.judging.quality.audit import read_audit_report
 from eval.leaderboard import AUGMENTED, read_leaderboard
 from eval.summary import fmt_ci
 

@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bridge.config import LEADERBOARD_CSV
+from bridge.core.layout import LEADERBOARD_CSV
 
 CHECK_DESCRIPTION = """\
 Compare the current leaderboard (default reports/<ds>/leaderboard.csv, written by

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 from bridge.options import (
     add_common_options,
     add_force_option,
@@ -101,7 +101,7 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_eval(args: argparse.Namespace) -> int:
-    from bridge.estimate import EstimateConfig
+    from bridge.estimate.leaderboard import EstimateConfig
     from eval.evaluation import EvalSettings, evaluate_workspace
     from eval.harness import EvalConfig
 

@@ -34,8 +34,8 @@ from pathlib import Path
 
 import numpy as np
 
-from bridge.fsio import atomic_write
-from bridge.trec import Qrels, Run, top_k
+from bridge.core.fsio import atomic_write
+from bridge.core.trec import Qrels, Run, top_k
 
 CURVE_MEASURES = ("Hit", "nDCG", "Recall")
 DEFAULT_ORDERS = 10

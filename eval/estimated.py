@@ -1,8 +1,8 @@
 """The augmented leaderboard as an estimate (``bridge eval``): from the label run's files, the hole model
-(:mod:`bridge.holes`) and the estimate (:mod:`bridge.estimate`) give every system's expected score with its
-intervals and bounds, each adjacent comparison's verdict as a probability, each system's rank stability
-over the draws, and the open pairs whose labels would decide the most open comparisons. This module runs them
-for an evaluation and writes what they found; it states none of their rules.
+(:mod:`bridge.estimate.holes`) and the estimate (:mod:`bridge.estimate.leaderboard`) give every system's expected score
+with its intervals and bounds, each adjacent comparison's verdict as a probability, each system's rank stability over
+the draws, and the open pairs whose labels would decide the most open comparisons. This module runs them for an
+evaluation and writes what they found; it states none of their rules.
 """
 
 from __future__ import annotations
@@ -16,7 +16,11 @@ from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
-from bridge.estimate import (
+from bridge.core.fsio import atomic_write
+from bridge.core.label_records import counted_configs, current_records
+from bridge.core.trec import Qrels
+from bridge.estimate.holes import GateBound, HoleEvidence, HoleModelConfig, Pair, build_hole_model
+from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,
     SETTLED,
@@ -29,11 +33,7 @@ from bridge.estimate import (
     ranked_lists,
     settle_measure,
 )
-from bridge.fsio import atomic_write
-from bridge.holes import GateBound, HoleEvidence, HoleModelConfig, Pair, build_hole_model
-from bridge.judging.audit import gate_recall
-from bridge.label_records import counted_configs, current_records
-from bridge.trec import Qrels
+from bridge.judging.quality.audit import gate_recall
 from eval.measures import MeasureSpec
 
 if TYPE_CHECKING:

@@ -11,10 +11,10 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.config import Workspace
+from bridge.core.errors import BridgeError
+from bridge.core.layout import Workspace
+from bridge.core.stamp import stage_stamp
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
-from bridge.stamp import stage_stamp
 from eval.harness import EvalConfig, EvalResult, run_evaluation
 from eval.inputs import InputFiles, load_inputs
 from eval.report import write_report

@@ -10,10 +10,10 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.estimate import EstimateConfig
-from bridge.holes import Calibration
-from bridge.label_records import LabelRecord, lift_new_labels
-from bridge.trec import Qrels, Run
+from bridge.core.label_records import LabelRecord, lift_new_labels
+from bridge.core.trec import Qrels, Run
+from bridge.estimate.holes import Calibration
+from bridge.estimate.leaderboard import EstimateConfig
 from eval.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
 from eval.estimated import EstimatedLeaderboard, estimate_leaderboard, estimate_measures
 from eval.leaderboard import (

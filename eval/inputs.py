@@ -10,14 +10,14 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bridge.config import HOLE_CALIBRATIONS_FILE, Workspace
+from bridge.core.errors import BridgeError
+from bridge.core.label_records import read_labels
+from bridge.core.layout import HOLE_CALIBRATIONS_FILE, Workspace
+from bridge.core.trec import Qrels, Run, read_qrels, read_run, read_runs, restrict
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
-from bridge.holes import read_calibrations
-from bridge.judging.audit import read_audit_report
-from bridge.label_records import read_labels
-from bridge.pool import read_pool
-from bridge.trec import Qrels, Run, read_qrels, read_run, read_runs, restrict
+from bridge.estimate.holes import read_calibrations
+from bridge.judging.quality.audit import read_audit_report
+from bridge.pool.pooling import read_pool
 from eval.harness import AUGMENTED, ORIGINAL, EvalInputs, lift_new_labels
 
 log = logging.getLogger(__name__)
@@ -152,7 +152,7 @@ def _qrels_sets(ws: Workspace, ds: Dataset, extra: Sequence[tuple[str, Path]]) -
 
 def _warn_about_brought_qrels(ds: Dataset, runs: Mapping[str, Run]) -> None:
     """Qrels a dataset brings were pooled from their authors' systems: say where a run steps outside them."""
-    from bridge.datasets.bridge import run_docid_issues
+    from bridge.datasets.bridge_benchmark import run_docid_issues
 
     for issue in run_docid_issues(runs, ds.corpus):
         log.warning("document ids: %s", issue.message())

@@ -17,9 +17,9 @@ from pathlib import Path
 import numpy as np
 from tqdm.auto import tqdm
 
-from bridge.errors import InputError
-from bridge.fsio import atomic_write
-from bridge.trec import Qrels, Run
+from bridge.core.errors import InputError
+from bridge.core.fsio import atomic_write
+from bridge.core.trec import Qrels, Run
 from eval.estimated import EstimatedLeaderboard
 from eval.measures import MeasureSpec, Scorer, holes_in_top_k, per_query_scores
 from eval.rankcorr import kendall_tau, tau_ap
@@ -202,9 +202,9 @@ ESTIMATE_COLUMNS = (
     "next_verdict",
     "next_p",
 )
-"""With an estimate (:mod:`bridge.estimate`): the augmented score's lowest value over every assignment of the open
-labels, the expected score, its 95% interval on these topics (label and calibration uncertainty), its 5th and 95th
-percentiles, its 95% interval on topics like these (topics resampled too), the highest value; and the comparison
+"""With an estimate (:mod:`bridge.estimate.leaderboard`): the augmented score's lowest value over every assignment of
+the open labels, the expected score, its 95% interval on these topics (label and calibration uncertainty), its 5th and
+95th percentiles, its 95% interval on topics like these (topics resampled too), the highest value; and the comparison
 with the system ranked next under the estimate: status (settled, likely, open), verdict and P(this beats next)."""
 
 

@@ -1,6 +1,6 @@
 """Measures through ir_measures with trec_eval semantics, the BRIDGE-compatible variants, and Hole@k.
 
-Runs are passed through :func:`bridge.trec.canonical_scores` first, so ties are broken as
+Runs are passed through :func:`bridge.core.trec.canonical_scores` first, so ties are broken as
 trec_eval breaks them (score descending, docid descending) whichever back-end ir_measures
 picks, and cut at the measures' largest cutoff where no measure reads deeper (:func:`run_depth`).
 Per-query values are averaged over an explicit topic set: a topic that a run did not
@@ -24,9 +24,9 @@ from dataclasses import dataclass
 import ir_measures
 import numpy as np
 
-from bridge.errors import InputError
-from bridge.measures import ALIASES, COMPARED, LABELS, LEADERBOARD
-from bridge.trec import Qrels, Run, canonical_scores, top_k
+from bridge.core.errors import InputError
+from bridge.core.measures import ALIASES, COMPARED, LABELS, LEADERBOARD
+from bridge.core.trec import Qrels, Run, canonical_scores, top_k
 
 DEFAULT_MEASURES = tuple(f"{ALIASES.get(name, name)}@10" for name in COMPARED)
 """What :func:`evaluate` scores by default, as ir_measures names (Success@10, nDCG@10, R@10)."""

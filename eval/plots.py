@@ -13,7 +13,7 @@ import numpy as np
 from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
-from bridge.figures import save_png
+from bridge.core.figures import save_png
 from eval.curves import Curves
 from eval.leaderboard import HoleRow, LeaderboardRow
 

@@ -13,9 +13,9 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.fsio import atomic_write
-from bridge.label_records import LabelRecord
-from bridge.trec import Qrels
+from bridge.core.fsio import atomic_write
+from bridge.core.label_records import LabelRecord
+from bridge.core.trec import Qrels
 
 ROUTE_ORDER = ("original", "consensus-r1", "consensus-r2", "consensus-r3", "adjudicated", "human")
 

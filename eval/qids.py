@@ -10,7 +10,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 
-from bridge.trec import Qrels, Run
+from bridge.core.trec import Qrels, Run
 
 
 @dataclass(frozen=True)

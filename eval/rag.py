@@ -28,14 +28,14 @@ from typing import TYPE_CHECKING
 import numpy as np
 from scipy import stats
 
-from bridge.config import RAG_ANSWERS, RAG_CSV, Workspace
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import atomic_write
+from bridge.core.layout import RAG_ANSWERS, RAG_CSV, Workspace
+from bridge.core.trec import Qrels, Run, top_k
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
-from bridge.fsio import atomic_write
 from bridge.judging import ParseError, parse_json_object, yes_no
 from bridge.llm.base import LLMBackend, LLMRequest, Message, answer_probability, schema_text
 from bridge.prompts import template_module
-from bridge.trec import Qrels, Run, top_k
 from eval.inputs import InputFiles, load_inputs
 from eval.measures import per_query_scores, resolve_measures
 

@@ -19,7 +19,8 @@ from typing import Any
 
 import numpy as np
 
-from bridge.config import (
+from bridge.core.fsio import write_text_atomic
+from bridge.core.layout import (
     COMPARISONS_CSV,
     CURVES_CSV,
     HOLES_CSV,
@@ -33,10 +34,9 @@ from bridge.config import (
     STABILITY_CSV,
     VALUABLE_PAIRS,
 )
-from bridge.estimate import LIKELY, OPEN, SETTLED, SystemEstimate
-from bridge.fsio import write_text_atomic
-from bridge.holes import ADAPTER, GATE, LLM, PRIOR, UNPOOLED
-from bridge.judging.hole_calibration import weakest_kind
+from bridge.estimate.holes import ADAPTER, GATE, LLM, PRIOR, UNPOOLED
+from bridge.estimate.leaderboard import LIKELY, OPEN, SETTLED, SystemEstimate
+from bridge.judging.learned.hole_calibration import weakest_kind
 from eval import plots
 from eval.curves import write_curves
 from eval.estimated import EstimatedLeaderboard, write_comparisons, write_stability, write_valuable_pairs
@@ -389,7 +389,7 @@ def _hole_kind_blocks(
     )
     return [
         Para(
-            "The judge of the answer-bearing holes, kind by kind (kinds of hole: bridge.kinds), on the read "
+            "The judge of the answer-bearing holes, kind by kind (kinds of hole: bridge.core.kinds), on the read "
             "reference, cross-fitted by question; the reference was drawn at random within each kind, and the last "
             "row weights each kind as it stands in the pool. Its labels are the maintainers' reading, not a crowd's. "
             "Covered: share of random half splits whose held-out share relevant lies in the 95% interval the other "
@@ -642,7 +642,8 @@ def _estimate_blocks(result: EvalResult) -> list[Block]:
         Para(
             "Only people's judgments (the original qrels, review answers) are fixed. Every other pair the "
             "leaderboard sees is open and carries a calibrated P(relevant) from the stage that labelled it, with "
-            f"the calibration's own uncertainty (the hole model, bridge/holes.py). {estimated.draws} draws of every "
+            "the calibration's own uncertainty (the hole model, bridge/estimate/holes.py). "
+            f"{estimated.draws} draws of every "
             "open label (calibration and label together, graded where the qrels are) score every system: the "
             "estimate is their mean and the 95% interval (the one to quote, in the answer above) is that of the "
             "draws. The **topic interval** adds the resampling of topics: where the system's score lies on other "

@@ -28,14 +28,14 @@ from typing import Any, NamedTuple
 
 import numpy as np
 
-from bridge.errors import BridgeError
-from bridge.estimate import EstimateConfig, Leaderboard, ranked_lists
-from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModel, build_hole_model
-from bridge.judging.metrics import Agreement, agreement_of
-from bridge.label_records import HUMAN_JUDGE, LabelRecord
-from bridge.measures import Measure
-from bridge.scoring import FlatQrels, RunMatrix, per_topic
-from bridge.trec import Qrels, Run, top_k
+from bridge.core.errors import BridgeError
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
+from bridge.core.measures import Measure
+from bridge.core.trec import Qrels, Run, top_k
+from bridge.estimate.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModel, build_hole_model
+from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
+from bridge.estimate.vectorized import FlatQrels, RunMatrix, per_topic
+from bridge.judging.quality.metrics import Agreement, agreement_of
 from eval.rankcorr import kendall_tau_rows, tau_ap_rows
 
 Pair = tuple[str, str]
@@ -154,7 +154,7 @@ def baseline_fills(pairs: Iterable[Pair], holey: Qrels, qrels: Qrels, threshold:
     """The floors every judge must beat, and the check: holey (the pairs stay out: not relevant, as trec_eval counts
     an unjudged document), holey on condensed lists, everything relevant, relevant at random with the topic's share of
     relevant judgments in ``holey`` (seeded per pair), and the hidden labels."""
-    from bridge.judging.reference import RandomJudge
+    from bridge.judging.free.reference import RandomJudge
 
     pairs = sorted(pairs)
     coin = RandomJudge(holey, threshold, seed)
@@ -270,7 +270,7 @@ class RemovedLabels:
     records: Mapping[Pair, LabelRecord]
     calibrations: Mapping[str, Calibration] = field(default_factory=dict)
     gate: tuple[int, int] | None = None
-    """The evidence gate's audited misses (:func:`bridge.judging.audit.gate_recall`)."""
+    """The evidence gate's audited misses (:func:`bridge.judging.quality.audit.gate_recall`)."""
 
 
 def estimate_fill(
@@ -402,7 +402,7 @@ def simulated_answer(record: LabelRecord | None, pair: Pair, label: int, grade: 
 
 class LeaveOutScorer:
     """Per-topic scores of each left-out system under the full qrels and under any fill of its removed pairs
-    (vectorized trec_eval measures, :mod:`bridge.scoring`)."""
+    (vectorized trec_eval measures, :mod:`bridge.estimate.vectorized`)."""
 
     def __init__(self, runs: Mapping[str, Run], qrels: Qrels, topics: Sequence[str], threshold: int) -> None:
         self.runs = runs

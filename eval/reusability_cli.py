@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.errors import BridgeError
-from bridge.measures import REUSABILITY, at
+from bridge.core.errors import BridgeError
+from bridge.core.measures import REUSABILITY, at
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 
 DESCRIPTION = """\
@@ -100,8 +100,8 @@ def parse_people(text: str) -> tuple[float, ...]:
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
+    from bridge.core.measures import parse_measures
     from bridge.label.cli import spec_from_args
-    from bridge.measures import parse_measures
     from eval.reusability_run import ReusabilitySettings, run_reusability
     from eval.reusability_summary import summary_lines
 

@@ -21,13 +21,13 @@ import random
 from collections.abc import Mapping, Sequence
 from pathlib import Path
 
-from bridge.estimate import EstimateConfig, Leaderboard
-from bridge.fsio import write_json_atomic
-from bridge.holes import RANDOM_SAMPLING, HoleEvidence, build_hole_model
+from bridge.core.fsio import write_json_atomic
+from bridge.core.label_records import LabelRecord
+from bridge.core.measures import Measure
+from bridge.core.trec import Qrels, Run
+from bridge.estimate.holes import RANDOM_SAMPLING, HoleEvidence, build_hole_model
+from bridge.estimate.leaderboard import EstimateConfig, Leaderboard
 from bridge.label.value import ask_order
-from bridge.label_records import LabelRecord
-from bridge.measures import Measure
-from bridge.trec import Qrels, Run
 from eval.reusability import LeaveOutTest, Pair, RemovedLabels, holey_qrels, removed_union
 
 ORDERS = ("random", "value")

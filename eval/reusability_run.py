@@ -10,19 +10,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bridge.config import HOLE_CALIBRATIONS_FILE, REUSABILITY_JSON, Workspace
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import write_json_atomic
+from bridge.core.label_records import counted_records, read_labels
+from bridge.core.layout import HOLE_CALIBRATIONS_FILE, REUSABILITY_JSON, Workspace
+from bridge.core.measures import REUSABILITY, Measure, at, parse_measures
+from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
-from bridge.estimate import EstimateConfig
-from bridge.fsio import write_json_atomic
-from bridge.holes import read_calibrations
-from bridge.judging.audit import gate_recall
+from bridge.estimate.holes import read_calibrations
+from bridge.estimate.leaderboard import EstimateConfig
+from bridge.judging.quality.audit import gate_recall
 from bridge.label.chain import ChainSpec, build_chain
 from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, label_pool
-from bridge.label_records import counted_records, read_labels
-from bridge.measures import REUSABILITY, Measure, at, parse_measures
-from bridge.pool import build_pool, load_runs, write_pool
-from bridge.trec import Qrels
+from bridge.pool.pooling import build_pool, load_runs, write_pool
 from eval.inputs import pool_specs
 from eval.reusability import (
     THRESHOLDED,
@@ -221,7 +221,7 @@ def system_models(name: str, specs: Mapping, llm_model: str, _seen: frozenset[st
 
 def judge_models(spec: ChainSpec) -> set[str]:
     """The models the judge chain uses: the topic adapters' encoder, the LLM of a model-calling judge."""
-    from bridge.models import MINILM
+    from bridge.encoders.sources import MINILM
 
     out = {MINILM} if spec.adapters != "off" else set()
     return out | {spec.llm.model} if spec.calls_llm else out

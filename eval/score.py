@@ -18,18 +18,18 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bridge.config import COMPARISONS_CSV, JUDGE_AUDIT, LEADERBOARD_CSV, POOL_FILE, Workspace
+from bridge.core.errors import BridgeError, InputError
+from bridge.core.fsio import write_json_atomic
+from bridge.core.label_records import LabelRecord, augment_qrels, lift_new_labels
+from bridge.core.layout import COMPARISONS_CSV, JUDGE_AUDIT, LEADERBOARD_CSV, POOL_FILE, Workspace
+from bridge.core.trec import Qrels, Run, read_runs
 from bridge.datasets import Dataset
-from bridge.datasets.bridge import run_docid_issues
-from bridge.errors import BridgeError, InputError
-from bridge.estimate import Comparison, EstimateConfig, SystemEstimate
-from bridge.fsio import write_json_atomic
-from bridge.holes import Calibration, Pair
+from bridge.datasets.bridge_benchmark import run_docid_issues
+from bridge.estimate.holes import Calibration, Pair
+from bridge.estimate.leaderboard import Comparison, EstimateConfig, SystemEstimate
 from bridge.label.chain import ChainSpec, build_refine_chain
 from bridge.label.run import LabelPaths, LabelState, read_label_state
-from bridge.label_records import LabelRecord, augment_qrels, lift_new_labels
-from bridge.pool import PoolEntry, build_pool, write_pool
-from bridge.trec import Qrels, Run, read_runs
+from bridge.pool.pooling import PoolEntry, build_pool, write_pool
 from eval.estimated import write_comparisons
 from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, EvalResult, run_evaluation
 from eval.leaderboard import write_leaderboard
@@ -370,7 +370,7 @@ def chain_labeller(
     pairs in value order for ``settings.max_minutes`` (the budget ledger is the score folder's). The chain's fixed
     costs (calibration*.json, the answer judges' *-fit-*.json) are reused from ``saved_folder``;
     ``settings.restart``: the score folder's labels and ledger start afresh."""
-    from bridge.judging.audit import AuditConfig
+    from bridge.judging.quality.audit import AuditConfig
     from bridge.label.chain import build_chain
     from bridge.label.run import LabelOptions, label_pool
 

@@ -13,12 +13,12 @@ from dataclasses import dataclass, field, fields
 from pathlib import Path
 from typing import Any, Protocol, TypeVar, get_origin, get_type_hints
 
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import artifact_dir
+from bridge.core.registry import Registry
+from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
-from bridge.errors import BridgeError
-from bridge.fsio import artifact_dir
-from bridge.precision import Encode, settle_precision
-from bridge.registry import Registry
-from bridge.trec import Run
+from bridge.encoders.precision import Encode, settle_precision
 
 
 class Retriever(Protocol):
@@ -42,7 +42,7 @@ class RetrievalContext:
     """Runs of systems already produced in this invocation (for rerankers and fusion)."""
     options: Mapping[str, Any] = field(default_factory=dict)
     """Shared services: ``llm`` (a cached LLM backend) for LLM-based systems; ``mapper`` (a
-    ``bridge.executors.Mapper``, e.g. Ray workers) to encode a corpus in parallel; ``encoder_precision``
+    ``bridge.core.executors.Mapper``, e.g. Ray workers) to encode a corpus in parallel; ``encoder_precision``
     (``--encoder-precision``)."""
     dataset_slug: str = "dataset"
     dataset_fingerprint: str = ""
@@ -51,7 +51,7 @@ class RetrievalContext:
     """Progress bars for long work (indexing, corpus encoding, LLM batches): off under -q and off a terminal."""
 
     def workdir(self, name: str, fingerprint: Mapping[str, Any]) -> Path:
-        """Cache folder for an index or encoding (:func:`bridge.fsio.artifact_dir`): systems that need the same
+        """Cache folder for an index or encoding (:func:`bridge.core.fsio.artifact_dir`): systems that need the same
         artifact (the Lucene index, a model's passage embeddings) share it."""
         return artifact_dir(self.cache_dir, self.dataset_slug, self.dataset_fingerprint, name, fingerprint)
 

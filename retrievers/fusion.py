@@ -10,9 +10,9 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bridge.core.errors import BridgeError
+from bridge.core.trec import Run, ranked
 from bridge.datasets import Corpus, Query
-from bridge.errors import BridgeError
-from bridge.trec import Run, ranked
 from retrievers.base import RetrievalContext, check_params, register_family, require_params
 
 RRF_K = 60

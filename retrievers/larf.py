@@ -26,12 +26,12 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from bridge.core.errors import BridgeError
+from bridge.core.label_records import LabelRecord
+from bridge.core.trec import Run, top_k
 from bridge.datasets import Corpus, Query
-from bridge.errors import BridgeError
-from bridge.java import import_pyserini
+from bridge.encoders.java import import_pyserini
 from bridge.judging.base import Case
-from bridge.label_records import LabelRecord
-from bridge.trec import Run, top_k
 from retrievers.base import (
     RetrievalContext,
     check_params,

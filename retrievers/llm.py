@@ -13,7 +13,7 @@ import json
 from collections.abc import Callable, Sequence
 from typing import Any
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse
 from retrievers.base import RetrievalContext
 

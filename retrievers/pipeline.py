@@ -1,7 +1,7 @@
 """The retrieve stage: run the systems of a pool file and write one TREC run per system.
 
 A run is skipped when it is up to date: its stamp ``runs/<ds>/.meta/.<system>.stamp.json``
-(:class:`bridge.stamp.StageStamp`, one per system run) covers the dataset fingerprint, the system's
+(:class:`bridge.core.stamp.StageStamp`, one per system run) covers the dataset fingerprint, the system's
 parameters and retriever fingerprint, the depth, the query set and its inputs, and the bytes of its
 run file and of its inputs' run files, and all match: a run file edited by hand is run again. The
 stamp leaves bridge's code out: the retriever's fingerprint names what changes its results, so an
@@ -23,10 +23,10 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from bridge.core.errors import BridgeError, InputError
+from bridge.core.stamp import StageStamp, stage_stamp
+from bridge.core.trec import Run, read_run, write_run
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError, InputError
-from bridge.stamp import StageStamp, stage_stamp
-from bridge.trec import Run, read_run, write_run
 from retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
 log = logging.getLogger(__name__)

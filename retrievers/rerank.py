@@ -30,12 +30,12 @@ from typing import Any
 
 import numpy as np
 
+from bridge.core.errors import BridgeError
+from bridge.core.trec import Run, top_k
 from bridge.datasets import Corpus, Query
-from bridge.errors import BridgeError
+from bridge.encoders.sources import ModelRef, hub_error, resolve_model
 from bridge.llm.base import LLMBackend, LLMRequest, Message, answer_probability, schema_text
-from bridge.models import ModelRef, hub_error, resolve_model
 from bridge.prompts import template_digest, template_module
-from bridge.trec import Run, top_k
 from retrievers.base import (
     RetrievalContext,
     check_params,
@@ -159,7 +159,7 @@ class CrossEncoderConfig:
 
     first_stage: str
     model: str
-    """A cross-encoder or monoT5 model: an alias of :mod:`bridge.models`, a local folder or a hub id."""
+    """A cross-encoder or monoT5 model: an alias of :mod:`bridge.encoders.sources`, a local folder or a hub id."""
     kind: str = "cross-encoder"
     """``cross-encoder`` (sentence-transformers ``CrossEncoder``) or ``monot5``."""
     depth: int = 100

@@ -21,11 +21,11 @@ from collections.abc import Mapping, Sequence
 from pathlib import Path
 from typing import Any
 
+from bridge.core.errors import BridgeError
+from bridge.core.trec import Run, top_k
 from bridge.datasets import Corpus, Query
-from bridge.errors import BridgeError
 from bridge.llm.base import LLMBackend, LLMRequest, Message
 from bridge.prompts import template_digest, template_module
-from bridge.trec import Run, top_k
 from retrievers.base import RetrievalContext, check_params, register_family, require_params
 from retrievers.fusion import RRF_K, reciprocal_rank_fusion
 from retrievers.llm import context_llm

@@ -18,11 +18,11 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import write_json_atomic
+from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
-from bridge.errors import BridgeError
-from bridge.fsio import write_json_atomic
-from bridge.java import import_pyserini
-from bridge.trec import Run
+from bridge.encoders.java import import_pyserini
 from retrievers.base import RetrievalContext, check_params, register_family
 
 DONE_MARKER = ".complete"

@@ -20,13 +20,13 @@ from typing import Any
 
 import numpy as np
 
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import atomic_write, write_json_atomic
+from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
-from bridge.embeddings import CORPUS_ENCODED, encode_in_chunks
-from bridge.errors import BridgeError
-from bridge.fsio import atomic_write, write_json_atomic
-from bridge.models import SPLADE_TINY, ModelRef, hub_error, resolve_model
-from bridge.precision import inference_precision, precision_key, shipped_path
-from bridge.trec import Run
+from bridge.encoders.embeddings import CORPUS_ENCODED, encode_in_chunks
+from bridge.encoders.precision import inference_precision, precision_key, shipped_path
+from bridge.encoders.sources import SPLADE_TINY, ModelRef, hub_error, resolve_model
 from retrievers.base import RetrievalContext, check_params, register_family
 
 
@@ -130,7 +130,7 @@ class SpladeRetriever:
         self._params = {"model": model, "max_length": max_length, "query_max_length": query_max_length,
                         "batch_size": batch_size, "device": device, "precision": self.precision}  # fmt: skip
         self.mapper: Any = None
-        """Encodes the corpus on workers (``bridge.executors.Mapper``) when set; None: in this process."""
+        """Encodes the corpus on workers (``bridge.core.executors.Mapper``) when set; None: in this process."""
         self.progress = True
         """Progress bar while encoding the corpus (the pipeline sets it from the context)."""
 

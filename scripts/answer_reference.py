@@ -28,12 +28,12 @@ ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
 from bridge.datasets import load_dataset  # noqa: E402
-from bridge.fsio import atomic_write, write_json_atomic  # noqa: E402
-from bridge.judging.evidence import matched_answers  # noqa: E402
-from bridge.judging.metrics import cohen_kappa  # noqa: E402
-from bridge.judging.reference_labels import DESIGN_FILE, read_reference_design  # noqa: E402
-from bridge.kinds import pair_kind  # noqa: E402
-from bridge.pool import PoolEntry, read_pool  # noqa: E402
+from bridge.core.fsio import atomic_write, write_json_atomic  # noqa: E402
+from bridge.judging.free.evidence import matched_answers  # noqa: E402
+from bridge.judging.quality.metrics import cohen_kappa  # noqa: E402
+from bridge.judging.quality.reference_labels import DESIGN_FILE, read_reference_design  # noqa: E402
+from bridge.core.kinds import pair_kind  # noqa: E402
+from bridge.pool.pooling import PoolEntry, read_pool  # noqa: E402
 
 FOLDER = ROOT / "bench" / "data" / "nq-answer-reference"
 
@@ -151,7 +151,7 @@ def cmd_sheet(args: argparse.Namespace) -> int:
 
 def cmd_swaps(args: argparse.Namespace) -> int:
     """The answer-swap negatives the audit would draw on the whole dataset (pool pairs avoided), as a sheet."""
-    from bridge.judging.audit import draw_audit_pairs
+    from bridge.judging.quality.audit import draw_audit_pairs
 
     ds = load_dataset("nq", args.data_dir)
     pool = {(e.qid, e.docid) for e in read_pool(args.pool)}
@@ -222,7 +222,7 @@ def main() -> int:
     p = sub.add_parser("extend", help="draw more pairs of one kind (appended to pairs.tsv; design.tsv rewritten)")
     p.add_argument("--data-dir", default="../shared/data")
     p.add_argument("--pool", type=Path, default=ROOT / "qrels" / "nq" / "pool.tsv")
-    p.add_argument("--kind", required=True, help="a kind of bridge.kinds, e.g. 'listed topic'")
+    p.add_argument("--kind", required=True, help="a kind of bridge.core.kinds, e.g. 'listed topic'")
     p.add_argument("--size", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_extend)

@@ -12,9 +12,9 @@ from __future__ import annotations
 import argparse
 from pathlib import Path
 
-from bridge.config import DEFAULT_DATA_DIR
+from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.datasets import load_dataset
-from bridge.trec import read_run
+from bridge.core.trec import read_run
 from eval.measures import evaluate
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from werkzeug.serving import make_server
 
 from bridge.datasets import load_dataset
-from bridge.label_records import read_labels
+from bridge.core.label_records import read_labels
 from bridge.review.app import create_app
 from bridge.review.items import attention_checks, review_cases
 from bridge.review.store import ReviewDB

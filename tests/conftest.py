@@ -54,7 +54,7 @@ def tiny_beir(tmp_path: Path) -> Path:
 def run_label(dataset, judge, folder: Path, audit_pairs: int = 0, **options):
     """``label_pool`` on files in ``folder`` (pool.tsv, labels.jsonl, augmented.qrels, audit files);
     no audit unless ``audit_pairs`` is given, so tests count only the pool's calls."""
-    from bridge.judging.audit import AuditConfig
+    from bridge.judging.quality.audit import AuditConfig
     from bridge.label import JudgeChain, LabelOptions, LabelPaths, label_pool
 
     audit = AuditConfig(pairs=audit_pairs, gate_pairs=options.pop("gate_pairs", 0))

@@ -10,9 +10,9 @@ from pathlib import Path
 
 from werkzeug.serving import make_server
 
+from bridge.core.fsio import JsonlAppender
+from bridge.core.label_records import LabelRecord
 from bridge.datasets import Dataset, load_beir
-from bridge.fsio import JsonlAppender
-from bridge.label_records import LabelRecord
 from bridge.review.app import create_app
 from bridge.review.items import attention_checks, review_cases
 from bridge.review.store import ReviewDB

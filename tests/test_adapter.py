@@ -11,13 +11,13 @@ import numpy as np
 import pytest
 from conftest import ScriptedLLM, run_label
 
+from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from bridge.judging.adapter import TopicAdapterJudge
 from bridge.judging.base import Case
-from bridge.judging.single import SupportJudge
-from bridge.judging.topic_models import AdapterConfig, Platt, stratified_folds
-from bridge.label_records import read_labels
-from bridge.pool import PoolEntry, write_pool
+from bridge.judging.learned.adapter import TopicAdapterJudge
+from bridge.judging.learned.topic_models import AdapterConfig, Platt, stratified_folds
+from bridge.judging.llm.single import SupportJudge
+from bridge.pool.pooling import PoolEntry, write_pool
 
 WORDS = [
     "river",

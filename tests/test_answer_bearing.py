@@ -8,19 +8,19 @@ import json
 import pytest
 from conftest import DATA_DIR, ScriptedLLM, needs_shared_data, run_label
 
+from bridge.core.errors import BridgeError
+from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from bridge.errors import BridgeError
-from bridge.judging.answer_context import AnswerContextConfig, AnswerContextJudge, lexical_features
-from bridge.judging.audit import read_audit
 from bridge.judging.base import Case
-from bridge.judging.evidence import EvidenceConfig, gold_recall
-from bridge.judging.reference import ConstantJudge
-from bridge.judging.reference_labels import HumanPair, question_folds, read_reference, subsample
-from bridge.judging.single import SupportJudge
+from bridge.judging.free.evidence import EvidenceConfig, gold_recall
+from bridge.judging.free.reference import ConstantJudge
+from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerContextJudge, lexical_features
+from bridge.judging.llm.single import SupportJudge
+from bridge.judging.quality.audit import read_audit
+from bridge.judging.quality.reference_labels import HumanPair, question_folds, read_reference, subsample
 from bridge.label.judge_eval import ReferenceSample, run_reference_eval
 from bridge.label.value import ValueConfig
-from bridge.label_records import read_labels
-from bridge.pool import PoolEntry, write_pool
+from bridge.pool.pooling import PoolEntry, write_pool
 
 
 def company_dataset(n: int = 30) -> Dataset:
@@ -109,8 +109,8 @@ def test_a_label_run_calibrates_on_the_whole_reference_and_reuses_the_fit(tmp_pa
     """The reference is a sample of the holes: the judge is calibrated on all of it (its quality measured
     cross-fitted by question), every record carries the calibrated P, its features and the calibration's name, the
     hole model gets the calibration, and a second run reuses the fit kept beside the labels."""
-    from bridge.config import HOLE_CALIBRATIONS_FILE
-    from bridge.holes import read_calibrations
+    from bridge.core.layout import HOLE_CALIBRATIONS_FILE
+    from bridge.estimate.holes import read_calibrations
 
     ds = company_dataset()
     reference = tmp_path / "ref.tsv"
@@ -200,7 +200,7 @@ def test_a_costly_answer_judge_refines_in_value_order_and_a_larger_budget_goes_o
     minute in all takes others, never the same pair twice; its fit on the reference is a fixed cost outside it."""
     import math
 
-    from bridge.judging.cascade import CalibratedJudge
+    from bridge.judging.llm.cascade import CalibratedJudge
     from bridge.label import run as label_run
     from bridge.label.chain import JudgeChain
 
@@ -254,7 +254,7 @@ def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(
     pair of value 0."""
     import numpy as np
 
-    from bridge.holes import INTERCEPT, Calibration
+    from bridge.estimate.holes import INTERCEPT, Calibration
     from bridge.judging.base import Case
     from bridge.label import run as label_run
     from bridge.label.value import PairValues
@@ -292,7 +292,7 @@ def listed_company_dataset() -> Dataset:
 
 
 def test_a_reference_design_is_read_with_clear_errors_and_checked_against_the_data(tmp_path):
-    from bridge.judging.reference_labels import Inclusion, read_reference_design
+    from bridge.judging.quality.reference_labels import Inclusion, read_reference_design
 
     reference = tmp_path / "ref.tsv"
     write_reference(reference)
@@ -326,7 +326,7 @@ def test_a_reference_design_is_read_with_clear_errors_and_checked_against_the_da
 
 
 def test_kinds_come_from_the_datasets_candidate_lists():
-    from bridge.kinds import ALL, LISTED_TOPIC, OTHER_TOPIC, has_kinds, kind_facts, kind_of, pair_kind
+    from bridge.core.kinds import ALL, LISTED_TOPIC, OTHER_TOPIC, has_kinds, kind_facts, kind_of, pair_kind
 
     plain = company_dataset()
     assert not has_kinds(plain) and kind_facts(plain, "q0", "r0") == {} and kind_of({}) == ALL
@@ -338,8 +338,8 @@ def test_kinds_come_from_the_datasets_candidate_lists():
 
 @needs_shared_data()
 def test_nq_lists_the_retrieved_passages_of_its_first_441_questions():
+    from bridge.core.kinds import pair_kind
     from bridge.datasets import load_dataset
-    from bridge.kinds import pair_kind
 
     ds = load_dataset("nq", DATA_DIR)
     assert len(ds.candidate_lists) == 441 and all(len(v) == 20 for v in ds.candidate_lists.values())
@@ -352,7 +352,7 @@ def test_weighted_quality_by_hand():
     negative) comparison with the product of the weights; the weighted mean P and share are plain weighted means."""
     import numpy as np
 
-    from bridge.judging.metrics import weighted_auc, weighted_measures
+    from bridge.judging.quality.metrics import weighted_auc, weighted_measures
 
     p = np.array([0.9, 0.3, 0.5, 0.1])
     y = np.array([1, 1, 0, 0])
@@ -366,7 +366,7 @@ def test_weighted_quality_by_hand():
 
 
 def test_the_reference_lane_headline_is_the_weakest_kind():
-    from bridge.judging.audit import AuditConfig, reference_lane
+    from bridge.judging.quality.audit import AuditConfig, reference_lane
 
     truth = [1, 0] * 20 + [1, 0] * 20
     labels = [1, 0] * 20 + [0, 0, 1, 1] * 10  # right on every "other" pair, at chance on the "listed" ones
@@ -392,7 +392,7 @@ def test_the_shipped_nq_answer_lexical_fit_matches_the_code_that_would_refit_it(
     names a shipped file, whose inputs say what it was made from."""
     from pathlib import Path
 
-    from bridge.judging.reference_labels import read_reference_design, read_reference_facts
+    from bridge.judging.quality.reference_labels import read_reference_design, read_reference_facts
 
     reference = Path(__file__).resolve().parents[1] / "bench/data/nq-answer-reference/labels-first.tsv"
     judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))

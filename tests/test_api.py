@@ -17,8 +17,8 @@ import pytest
 
 import bridge
 from bridge.cli import main
-from bridge.errors import InputError
-from bridge.trec import write_run
+from bridge.core.errors import InputError
+from bridge.core.trec import write_run
 from tests.conftest import DATA_DIR, needs_shared_data
 
 REPO = Path(__file__).resolve().parents[1]

@@ -136,15 +136,15 @@ def test_bridge_imports_nothing_from_eval_or_retrievers():
 
 
 def test_every_workspace_file_is_named_once_in_the_layout():
-    """bridge/config.py names every file a stage writes in a workspace; no other module spells one of those names
+    """bridge/core/layout.py names every file a stage writes in a workspace; no other module spells one of those names
     as a string of its own (a name in a sentence, as help text has it, is not a path)."""
-    from bridge import config
+    from bridge.core import layout
 
-    names = {v for k, v in vars(config).items() if k.isupper() and isinstance(v, str) and "." in v}
+    names = {v for k, v in vars(layout).items() if k.isupper() and isinstance(v, str) and "." in v}
     assert {"labels.jsonl", "hole-calibrations.json", "budget.json", "leaderboard.csv", "report.html"} <= names
     spelled = []
     for name, path in project_modules().items():
-        if name == "bridge.config":
+        if name == "bridge.core.layout":
             continue
         for node in ast.walk(ast.parse(path.read_text(encoding="utf-8"))):
             if isinstance(node, ast.Constant) and node.value in names:

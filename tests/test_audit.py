@@ -8,14 +8,14 @@ from dataclasses import replace
 import pytest
 from conftest import ScriptedLLM, run_label
 
+from bridge.core.label_records import read_labels
+from bridge.core.trec import read_qrels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from bridge.judging.audit import AuditConfig, draw_audit_pairs, draw_gate_pairs, read_audit
-from bridge.judging.evidence import EvidenceConfig
-from bridge.judging.metrics import agreement_of, jeffreys_interval, wilson_interval
-from bridge.judging.single import SupportJudge
-from bridge.label_records import read_labels
-from bridge.pool import PoolEntry, write_pool
-from bridge.trec import read_qrels
+from bridge.judging.free.evidence import EvidenceConfig
+from bridge.judging.llm.single import SupportJudge
+from bridge.judging.quality.audit import AuditConfig, draw_audit_pairs, draw_gate_pairs, read_audit
+from bridge.judging.quality.metrics import agreement_of, jeffreys_interval, wilson_interval
+from bridge.pool.pooling import PoolEntry, write_pool
 
 
 def qa_dataset(n: int = 40, answers: bool = True, judged_negatives: bool = False) -> Dataset:
@@ -204,7 +204,7 @@ def hint_follower(request) -> str:
 
 
 def test_answer_swap_negatives_follow_the_written_rule():
-    from bridge.judging.answer_swap import answer_swaps, answers_share, question_overlap
+    from bridge.judging.free.answer_swap import answer_swaps, answers_share, question_overlap
 
     ds = swap_dataset(6)
     swaps = {(s.qid, s.docid): s for s in answer_swaps(ds)}
@@ -253,9 +253,9 @@ def test_a_judge_that_says_yes_to_every_hint_is_untrusted_on_answer_data(tmp_pat
 def test_calibration_and_audit_pairs_are_disjoint_on_a_40_topic_fixture(tmp_path):
     from test_cascade import probe_for
 
-    from bridge.judging.calibration import Calibrator
-    from bridge.judging.cascade import CalibratedJudge, CascadeJudge
-    from bridge.judging.dream import DebateEngine
+    from bridge.judging.learned.calibration import Calibrator
+    from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
+    from bridge.judging.llm.dream import DebateEngine
 
     ds = swap_dataset()
     stage_pool(ds, tmp_path)
@@ -274,8 +274,8 @@ def test_calibration_and_audit_pairs_are_disjoint_on_a_40_topic_fixture(tmp_path
 def test_max_pairs_bounds_the_cascades_scoring_pass(tmp_path):
     from test_cascade import probe_for
 
-    from bridge.judging.cascade import CalibratedJudge, CascadeJudge
-    from bridge.judging.dream import DebateEngine
+    from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
+    from bridge.judging.llm.dream import DebateEngine
 
     ds = swap_dataset()
     entries = stage_pool(ds, tmp_path)

@@ -15,11 +15,11 @@ from pathlib import Path
 import pytest
 
 from bridge.cli import main
+from bridge.core.errors import BridgeError, InputError, MissingDataError
+from bridge.core.trec import write_qrels, write_run
 from bridge.datasets import Dataset, DictCorpus, Query, dataset_slug, load_dataset
-from bridge.datasets.bridge import fetch_bridge_file
-from bridge.errors import BridgeError, InputError, MissingDataError
-from bridge.export_cli import export_rows
-from bridge.trec import write_qrels, write_run
+from bridge.datasets.bridge_benchmark import fetch_bridge_file
+from bridge.datasets.export_cli import export_rows
 
 NQ_ROWS = [
     {"q_id": "test0", "query": "who wrote the first cookbook", "doc_id": ["doc0", "doc1", "doc2"], "answers": ["Ann"]},

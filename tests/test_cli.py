@@ -7,8 +7,8 @@ import csv
 import pytest
 
 from bridge.cli import main
-from bridge.label_records import read_labels
-from bridge.trec import read_qrels, read_run
+from bridge.core.label_records import read_labels
+from bridge.core.trec import read_qrels, read_run
 
 
 def bridge(*args: str) -> int:
@@ -89,3 +89,12 @@ def test_help_lists_the_stages(capsys):
     out = capsys.readouterr().out
     for command in ("retrieve", "pool", "label", "eval", "doctor"):
         assert command in out
+
+
+def test_doctor_runs_every_check_and_fails_on_a_missing_data_directory(tmp_path, capsys):
+    """Every probe runs (an optional one, Qwen, never fails the verdict) and a missing data folder is a failure."""
+    from bridge.doctor.checks import run_doctor
+
+    assert run_doctor(tmp_path / "no-data", tmp_path) == 1
+    out = capsys.readouterr().out
+    assert "Qwen2.5-Coder-1.5B" in out and "does not exist" in out and "some required components are missing" in out

@@ -3,8 +3,8 @@ import json
 import pytest
 from conftest import DATA_DIR, needs_shared_data
 
+from bridge.core.errors import BridgeError, InputError, MissingDataError
 from bridge.datasets import dataset_slug, load_beir, load_dataset, nq_gold_docid
-from bridge.errors import BridgeError, InputError, MissingDataError
 
 
 def test_beir_folder_and_limit(tiny_beir):

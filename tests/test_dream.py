@@ -7,9 +7,9 @@ import json
 import pytest
 from conftest import ScriptedLLM, agent_reply, prompt_text, round_of, speaker
 
+from bridge.core.label_records import LabelRecord
 from bridge.judging import Case
-from bridge.judging.dream import DebateConfig, DebateEngine
-from bridge.label_records import LabelRecord
+from bridge.judging.llm.dream import DebateConfig, DebateEngine
 
 CASE = Case("q1", "d1", "who won the first nobel prize in physics", "Rontgen won it in 1901.", ("Wilhelm Rontgen",))
 

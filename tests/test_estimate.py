@@ -11,7 +11,19 @@ import random
 import numpy as np
 import pytest
 
-from bridge.estimate import (
+from bridge.core.label_records import LabelRecord
+from bridge.core.trec import top_k
+from bridge.estimate.holes import (
+    INTERCEPT,
+    Calibration,
+    CappedPairs,
+    HoleEvidence,
+    HoleModel,
+    HoleModelConfig,
+    build_hole_model,
+    constant_calibration,
+)
+from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,
     SETTLED,
@@ -24,18 +36,6 @@ from bridge.estimate import (
     settle_measure,
     verdict_of,
 )
-from bridge.holes import (
-    INTERCEPT,
-    Calibration,
-    CappedPairs,
-    HoleEvidence,
-    HoleModel,
-    HoleModelConfig,
-    build_hole_model,
-    constant_calibration,
-)
-from bridge.label_records import LabelRecord
-from bridge.trec import top_k
 from eval.measures import per_query_scores, resolve_measures
 
 # Three systems, two topics, top 3. q1: a relevant (original), z judged 0, x and y open. q2: b relevant, w open.
@@ -297,9 +297,9 @@ def test_scores_stay_within_the_bounds_whatever_the_draws():
 
 
 def test_vectorized_scores_equal_ir_measures_also_over_many_draws():
-    """bridge.scoring against ir_measures on graded qrels; a batch of grade vectors (draws x pairs) scores each
-    row as that row alone would, normaliser shared or not."""
-    from bridge.scoring import FlatQrels, RunMatrix, normaliser, per_topic
+    """bridge.estimate.vectorized against ir_measures on graded qrels; a batch of grade vectors (draws x pairs) scores
+    each row as that row alone would, normaliser shared or not."""
+    from bridge.estimate.vectorized import FlatQrels, RunMatrix, normaliser, per_topic
 
     rng = random.Random(1)
     topics = [f"q{i}" for i in range(12)]
@@ -359,7 +359,7 @@ def test_the_effect_of_a_pair_by_hand():
     """One topic, top 3, threshold 1: system A ranks x (open) first and a (relevant) third, B ranks y (open) first.
     Forcing x relevant rather than not: A's Hit does not move (a is a hit), its RR goes 1/3 -> 1, P by 1/3; B's Hit
     and RR do not move, but its Recall loses (1 relevant more outside its top 3)."""
-    from bridge.scoring import FlatQrels, RunMatrix, relevance_effects
+    from bridge.estimate.vectorized import FlatQrels, RunMatrix, relevance_effects
 
     fixed = {"q": {"a": 1}}
     runs = {"A": {"q": {"x": 3.0, "z": 2.0, "a": 1.0}}, "B": {"q": {"y": 3.0, "a": 2.0, "w": 1.0}}}
@@ -379,8 +379,9 @@ def test_the_effect_of_a_pair_by_hand():
 @pytest.mark.parametrize("graded", [False, True])
 def test_effects_equal_rescoring_the_topic_with_the_pair_forced(graded):
     """The value of a judgment's effects, computed from each topic's values as drawn, equal re-scoring the topic with
-    the pair forced to the threshold grade and to 0 (:func:`bridge.scoring.topic_values`) for every measure."""
-    from bridge.scoring import FlatQrels, RunMatrix, normaliser, relevance_effects, topic_values
+    the pair forced to the threshold grade and to 0 (:func:`bridge.estimate.vectorized.topic_values`) for every
+    measure."""
+    from bridge.estimate.vectorized import FlatQrels, RunMatrix, normaliser, relevance_effects, topic_values
 
     rng = np.random.default_rng(3)
     threshold = 2 if graded else 1

@@ -12,8 +12,8 @@ import pytest
 import pytrec_eval
 
 from bridge.cli import main
-from bridge.label_records import LabelRecord
-from bridge.trec import write_qrels, write_run
+from bridge.core.label_records import LabelRecord
+from bridge.core.trec import write_qrels, write_run
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 ORIGINAL = {q: {f"{q}-gold": 1} for q in TOPICS}
@@ -36,9 +36,9 @@ def record(qid: str, docid: str, label: int | None, route: str) -> dict:
 
 def write_audit(path, correct: int, pairs: int = 40) -> dict:
     """A judge-audit.json from ``pairs`` known pairs (half relevant) of which ``correct`` were labeled right."""
+    from bridge.core.fsio import write_json_atomic
     from bridge.datasets import Dataset, DictCorpus
-    from bridge.fsio import write_json_atomic
-    from bridge.judging.audit import AuditConfig, AuditedRun, AuditPair, AuditRecord, audit_report
+    from bridge.judging.quality.audit import AuditConfig, AuditedRun, AuditPair, AuditRecord, audit_report
 
     audit = []
     for i in range(pairs):
@@ -84,9 +84,9 @@ def write_calibrations(folder, right: float) -> None:
     """The label run's calibration of the judge (hole-calibrations.json): its label is right with P ``right``."""
     import numpy as np
 
-    from bridge.config import HOLE_CALIBRATIONS_FILE
-    from bridge.holes import INTERCEPT, Calibration
-    from bridge.holes import write_calibrations as write
+    from bridge.core.layout import HOLE_CALIBRATIONS_FILE
+    from bridge.estimate.holes import INTERCEPT, Calibration
+    from bridge.estimate.holes import write_calibrations as write
 
     wrong = math.log((1 - right) / right)
     draws = np.array([[-2 * wrong, wrong]])
@@ -282,7 +282,7 @@ def test_eval_estimates_every_score_and_check_fails_only_on_settled_or_likely_re
     """With a pool, every pair no person labelled is open: the model's labels (P from its calibration), b
     (escalated: the prior) and e (never judged: the prior); people's c labels on q1-q3 are fixed. splade's Hit@10
     depends on c, d and e in q4-q6: between 3/6 and 6/6."""
-    from bridge.pool import PoolEntry, write_pool
+    from bridge.pool.pooling import PoolEntry, write_pool
 
     tmp, dataset = workspace
     pool = [PoolEntry(q, f"{q}-{d}", tuple(RUNS), 1) for q in TOPICS for d in "abcde"]
@@ -332,7 +332,7 @@ def test_eval_estimates_every_score_and_check_fails_only_on_settled_or_likely_re
 def test_a_system_outside_the_pool_gets_widened_bounds_and_a_note(workspace, capsys):
     """Its unjudged documents nobody labelled are open (the prior's P), so its bounds are bounds and the
     report says how many such pairs there are."""
-    from bridge.pool import PoolEntry, write_pool
+    from bridge.pool.pooling import PoolEntry, write_pool
 
     tmp, dataset = workspace
     write_pool([PoolEntry(q, f"{q}-a", ("bm25", "dense"), 1) for q in TOPICS], tmp / "qrels/beir-small/pool.tsv")

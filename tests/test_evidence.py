@@ -8,7 +8,7 @@ import pytest
 from conftest import ScriptedLLM
 
 from bridge.judging.base import Case
-from bridge.judging.evidence import (
+from bridge.judging.free.evidence import (
     EvidenceConfig,
     EvidenceStage,
     answer_forms,
@@ -17,7 +17,7 @@ from bridge.judging.evidence import (
     normalize,
     ordinal,
 )
-from bridge.judging.single import SupportJudge
+from bridge.judging.llm.single import SupportJudge
 
 
 @pytest.mark.parametrize(

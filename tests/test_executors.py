@@ -13,8 +13,8 @@ import pytest
 from conftest import TINY_CORPUS, ScriptedLLM
 
 from bridge.cli import main
-from bridge.executors import chunked_by_query
-from bridge.pool import PoolEntry, write_pool
+from bridge.core.executors import chunked_by_query
+from bridge.pool.pooling import PoolEntry, write_pool
 
 REPO = Path(__file__).resolve().parents[1]
 try:
@@ -24,7 +24,7 @@ except ImportError:  # an optional extra (pip install -e '.[ray]'); CI installs 
 
 
 class InProcessMapper:
-    """A :class:`bridge.executors.Mapper` in this process, one chunk after another (what Ray does, without Ray)."""
+    """A :class:`bridge.core.executors.Mapper` in this process, one chunk after another (what Ray does, without Ray)."""
 
     def map(self, factory, method, chunks):
         worker = factory()
@@ -55,8 +55,8 @@ def test_after_the_deadline_only_pool_pairs_are_left_out_and_scoring_stops():
     skipped = runner(items, {POOL: judge, "pipeline": judge}, sinks, 4, "", False, deadline=time.monotonic() - 1)
     assert skipped == 4 and seen == ["pipeline", "pipeline"]
 
-    from bridge.judging.cascade import CalibratedJudge, CascadeJudge
-    from bridge.judging.dream import DebateEngine
+    from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
+    from bridge.judging.llm.dream import DebateEngine
     from bridge.label import JudgeChain
 
     def one_pass(request):  # P(true) at the decision token: 0.9 for Rontgen chunks, 0.2 for the others
@@ -89,19 +89,19 @@ def slow_yes_if_rontgen(request):
 
 def scripted_chain():
     """A worker's judge chain: a scripted one-shot judge that takes 0.3 s per pair."""
-    from bridge.judging.single import SupportJudge
+    from bridge.judging.llm.single import SupportJudge
     from bridge.label import JudgeChain
 
     return JudgeChain.of(SupportJudge(ScriptedLLM(slow_yes_if_rontgen)))
 
 
 def test_killing_a_worker_mid_run_loses_and_duplicates_nothing(tiny_beir, tmp_path, ray_runtime):
+    from bridge.core.executors import RayConfig, RayMapper
+    from bridge.core.label_records import read_labels
     from bridge.datasets import load_beir
-    from bridge.executors import RayConfig, RayMapper
-    from bridge.judging.audit import AuditConfig
+    from bridge.judging.quality.audit import AuditConfig
     from bridge.label import LabelOptions, LabelPaths, label_pool
     from bridge.label.distributed import DistributedRunner
-    from bridge.label_records import read_labels
 
     ds = load_beir(tiny_beir)
     docs = [d["_id"] for d in TINY_CORPUS]
@@ -166,9 +166,9 @@ def test_ray_workers_with_llamacpp_give_the_same_records_as_one_process(tiny_bei
 def test_corpus_encoding_on_ray_workers_matches_one_process(tiny_beir, tmp_path, ray_runtime, monkeypatch):
     import numpy as np
 
-    from bridge import embeddings
+    from bridge.core.executors import RayConfig, RayMapper
     from bridge.datasets import load_beir
-    from bridge.executors import RayConfig, RayMapper
+    from bridge.encoders import embeddings
     from retrievers.dense import DenseRetriever
     from retrievers.splade import SpladeRetriever
 

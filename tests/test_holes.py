@@ -9,7 +9,8 @@ import math
 import numpy as np
 import pytest
 
-from bridge.holes import (
+from bridge.core.label_records import LabelRecord
+from bridge.estimate.holes import (
     ADAPTER,
     GATE,
     INTERCEPT,
@@ -25,13 +26,12 @@ from bridge.holes import (
     read_calibrations,
     write_calibrations,
 )
-from bridge.judging.hole_calibration import (
+from bridge.judging.learned.hole_calibration import (
     HoleCalibrationConfig,
     Sample,
     audit_calibration,
     fit_hole_calibration,
 )
-from bridge.label_records import LabelRecord
 
 
 def record(docid, label, stage, p=None, judge="judge", **details):
@@ -214,7 +214,7 @@ def test_a_kinds_own_slopes_rank_both_kinds_where_one_common_fit_cannot():
     """The feature's sign flips between two kinds. With the kind's own slopes among the candidates, the cross-fitted
     P ranks each kind right (AUC > 0.8 in each); one common fit, which must give the feature one sign, ranks the
     kind it sides against below chance."""
-    from bridge.judging.hole_calibration import kind_candidates
+    from bridge.judging.learned.hole_calibration import kind_candidates
 
     rows, truth, groups, kinds, weights = _flipping_sample(3)
     sample = Sample(rows, truth, groups, weights, kinds)
@@ -234,7 +234,7 @@ def test_design_weights_give_the_pools_share_where_the_sample_oversamples_a_kind
     """Listed topics are 10% of the pool (60% relevant there, by the simulation) but half the sample. Over 12
     simulated samples, the weighted share and the calibration's mean P over a pool-like draw sit at the pool's share
     (known exactly by simulation), where the sample's plain share sits far above it."""
-    from bridge.judging.hole_calibration import kind_candidates
+    from bridge.judging.learned.hole_calibration import kind_candidates
 
     rng = np.random.default_rng(0)
     f = rng.normal(size=200_000)

@@ -7,12 +7,12 @@ import json
 import pytest
 from conftest import ScriptedLLM, agent_reply, speaker
 
+from bridge.core.errors import BridgeError
 from bridge.datasets import Dataset as DS
 from bridge.datasets import DictCorpus, Document, Query
-from bridge.errors import BridgeError
-from bridge.judging.dream import DebateEngine
-from bridge.judging.metrics import cohen_kappa, roc_auc
-from bridge.judging.single import SupportJudge
+from bridge.judging.llm.dream import DebateEngine
+from bridge.judging.llm.single import SupportJudge
+from bridge.judging.quality.metrics import cohen_kappa, roc_auc
 from bridge.label.judge_eval import (
     JudgeEvalReport,
     JudgeQuality,

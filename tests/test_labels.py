@@ -7,12 +7,12 @@ from collections import Counter
 import pytest
 from conftest import ScriptedLLM, agent_reply, run_label, speaker
 
+from bridge.core.errors import BridgeError
+from bridge.core.label_records import LabelRecord, augment_qrels, read_labels
+from bridge.core.trec import read_qrels
 from bridge.datasets import load_beir
-from bridge.errors import BridgeError
-from bridge.judging.dream import DebateConfig, DebateEngine
-from bridge.label_records import LabelRecord, augment_qrels, read_labels
-from bridge.pool import PoolEntry, write_pool
-from bridge.trec import read_qrels
+from bridge.judging.llm.dream import DebateConfig, DebateEngine
+from bridge.pool.pooling import PoolEntry, write_pool
 
 
 def record(qid, docid, label, route="consensus-r1"):

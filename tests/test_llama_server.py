@@ -13,7 +13,7 @@ import httpx
 import pytest
 from conftest import TINY_CORPUS
 
-from bridge.pool import PoolEntry, write_pool
+from bridge.pool.pooling import PoolEntry, write_pool
 
 pytestmark = pytest.mark.slow
 pytest.importorskip("starlette_context", reason="llama-cpp-python's server extra is not installed")
@@ -62,7 +62,7 @@ def servers():
 
 
 def judge_through(urls: list[str], tmp_path):
-    from bridge.judging.single import SupportJudge
+    from bridge.judging.llm.single import SupportJudge
     from bridge.llm import LLMConfig, open_llm
 
     config = LLMConfig(
@@ -88,7 +88,7 @@ def stage(tiny_beir, tmp_path):
 def test_one_real_server_labels_a_pool(servers, tiny_beir, tmp_path):
     from conftest import run_label
 
-    from bridge.label_records import read_labels
+    from bridge.core.label_records import read_labels
 
     ds, entries = stage(tiny_beir, tmp_path)
     judge, backend = judge_through([servers[0].url], tmp_path)
@@ -102,7 +102,7 @@ def test_one_real_server_labels_a_pool(servers, tiny_beir, tmp_path):
 def test_two_servers_share_the_work_and_one_stopped_mid_run_loses_nothing(servers, tiny_beir, tmp_path):
     from conftest import run_label
 
-    from bridge.label_records import read_labels
+    from bridge.core.label_records import read_labels
 
     ds, entries = stage(tiny_beir, tmp_path)
     judge, backend = judge_through([s.url for s in servers], tmp_path)

@@ -7,8 +7,8 @@ import ir_measures
 import pytest
 import pytrec_eval
 
-from bridge.errors import InputError
-from bridge.trec import canonical_scores
+from bridge.core.errors import InputError
+from bridge.core.trec import canonical_scores
 from eval.measures import (
     Scorer,
     evaluate,
@@ -171,10 +171,10 @@ def test_scoring_to_the_measures_depth_changes_nothing():
 
 
 def test_one_measure_vocabulary_serves_every_command():
-    """bridge/measures.py states the names once: eval's columns, label's value measures, reusability's measures and
+    """bridge/core/measures.py states the names once: eval's columns, label's value measures, reusability's measures and
     the API's default scores are its lists; the estimate parses both vocabularies to the same measure."""
     from bridge.cli import build_parser
-    from bridge.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at, parse_measures
+    from bridge.core.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at, parse_measures
     from eval.measures import DEFAULT_MEASURES, default_measure_names, resolve_measure
 
     parser = build_parser()

@@ -9,7 +9,7 @@ from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
 
 import pytest
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 from bridge.llm import LLMConfig, ResponseCache
 from bridge.llm.base import LLMRequest, Message, answer_probability, schema_text
 from bridge.llm.cache import CachedBackend

@@ -1,7 +1,7 @@
 import pytest
 
-from bridge.errors import BridgeError, InputError
-from bridge.pool import PoolEntry, build_pool, check_run_queries, read_pool, write_pool
+from bridge.core.errors import BridgeError, InputError
+from bridge.pool.pooling import PoolEntry, build_pool, check_run_queries, read_pool, write_pool
 
 RUNS = {
     "bm25": {"q1": {"a": 3.0, "b": 2.0, "c": 1.0}, "q2": {"x": 1.0}},

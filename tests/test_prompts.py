@@ -3,7 +3,7 @@
 from conftest import ScriptedLLM, agent_reply
 
 from bridge.judging import Case
-from bridge.judging.dream import DebateConfig, DebateEngine, DebateRound, parse_agent_reply
+from bridge.judging.llm.dream import DebateConfig, DebateEngine, DebateRound, parse_agent_reply
 
 CASE = Case(
     "q1", "d1", "who wrote hamlet", "Hamlet is a tragedy by William Shakespeare.", ("Shakespeare", "W. Shakespeare")

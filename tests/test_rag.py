@@ -10,8 +10,8 @@ import pytest
 from conftest import ScriptedLLM, prompt_text
 
 from bridge.cli import main
+from bridge.core.trec import write_qrels, write_run
 from bridge.datasets import load_beir
-from bridge.trec import write_qrels, write_run
 from eval.rag import (
     NO_ANSWER,
     RagConfig,

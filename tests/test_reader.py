@@ -13,10 +13,10 @@ import pytest
 from test_answer_bearing import company_dataset, write_reference
 from test_openai_backend import FakeServer
 
-from bridge.errors import BridgeError
-from bridge.judging.answer_context import LEXICAL, AnswerContextJudge
+from bridge.core.errors import BridgeError
 from bridge.judging.base import Case
-from bridge.judging.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
+from bridge.judging.learned.answer_context import LEXICAL, AnswerContextJudge
+from bridge.judging.llm.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
 from bridge.label.judge_eval import ReferenceSample, run_reference_eval
 from bridge.llm import LLMConfig
 from bridge.llm.base import LLMRequest, LLMResponse, Message, request_key
@@ -188,9 +188,9 @@ def test_a_reader_fit_shipped_with_the_reference_is_reused_without_reading_it_ag
     folder is taken as a kept fit is, and a run in fresh folders reads only pool pairs."""
     from conftest import run_label
 
-    from bridge.judging.answer_context import AnswerContextConfig
-    from bridge.judging.evidence import EvidenceConfig
-    from bridge.pool import PoolEntry, write_pool
+    from bridge.judging.free.evidence import EvidenceConfig
+    from bridge.judging.learned.answer_context import AnswerContextConfig
+    from bridge.pool.pooling import PoolEntry, write_pool
 
     ds = company_dataset()
     reference = tmp_path / "ref" / "ref.tsv"
@@ -236,7 +236,7 @@ def test_a_backend_that_only_generates_refuses_to_score(tmp_path):
 
 
 def test_a_passage_window_keeps_the_title_and_the_words_around_the_first_answer_mention():
-    from bridge.judging.reader import passage_window
+    from bridge.judging.llm.reader import passage_window
 
     chunk = "Super Bowl\nThe game of the National Football League (NFL). The host city is set by the NFL owners early."
     assert passage_window(chunk, ["NFL owners"], 2) == "Super Bowl\n... by the NFL owners early."
@@ -252,8 +252,8 @@ def test_the_reader_as_answer_judge_or_as_costly_refiner_reuses_one_fit(tmp_path
     with the same inputs, so both name the same fit file (one fixed cost, shipped once)."""
     from dataclasses import replace
 
-    from bridge.judging.answer_context import AnswerContextConfig
-    from bridge.judging.reference_labels import read_reference, read_reference_facts
+    from bridge.judging.learned.answer_context import AnswerContextConfig
+    from bridge.judging.quality.reference_labels import read_reference, read_reference_facts
     from bridge.judging.spec import JudgeSpec
     from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 

@@ -8,7 +8,7 @@ import pytest
 
 from bridge.datasets import load_beir
 from bridge.judging import Case
-from bridge.judging.dream import AGENT_SCHEMA, DebateEngine
+from bridge.judging.llm.dream import AGENT_SCHEMA, DebateEngine
 from bridge.llm.base import LLMRequest, Message, schema_text
 
 pytestmark = pytest.mark.slow
@@ -91,7 +91,7 @@ def _fruit_topic():
 
 def test_topic_adapter_with_minilm_embeddings(tmp_path):
     """frozen-lr on real all-MiniLM-L6-v2 embeddings (sentence-transformers) and scikit-learn."""
-    from bridge.judging.adapter import TopicAdapterJudge
+    from bridge.judging.learned.adapter import TopicAdapterJudge
 
     ds = _fruit_topic()
     judge = TopicAdapterJudge(ds, None, cache_dir=tmp_path)
@@ -102,8 +102,8 @@ def test_topic_adapter_with_minilm_embeddings(tmp_path):
 
 
 def test_finetuned_cross_encoder_family_trains_through_sentence_transformers(tmp_path):
-    from bridge.judging.adapter import TopicAdapterJudge
-    from bridge.judging.topic_models import AdapterConfig
+    from bridge.judging.learned.adapter import TopicAdapterJudge
+    from bridge.judging.learned.topic_models import AdapterConfig
 
     ds = _fruit_topic()
     judge = TopicAdapterJudge(ds, None, AdapterConfig(family="finetune-ce", epochs=2, folds=2), cache_dir=tmp_path)

@@ -14,8 +14,8 @@ from pathlib import Path
 from conftest import ScriptedLLM, agent_reply, run_label
 
 from bridge.datasets import load_beir
-from bridge.judging.dream import DebateEngine
-from bridge.pool import PoolEntry, write_pool
+from bridge.judging.llm.dream import DebateEngine
+from bridge.pool.pooling import PoolEntry, write_pool
 
 REPO = Path(__file__).resolve().parents[1]
 
@@ -26,9 +26,9 @@ CHILD = textwrap.dedent(
     from pathlib import Path
     from conftest import ScriptedLLM, agent_reply
     from bridge.datasets import load_beir
-    from bridge.judging.dream import DebateEngine
+    from bridge.judging.llm.dream import DebateEngine
     from bridge.label import JudgeChain, LabelOptions, LabelPaths, label_pool
-    from bridge.judging.audit import AuditConfig
+    from bridge.judging.quality.audit import AuditConfig
 
     def slow(request):
         time.sleep(0.05)

@@ -10,10 +10,10 @@ from pathlib import Path
 import pytest
 from conftest import ScriptedLLM, prompt_text
 
+from bridge.core.errors import BridgeError
+from bridge.core.trec import read_run
 from bridge.datasets import Query, load_beir
-from bridge.errors import BridgeError
 from bridge.llm.cache import CachedBackend, ResponseCache
-from bridge.trec import read_run
 from retrievers.base import RetrievalContext, SystemSpec, make_retriever
 from retrievers.fusion import reciprocal_rank_fusion
 from retrievers.pipeline import load_pool_config, retrieve, select_systems

@@ -12,11 +12,11 @@ import numpy as np
 import pytest
 from conftest import ScriptedLLM, prompt_text
 
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import write_json_atomic
+from bridge.core.trec import top_k
 from bridge.datasets import Query, load_beir
-from bridge.errors import BridgeError
-from bridge.fsio import write_json_atomic
-from bridge.models import MINILM, SPLADE_TINY, resolve_model
-from bridge.trec import top_k
+from bridge.encoders.sources import MINILM, SPLADE_TINY, resolve_model
 from retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
 pytestmark = pytest.mark.slow
@@ -96,7 +96,7 @@ def tiny_cross_encoder(folder: Path) -> Path:
     import torch
     from transformers import AutoTokenizer, BertConfig, BertForSequenceClassification
 
-    from bridge.models import minilm_path
+    from bridge.encoders.sources import minilm_path
 
     tokenizer = AutoTokenizer.from_pretrained(minilm_path())
     config = BertConfig(
@@ -290,7 +290,7 @@ def test_bf16_encoders_keep_the_embeddings_and_cache_apart(ds, tmp_path):
 
 def test_auto_precision_follows_the_probes_cached_result(ds, tmp_path, monkeypatch):
     """auto takes what this CPU model's probe file says, per encoder, and measures nothing when it is there."""
-    from bridge import precision
+    from bridge.encoders import precision
 
     ctx = context(tmp_path, ds, options={"encoder_precision": "auto"})
     dense_id = f"dense {resolve_model(MINILM).identity()} cpu"  # family, model, device: the probe's key
@@ -309,7 +309,7 @@ def test_auto_precision_follows_the_probes_cached_result(ds, tmp_path, monkeypat
 
 
 def probe_result(encoder: str, choice: str):
-    from bridge.precision import ProbeResult
+    from bridge.encoders.precision import ProbeResult
 
     return ProbeResult(encoder, {"fp32": 10.0, "bf16": 20.0}, {"fp32": 1.0, "bf16": 0.9999}, choice, "cpu", "torch")
 
@@ -317,7 +317,7 @@ def probe_result(encoder: str, choice: str):
 def test_the_precision_probe_measures_every_path_once_and_caches_it(ds, tmp_path, monkeypatch):
     """The real probe on MiniLM: every shipped path timed, bf16 at parity with fp32, the choice the rule's, and a
     second retriever on the same CPU reads the file instead of measuring."""
-    from bridge import precision
+    from bridge.encoders import precision
 
     texts = precision.probe_passages(16, words=40)
     monkeypatch.setattr(precision, "probe_passages", lambda: texts)
@@ -333,7 +333,7 @@ def test_the_precision_probe_measures_every_path_once_and_caches_it(ds, tmp_path
 
 
 def test_the_probe_choice_rule():
-    from bridge.precision import choose
+    from bridge.encoders.precision import choose
 
     assert choose({"fp32": 10.0, "bf16": 30.0}, {"fp32": 1.0, "bf16": 0.9999}) == "bf16"
     assert choose({"fp32": 10.0, "bf16": 10.5}, {"fp32": 1.0, "bf16": 0.9999}) == "fp32"  # within the noise margin

@@ -10,9 +10,9 @@ import numpy as np
 import pytest
 
 from bridge.cli import main
-from bridge.judging.reference import ConstantJudge, QrelsJudge
-from bridge.measures import Measure
-from bridge.trec import write_run
+from bridge.core.measures import Measure
+from bridge.core.trec import write_run
+from bridge.judging.free.reference import ConstantJudge, QrelsJudge
 from eval.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
 from eval.reusability import (
     FigureSettings,
@@ -279,7 +279,7 @@ def test_qrels_judge_fills_back_the_full_qrels_exactly(workspace):
     good = by["good"]["scores"]["P@10"]
     assert systems.loc[("good", "P@10", "holey"), "value"] == good["holey"]
     assert systems.loc[("good", "P@10", "full"), "value"] == good["full"]
-    from bridge.trec import write_qrels
+    from bridge.core.trec import write_qrels
 
     write_qrels({q: {f"{q}-r1": 3} for q in TOPICS}, tmp / "other.qrels")
     full = f"other={tmp / 'other.qrels'}"
@@ -344,7 +344,7 @@ def test_a_dataset_without_human_qrels_gets_one_clear_error(tmp_path, monkeypatc
 
 def test_the_random_judge_says_relevant_at_each_topics_prevalence_reproducibly():
     from bridge.judging.base import Case
-    from bridge.judging.reference import RandomJudge
+    from bridge.judging.free.reference import RandomJudge
 
     # q1: 1 of 4 judged pairs relevant (grade >= 2), q2: 3 of 4; q3 has no judgments: 4 of 8 overall
     qrels = {"q1": {"a": 2, "b": 1, "c": 0, "d": 0}, "q2": {"a": 2, "b": 3, "c": 2, "d": 1}, "q3": {}}

@@ -8,7 +8,7 @@ import re
 import pytest
 from review_support import staged_records, synced_db, tiny_dataset
 
-from bridge.errors import InputError
+from bridge.core.errors import InputError
 from bridge.review.csvio import EXPORT_COLUMNS, export_csv, import_csv
 
 

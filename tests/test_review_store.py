@@ -6,8 +6,8 @@ import pytest
 from conftest import DATA_DIR, needs_shared_data
 from review_support import Clock, decided, staged_records, synced_db, tiny_dataset
 
+from bridge.core.errors import BridgeError
 from bridge.datasets import load_dataset
-from bridge.errors import BridgeError
 from bridge.review.items import attention_checks, review_cases
 from bridge.review.store import AnnotatorFlagged, ImportRow, NotAssigned, ReviewDB
 

@@ -10,9 +10,9 @@ import shutil
 import pytest
 
 from bridge.cli import main
-from bridge.label_records import LabelRecord
-from bridge.pool import PoolEntry, write_pool
-from bridge.trec import write_qrels, write_run
+from bridge.core.label_records import LabelRecord
+from bridge.core.trec import write_qrels, write_run
+from bridge.pool.pooling import PoolEntry, write_pool
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 # gold relevant; n1-n3 judged non-relevant by people; a-e pooled; z1-z3 in nobody's run yet

@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.core.stamp import StageStamp, stage_stamp
 from bridge.options import args_settings
-from bridge.stamp import StageStamp, stage_stamp
 
 
 def stamp_over(tmp_path, **settings) -> StageStamp:

@@ -3,9 +3,9 @@ from pathlib import Path
 
 import pytest
 
-from bridge.errors import InputError
-from bridge.fsio import JsonlAppender, atomic_write, read_jsonl
-from bridge.trec import canonical_scores, ranked, read_qrels, read_run, top_k, write_qrels, write_run
+from bridge.core.errors import InputError
+from bridge.core.fsio import JsonlAppender, atomic_write, read_jsonl
+from bridge.core.trec import canonical_scores, ranked, read_qrels, read_run, top_k, write_qrels, write_run
 
 
 def write(path: Path, text: str) -> Path:

@@ -7,7 +7,7 @@ Names:
   ``nfcorpus``  NFCorpus original release, test split (title queries), from ``<data>/nfcorpus_original_test``
   ``beir:PATH[#SPLIT]``  any local BEIR folder (corpus.jsonl, queries.jsonl, qrels/SPLIT.tsv; split ``test``)
   ``irds:ID``   any ir_datasets id (offline, it serves what its cache holds)
-  ``bridge:SUBSET``  the published BRIDGE qrels from ``<data>/bridge`` (see :mod:`bridge.datasets.bridge`)
+  ``bridge:SUBSET``  the published BRIDGE qrels from ``<data>/bridge`` (see :mod:`bridge.datasets.bridge_benchmark`)
 
 The core types live in :mod:`bridge.datasets.core`; each kind of source is a provider module
 (:mod:`.named`, :mod:`.beir`, :mod:`.irds`, :mod:`.bridge`), and this module names them.
@@ -17,6 +17,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
+from bridge.core.errors import BridgeError, MissingDataError
 from bridge.datasets.beir import load_beir
 from bridge.datasets.core import (
     NAMED,
@@ -30,7 +31,6 @@ from bridge.datasets.core import (
     Query,
 )
 from bridge.datasets.named import nq_gold_docid
-from bridge.errors import BridgeError, MissingDataError
 
 __all__ = [
     "NAMED",

@@ -5,11 +5,11 @@ from __future__ import annotations
 import csv
 from pathlib import Path
 
+from bridge.core.errors import InputError
+from bridge.core.fsio import read_jsonl
+from bridge.core.trec import Qrels, restrict
 from bridge.datasets.core import SOURCES, Dataset, DatasetSource, DictCorpus, Document, Query, fingerprint, require
 from bridge.datasets.core import slug as make_slug
-from bridge.errors import InputError
-from bridge.fsio import read_jsonl
-from bridge.trec import Qrels, restrict
 
 
 def read_beir_qrels(path: Path) -> Qrels:

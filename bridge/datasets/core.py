@@ -14,9 +14,9 @@ from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
-from bridge.errors import BridgeError, MissingDataError
-from bridge.registry import Registry
-from bridge.trec import Qrels, restrict
+from bridge.core.errors import BridgeError, MissingDataError
+from bridge.core.registry import Registry
+from bridge.core.trec import Qrels, restrict
 
 
 @dataclass(frozen=True)
@@ -92,7 +92,7 @@ class Dataset:
     candidate_lists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Passages the dataset's authors retrieved for a topic (nq: the 20 contexts of the first 441 questions, gold
     included). A hole of a topic with its own list is another kind of hole than one of a topic without
-    (:mod:`bridge.kinds`)."""
+    (:mod:`bridge.core.kinds`)."""
     extra_qrels: Mapping[str, Qrels] = field(default_factory=dict)
     """Further qrels sets that come with the dataset (bridge:SUBSET: ``bridge``), compared with ``qrels`` by eval."""
     unlimited: Dataset | None = field(default=None, repr=False, compare=False)
@@ -199,6 +199,6 @@ class DatasetSource:
 NAMED: Registry[Callable[[Path], Dataset]] = Registry("dataset", ("bridge.datasets.named",))
 """The shared data's named datasets: name -> loader of ``<data>/``."""
 SOURCES: Registry[DatasetSource] = Registry(
-    "dataset source", ("bridge.datasets.beir", "bridge.datasets.irds", "bridge.datasets.bridge")
+    "dataset source", ("bridge.datasets.beir", "bridge.datasets.irds", "bridge.datasets.bridge_benchmark")
 )
 """Kinds of dataset by the scheme before the colon of their names."""

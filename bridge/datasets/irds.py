@@ -5,9 +5,9 @@ from __future__ import annotations
 import hashlib
 from collections.abc import Iterator
 
+from bridge.core.errors import BridgeError
+from bridge.core.trec import Qrels
 from bridge.datasets.core import SOURCES, Dataset, DatasetSource, Document, Query, slug
-from bridge.errors import BridgeError
-from bridge.trec import Qrels
 
 
 class IrdsCorpus:

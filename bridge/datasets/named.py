@@ -16,11 +16,11 @@ import json
 from collections.abc import Iterator
 from pathlib import Path
 
+from bridge.core.errors import InputError
+from bridge.core.fsio import read_jsonl
+from bridge.core.trec import Qrels, read_qrels, restrict
 from bridge.datasets.beir import load_beir
 from bridge.datasets.core import NAMED, Dataset, DictCorpus, Document, Query, fingerprint, require
-from bridge.errors import InputError
-from bridge.fsio import read_jsonl
-from bridge.trec import Qrels, read_qrels, restrict
 
 
 def nq_gold_docid(title: str, text: str) -> str:

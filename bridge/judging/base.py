@@ -11,14 +11,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
+from bridge.core.errors import BridgeError
+from bridge.core.kinds import kind_facts
+from bridge.core.label_records import LabelRecord, Usage
+from bridge.core.registry import Registry
+from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
-from bridge.kinds import kind_facts
-from bridge.label_records import LabelRecord, Usage
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
-from bridge.pool import PoolEntry
-from bridge.registry import Registry
-from bridge.trec import Qrels
+from bridge.pool.pooling import PoolEntry
 
 if TYPE_CHECKING:
     from bridge.judging.spec import JudgeSpec
@@ -40,7 +40,7 @@ class Case:
     evidence: tuple[str, ...] = ()
     """Answers found in the chunk by the evidence stage, shown to the judge as a hint."""
     kind: tuple[tuple[str, float], ...] = ()
-    """What the dataset says of the pair's kind (:func:`bridge.kinds.kind_facts`), for a judge's calibration."""
+    """What the dataset says of the pair's kind (:func:`bridge.core.kinds.kind_facts`), for a judge's calibration."""
 
 
 class Judge(Protocol):
@@ -144,9 +144,14 @@ class RegisteredJudge:
 
 JUDGES: Registry[RegisteredJudge] = Registry(
     "judge",
-    ("bridge.judging.answer_context", "bridge.judging.cascade", "bridge.judging.dream", "bridge.judging.reference",
-     "bridge.judging.single"),
-)  # fmt: skip
+    (
+        "bridge.judging.learned.answer_context",
+        "bridge.judging.llm.cascade",
+        "bridge.judging.llm.dream",
+        "bridge.judging.free.reference",
+        "bridge.judging.llm.single",
+    ),
+)
 """The judge registry, in registration order; its modules register their judges."""
 
 

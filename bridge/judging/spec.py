@@ -8,10 +8,10 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 
-from bridge.judging.answer_context import AnswerContextConfig
-from bridge.judging.cascade import CascadeConfig
-from bridge.judging.dream import DebateConfig
-from bridge.judging.single import SingleCallConfig
+from bridge.judging.learned.answer_context import AnswerContextConfig
+from bridge.judging.llm.cascade import CascadeConfig
+from bridge.judging.llm.dream import DebateConfig
+from bridge.judging.llm.single import SingleCallConfig
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@
   ``evidence_cli.py``: argparse -> settings -> the workflow); the shared options and the specs they describe in
   ``label_options_cli.py`` (ChainSpec), ``judge_options_cli.py`` (JudgeSpec), ``adapter_options_cli.py``.
 
-The judges themselves live in :mod:`bridge.judging`; the records in :mod:`bridge.label_records`.
+The judges themselves live in :mod:`bridge.judging`; the records in :mod:`bridge.core.label_records`.
 """
 
 from bridge.label.chain import ChainSpec, JudgeChain, build_chain

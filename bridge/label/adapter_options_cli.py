@@ -1,11 +1,11 @@
 """The topic adapters' options (``bridge label``, ``score``, ``reusability``; ``judge-eval`` shares the chance line)
-and the :class:`~bridge.judging.topic_models.AdapterConfig` they describe (:func:`adapter_config_from_args`)."""
+and the :class:`~bridge.judging.learned.topic_models.AdapterConfig` they describe (:func:`adapter_config_from_args`)."""
 
 from __future__ import annotations
 
 import argparse
 
-from bridge.judging.topic_models import AdapterConfig
+from bridge.judging.learned.topic_models import AdapterConfig
 
 
 def add_adapter_options(p: argparse.ArgumentParser) -> None:

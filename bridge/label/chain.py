@@ -16,7 +16,8 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
 
-from bridge.config import Workspace
+from bridge.core.layout import Workspace
+from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.judging import (
     Case,
@@ -30,15 +31,14 @@ from bridge.judging import (
     judge_names,
     judge_traits,
 )
-from bridge.judging.adapter import TopicAdapterJudge
-from bridge.judging.audit import AuditConfig
-from bridge.judging.cascade import ScoreRunner
-from bridge.judging.evidence import EvidenceConfig, EvidenceStage
-from bridge.judging.single import PrefilteredJudge, SupportJudge
-from bridge.judging.topic_models import AdapterConfig
+from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage
+from bridge.judging.learned.adapter import TopicAdapterJudge
+from bridge.judging.learned.topic_models import AdapterConfig
+from bridge.judging.llm.cascade import ScoreRunner
+from bridge.judging.llm.single import PrefilteredJudge, SupportJudge
+from bridge.judging.quality.audit import AuditConfig
 from bridge.llm import LLMConfig, open_llm
-from bridge.pool import PoolEntry
-from bridge.trec import Qrels
+from bridge.pool.pooling import PoolEntry
 
 FALLBACK_JUDGES = judge_names(answer_bearing=False, selectable=True)
 """Judges of any pair (a label run's judge, or an answer judge's fallback): queries of the judge registry."""

@@ -16,8 +16,8 @@ from functools import partial
 from pathlib import Path
 from typing import Any
 
-from bridge.errors import BridgeError
-from bridge.executors import Mapper, RayConfig, RayMapper, chunked_by_query
+from bridge.core.errors import BridgeError
+from bridge.core.executors import Mapper, RayConfig, RayMapper, chunked_by_query
 from bridge.label.chain import ChainSpec, JudgeChain, build_chain
 from bridge.label.run import POOL, WorkItem, run_items
 
@@ -94,7 +94,7 @@ class DistributedRunner:
     ) -> int:
         from tqdm.auto import tqdm
 
-        from bridge.label_records import LabelRecord
+        from bridge.core.label_records import LabelRecord
 
         if not items:
             return 0

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 from collections.abc import Callable
 
-from bridge.config import Workspace
+from bridge.core.errors import BridgeError
+from bridge.core.layout import Workspace
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
 from bridge.judging import cases_for
-from bridge.judging.evidence import EvidenceRecall, gold_recall, matched_answers
-from bridge.pool import read_pool
+from bridge.judging.free.evidence import EvidenceRecall, gold_recall, matched_answers
+from bridge.pool.pooling import read_pool
 
 
 def evidence_check(ws: Workspace, ds: Dataset, show: int = 5, *, say: Callable[[str], None]) -> EvidenceRecall:

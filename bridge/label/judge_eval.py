@@ -25,19 +25,20 @@ from typing import Any
 import numpy as np
 from matplotlib.figure import Figure
 
-from bridge.config import ADAPTER_CURVE_CSV
+from bridge.core.errors import BridgeError
+from bridge.core.figures import save_png
+from bridge.core.fsio import atomic_write
+from bridge.core.label_records import LabelRecord
+from bridge.core.layout import ADAPTER_CURVE_CSV
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
-from bridge.figures import save_png
-from bridge.fsio import atomic_write
-from bridge.judging.adapter import TopicAdapterJudge
-from bridge.judging.answer_context import AnswerContextJudge, calibration_lines
 from bridge.judging.base import Case, Judge, cases_for
-from bridge.judging.calibration import Reliability, brier_score, expected_calibration_error, reliability
-from bridge.judging.cascade import CalibratedJudge, CascadeJudge
-from bridge.judging.evidence import EvidenceConfig, EvidenceStage, matched_answers
-from bridge.judging.learning_curve import CurvePoint, learning_curve
-from bridge.judging.metrics import (
+from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage, matched_answers
+from bridge.judging.learned.adapter import TopicAdapterJudge
+from bridge.judging.learned.answer_context import AnswerContextJudge, calibration_lines
+from bridge.judging.learned.calibration import Reliability, brier_score, expected_calibration_error, reliability
+from bridge.judging.learned.learning_curve import CurvePoint, learning_curve
+from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
+from bridge.judging.quality.metrics import (
     Agreement,
     DesignSample,
     agreement_of,
@@ -46,10 +47,9 @@ from bridge.judging.metrics import (
     roc_auc,
     weighted_measures,
 )
-from bridge.judging.reference_labels import HumanPair, question_folds
+from bridge.judging.quality.reference_labels import HumanPair, question_folds
 from bridge.label.run import judge_pairs
-from bridge.label_records import LabelRecord
-from bridge.pool import PoolEntry
+from bridge.pool.pooling import PoolEntry
 from bridge.prompts import PROMPT_DIR
 
 SAMPLE_TAG = "human-sample"
@@ -401,7 +401,7 @@ class KindQuality:
     pairs: int
     relevant: int
     measures: dict[str, float | None]
-    """:func:`bridge.judging.metrics.weighted_measures` (bAcc and kappa of the judge's own labels)."""
+    """:func:`bridge.judging.quality.metrics.weighted_measures` (bAcc and kappa of the judge's own labels)."""
     intervals: dict[str, tuple[float, float] | None]
     """95% intervals from a bootstrap of questions within kinds."""
 

@@ -9,14 +9,19 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
-from bridge.config import CALIBRATIONS_MD, Workspace
+from bridge.core.errors import BridgeError
+from bridge.core.kinds import pair_kind
+from bridge.core.layout import CALIBRATIONS_MD, Workspace
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
 from bridge.judging import JudgeSpec, build_judge, judge_traits
-from bridge.judging.adapter import TopicAdapterJudge
-from bridge.judging.reference_labels import read_reference, read_reference_design, read_reference_facts, subsample
-from bridge.judging.topic_models import AdapterConfig
-from bridge.kinds import pair_kind
+from bridge.judging.learned.adapter import TopicAdapterJudge
+from bridge.judging.learned.topic_models import AdapterConfig
+from bridge.judging.quality.reference_labels import (
+    read_reference,
+    read_reference_design,
+    read_reference_facts,
+    subsample,
+)
 from bridge.label.chain import ANSWER_JUDGES
 from bridge.label.judge_eval import (
     AdapterEvaluation,

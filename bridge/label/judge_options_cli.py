@@ -5,11 +5,11 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.errors import BridgeError
-from bridge.judging.answer_context import AnswerContextConfig
-from bridge.judging.cascade import CascadeConfig
-from bridge.judging.dream import DebateConfig
-from bridge.judging.single import SingleCallConfig
+from bridge.core.errors import BridgeError
+from bridge.judging.learned.answer_context import AnswerContextConfig
+from bridge.judging.llm.cascade import CascadeConfig
+from bridge.judging.llm.dream import DebateConfig
+from bridge.judging.llm.single import SingleCallConfig
 from bridge.judging.spec import JudgeSpec
 from bridge.label.chain import ANSWER_JUDGES
 

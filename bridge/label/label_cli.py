@@ -10,8 +10,8 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
+from bridge.core.measures import COMPARED, at
 from bridge.label.label_options_cli import add_label_options, spec_from_args
-from bridge.measures import COMPARED, at
 from bridge.options import (
     add_common_options,
     add_executor_options,
@@ -99,7 +99,7 @@ def cmd_label(args: argparse.Namespace) -> int:
 
 def ray_execution_from_args(args: argparse.Namespace) -> RayExecution:
     """``--executor ray``: the workers load the dataset as this command did."""
-    from bridge.executors import RayConfig
+    from bridge.core.executors import RayConfig
     from bridge.label.distributed import DatasetRef, RayExecution
 
     config = RayConfig(args.workers, args.ray_address, args.worker_cpus)

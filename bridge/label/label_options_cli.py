@@ -6,7 +6,7 @@ from __future__ import annotations
 import argparse
 from dataclasses import replace
 
-from bridge.judging.audit import AuditConfig
+from bridge.judging.quality.audit import AuditConfig
 from bridge.label.adapter_options_cli import adapter_config_from_args, add_adapter_options
 from bridge.label.chain import COSTLY_ANSWER_JUDGES, FALLBACK_JUDGES, ChainSpec
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args

@@ -8,14 +8,14 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridge.config import Workspace
+from bridge.core.errors import BridgeError
+from bridge.core.layout import Workspace
+from bridge.core.stamp import StageStamp, stage_stamp
+from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
 from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, Pricing, label_pool
 from bridge.label.value import ValueConfig
-from bridge.stamp import StageStamp, stage_stamp
-from bridge.trec import read_runs
 
 if TYPE_CHECKING:
     from bridge.label.distributed import RayExecution

@@ -6,7 +6,7 @@ configuration are not judged again, and every record is fsynced as soon as its p
 decided, so ``kill -9`` loses at most the pairs still in flight (whose paid LLM calls are
 in the response cache anyway).
 
-Every run also judges the known pairs of the audit (``bridge.judging.audit``) with the same judge, on the same
+Every run also judges the known pairs of the audit (``bridge.judging.quality.audit``) with the same judge, on the same
 path as pool pairs (the same stages, prompt and hint), after the pool; their records go to ``audit.jsonl``,
 never to labels.jsonl, and the verdict to ``judge-audit.json``. The run writes the hole model's calibrations
 (``hole-calibrations.json``) beside the labels.
@@ -25,7 +25,20 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
-from bridge.config import (
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import JsonlAppender, write_json_atomic
+from bridge.core.kinds import kind_of
+from bridge.core.label_records import (
+    HUMAN_JUDGE,
+    LabelRecord,
+    Usage,
+    counted_configs,
+    counted_records,
+    current_records,
+    read_labels,
+    write_augmented_qrels,
+)
+from bridge.core.layout import (
     AUDIT_FILE,
     AUGMENTED_QRELS,
     BUDGET_FILE,
@@ -37,13 +50,16 @@ from bridge.config import (
     REFINE_CALIBRATION_FILE,
     Workspace,
 )
+from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
-from bridge.errors import BridgeError
-from bridge.fsio import JsonlAppender, write_json_atomic
-from bridge.holes import Calibration, read_calibrations, write_calibrations
-from bridge.judging.adapter import TopicAdapterJudge, TopicRoute, routing_summary
-from bridge.judging.adapter import summary_lines as adapter_lines
-from bridge.judging.audit import (
+from bridge.estimate.holes import Calibration, read_calibrations, write_calibrations
+from bridge.judging.base import Case, Judge, Prepared, cases_for
+from bridge.judging.free.evidence import EvidenceRecall, gold_recall
+from bridge.judging.learned.adapter import TopicAdapterJudge, TopicRoute, routing_summary
+from bridge.judging.learned.adapter import summary_lines as adapter_lines
+from bridge.judging.learned.hole_calibration import audit_calibration
+from bridge.judging.llm.cascade import ScoreRunner
+from bridge.judging.quality.audit import (
     ADAPTER_CV,
     GATE,
     LLM_STAGE,
@@ -62,25 +78,9 @@ from bridge.judging.audit import (
     read_audit_report,
     reference_lane,
 )
-from bridge.judging.base import Case, Judge, Prepared, cases_for
-from bridge.judging.cascade import ScoreRunner
-from bridge.judging.evidence import EvidenceRecall, gold_recall
-from bridge.judging.hole_calibration import audit_calibration
-from bridge.kinds import kind_of
 from bridge.label.chain import JudgeChain
 from bridge.label.value import VALUE_FLOOR, PairValues, ValueConfig, pair_values, value_summary
-from bridge.label_records import (
-    HUMAN_JUDGE,
-    LabelRecord,
-    Usage,
-    counted_configs,
-    counted_records,
-    current_records,
-    read_labels,
-    write_augmented_qrels,
-)
-from bridge.pool import PoolEntry, read_pool
-from bridge.trec import Qrels, Run
+from bridge.pool.pooling import PoolEntry, read_pool
 
 POOL = "pool"
 """The lane of pool pairs (everything else is an audit lane)."""
@@ -172,7 +172,7 @@ class LabelOptions:
     its scoring pass; the debates of the pairs scored in time follow (at most the debate share of them)."""
     runner: Callable[[JudgeChain], Callable[..., int]] | None = None
     """Given the prepared chain, what runs the work items (``run_items``'s signature); None: this process.
-    ``bridge.executors.DistributedRunner`` runs them on Ray workers."""
+    ``bridge.core.executors.DistributedRunner`` runs them on Ray workers."""
     scorer: Callable[[JudgeChain], ScoreRunner] | None = None
     """Given the chain before its preparation, what runs the cascade's scoring pass; None: this process."""
     runs: Mapping[str, Run] | None = None

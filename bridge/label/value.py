@@ -1,11 +1,11 @@
 """Which pool pairs are worth a costly judgment: the value of asking, from the same hole model as every estimate.
 
 After the free stages (the evidence gate, topic adapters, a free answer judge) have given every pair they can a
-calibrated P, the leaderboard of the runs is estimated (:mod:`bridge.estimate`) and each pair a costly judge (an
-LLM, a stronger answer judge, people) could ask about gets its **value**: the expected number of open
-comparisons of adjacent systems its label would make likely or settled. Pairs are asked most valuable first, so
-a budget (``--max-pairs``, ``--max-minutes``) goes where it can change a ranking; a pair of value 0 cannot
-change any comparison whatever its label. A resumed run recomputes the values with the labels it has.
+calibrated P, the leaderboard of the runs is estimated (:mod:`bridge.estimate.leaderboard`) and each pair a costly judge
+(an LLM, a stronger answer judge, people) could ask about gets its **value**: the expected number of open comparisons of
+adjacent systems its label would make likely or settled. Pairs are asked most valuable first, so a budget
+(``--max-pairs``, ``--max-minutes``) goes where it can change a ranking; a pair of value 0 cannot change any comparison
+whatever its label. A resumed run recomputes the values with the labels it has.
 """
 
 from __future__ import annotations
@@ -15,12 +15,20 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge.core.label_records import LabelRecord
+from bridge.core.measures import COMPARED, at, parse_measures
+from bridge.core.trec import Run
 from bridge.datasets import Dataset
-from bridge.estimate import EstimateConfig, Leaderboard, ranked_lists
-from bridge.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModel, HoleModelConfig, Pair, build_hole_model
-from bridge.label_records import LabelRecord
-from bridge.measures import COMPARED, at, parse_measures
-from bridge.trec import Run
+from bridge.estimate.holes import (
+    RANDOM_SAMPLING,
+    Calibration,
+    HoleEvidence,
+    HoleModel,
+    HoleModelConfig,
+    Pair,
+    build_hole_model,
+)
+from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 
 VALUE_FLOOR = 1e-9
 """Values at or below this are 0: the pair's label moves no open comparison."""
@@ -62,8 +70,9 @@ def hole_model_of(
     depth: int,
     config: HoleModelConfig | None = None,
 ) -> HoleModel:
-    """The hole model of a label run's current records (pass them with :func:`bridge.label_records.current_records`)
-    over the dataset's judged topics, every pair the runs rank in their top ``depth`` included."""
+    """The hole model of a label run's current records (pass them with
+    :func:`bridge.core.label_records.current_records`) over the dataset's judged topics, every pair the runs rank in
+    their top ``depth`` included."""
     topics = list(dataset.judged_topics())
     seen = ranked_lists(runs, topics, depth) if runs else set()
     evidence = HoleEvidence(

@@ -11,10 +11,10 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.config import LLM_CACHE
+from bridge.core.layout import LLM_CACHE
+from bridge.core.registry import Registry
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.llm.cache import CachedBackend, ResponseCache
-from bridge.registry import Registry
 
 
 @dataclass(frozen=True)

@@ -14,7 +14,7 @@ from collections.abc import Sequence
 from dataclasses import asdict, dataclass
 from typing import Any, Protocol, runtime_checkable
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 
 
 @dataclass(frozen=True)
@@ -39,7 +39,7 @@ class LLMRequest:
     continuations: tuple[str, ...] = ()
     """Score, instead of generating: the log-probability of each of these texts as the assistant's whole reply
     (``LLMResponse.continuation_logprobs``, one list of token log-probabilities per text). Where a backend cannot
-    read log-probabilities it raises :class:`bridge.errors.BridgeError`."""
+    read log-probabilities it raises :class:`bridge.core.errors.BridgeError`."""
 
     def as_openai_messages(self) -> list[dict[str, str]]:
         return [{"role": m.role, "content": m.content} for m in self.messages]

@@ -47,7 +47,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 from bridge.llm.base import LLMRequest, LLMResponse, field_value_token
 from bridge.llm.models import file_digest, resolve_gguf
 

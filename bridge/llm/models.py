@@ -8,8 +8,8 @@ import os
 import shutil
 from pathlib import Path
 
-from bridge.errors import BridgeError
-from bridge.fsio import atomic_write
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import atomic_write
 
 SMOLLM2 = "smollm2-135m"
 QWEN_CODER = "qwen2.5-coder-1.5b"

@@ -28,7 +28,7 @@ from typing import Any
 
 import httpx
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 from bridge.llm.base import LLMRequest, LLMResponse, field_value_token
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})

@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Sequence
 from typing import Any
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 from bridge.llm.base import LLMRequest, LLMResponse, field_value_token, refuse_scoring
 
 

@@ -8,7 +8,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge.config import REVIEW_CSV
+from bridge.core.layout import REVIEW_CSV
 from bridge.options import add_common_options, dataset_from_args, workspace_from_args
 from bridge.review.options_cli import add_review_settings, review_overrides_from_args
 

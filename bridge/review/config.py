@@ -5,7 +5,7 @@ from __future__ import annotations
 from dataclasses import asdict, dataclass, fields, replace
 from typing import Any
 
-from bridge.errors import BridgeError
+from bridge.core.errors import BridgeError
 
 
 @dataclass(frozen=True)

@@ -13,8 +13,8 @@ import random
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.errors import InputError
-from bridge.fsio import atomic_write
+from bridge.core.errors import InputError
+from bridge.core.fsio import atomic_write
 from bridge.review import render
 from bridge.review.aggregate import annotator_stats, excluded_annotators, tally
 from bridge.review.store import ImportRow, ImportSummary, ReviewDB

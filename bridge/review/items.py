@@ -18,11 +18,11 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.datasets import Dataset
-from bridge.holes import RANDOM_SAMPLING
+from bridge.estimate.holes import RANDOM_SAMPLING
 from bridge.judging import cases_for
-from bridge.label_records import HUMAN_JUDGE, LabelRecord
-from bridge.pool import PoolEntry
+from bridge.pool.pooling import PoolEntry
 
 Pair = tuple[str, str]
 
@@ -51,7 +51,7 @@ def review_cases(
 ) -> tuple[list[ItemSpec], set[Pair]]:
     """Cases for the dataset's queries, and the pairs still under human review.
 
-    ``records`` holds the current record per pair (:func:`bridge.label_records.current_records`). A pair stays
+    ``records`` holds the current record per pair (:func:`bridge.core.label_records.current_records`). A pair stays
     under review while its record is undecided, a human decision or one of the random holes; a pair decided since
     by another judge (e.g. relabelled with a new configuration) leaves the review.
     """

@@ -15,10 +15,10 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
+from bridge.core.fsio import JsonlAppender
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, read_labels
 from bridge.datasets import Dataset
-from bridge.fsio import JsonlAppender
 from bridge.label.run import write_label_qrels
-from bridge.label_records import HUMAN_JUDGE, LabelRecord, read_labels
 from bridge.review.aggregate import CaseVotes, Judgment, annotator_stats, excluded_annotators, tally
 from bridge.review.config import ReviewConfig
 from bridge.review.store import Item, ReviewDB

@@ -14,7 +14,7 @@ from typing import Any
 
 from markupsafe import Markup, escape
 
-from bridge.judging.dream import OPENING_STANCE
+from bridge.judging.llm.dream import OPENING_STANCE
 
 _QUOTE_MARKS = "\"'“”‘’«»`"
 MIN_QUOTE_CHARS = 4

@@ -24,7 +24,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bridge.errors import BridgeError, InputError
+from bridge.core.errors import BridgeError, InputError
 from bridge.review.aggregate import Judgment, Progress, is_flagged, progress, still_needed
 from bridge.review.config import ReviewConfig
 from bridge.review.items import ItemSpec, Pair

@@ -9,14 +9,14 @@ from dataclasses import asdict
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge.errors import BridgeError
-from bridge.label_records import LabelRecord, current_records, read_labels
+from bridge.core.errors import BridgeError
+from bridge.core.label_records import LabelRecord, current_records, read_labels
 from bridge.review.config import ReviewOverrides
 from bridge.review.items import ItemSpec, Pair, attention_checks, review_cases
 from bridge.review.store import ImportSummary, ReviewDB
 
 if TYPE_CHECKING:
-    from bridge.config import Workspace
+    from bridge.core.layout import Workspace
     from bridge.datasets import Dataset
     from bridge.review.csvio import ExportSummary
     from bridge.review.merge import MergeSummary
@@ -34,7 +34,7 @@ def open_review_db(path: Path, overrides: ReviewOverrides | None = None) -> Revi
 
 def label_run_order(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord]) -> list[str]:
     """The label run's judge configurations in precedence order (judge-audit.json), else those of labels.jsonl."""
-    from bridge.judging.audit import read_audit_report
+    from bridge.judging.quality.audit import read_audit_report
 
     audit = read_audit_report(ws.audit_report(ds.slug)) or {}
     return list(audit.get("counted_configs") or dict.fromkeys(r.config_id for r in records))
@@ -69,12 +69,12 @@ def case_values(
     """The order cases are handed out in, as priorities: escalated cases most valuable first (the expected number
     of open comparisons of adjacent systems in runs/<ds>/ each label would decide), the random holes spread among
     them (:func:`bridge.label.value.ask_order`). Without runs or a pool: escalated cases first, in file order."""
-    from bridge.config import HOLE_CALIBRATIONS_FILE
-    from bridge.holes import RANDOM_SAMPLING, read_calibrations
-    from bridge.judging.audit import gate_recall, read_audit_report
+    from bridge.core.layout import HOLE_CALIBRATIONS_FILE
+    from bridge.core.trec import read_runs
+    from bridge.estimate.holes import RANDOM_SAMPLING, read_calibrations
+    from bridge.judging.quality.audit import gate_recall, read_audit_report
     from bridge.label.value import ValueConfig, ask_order, pair_values
-    from bridge.pool import read_pool
-    from bridge.trec import read_runs
+    from bridge.pool.pooling import read_pool
 
     escalated = [(c.qid, c.docid) for c in cases if c.source.get("sampling") != RANDOM_SAMPLING]
     drawn = [(c.qid, c.docid) for c in cases if c.source.get("sampling") == RANDOM_SAMPLING]

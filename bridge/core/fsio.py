@@ -1,0 +1,127 @@
+"""File helpers shared by every stage: atomic writes and durable JSONL appends.
+
+A stage never leaves a half-written output behind: files are written to a temporary
+sibling and renamed into place, and append-only logs are flushed and fsynced per record.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator, Mapping
+from pathlib import Path
+from typing import IO, Any
+
+
+@contextlib.contextmanager
+def atomic_write(path: str | Path, mode: str = "w", encoding: str | None = "utf-8") -> Iterator[IO[Any]]:
+    """Open a temporary file next to ``path``; rename it over ``path`` only if the block succeeds."""
+    path = Path(path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=f".{path.name}.", suffix=".tmp", dir=path.parent)
+    os.chmod(tmp, 0o666 & ~_UMASK)  # mkstemp creates 0600; outputs get the usual permissions
+    try:
+        handle = os.fdopen(fd, mode) if "b" in mode else os.fdopen(fd, mode, encoding=encoding, newline="")
+        with handle:
+            yield handle
+            handle.flush()
+            os.fsync(handle.fileno())
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        raise
+
+
+def _read_umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+_UMASK = _read_umask()  # read once at import: os.umask can only be read by setting it
+
+
+def write_text_atomic(path: str | Path, text: str) -> None:
+    with atomic_write(path) as handle:
+        handle.write(text)
+
+
+def write_json_atomic(path: str | Path, obj: Any) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
+
+
+class JsonlAppender:
+    """Append-only JSONL log that survives ``kill -9``: each record is flushed and fsynced.
+
+    A record torn by a crash (a last line without newline) is cut off when the file is reopened,
+    so the log always holds whole records only.
+    """
+
+    def __init__(self, path: str | Path) -> None:
+        self.path = Path(path)
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        truncate_torn_tail(self.path)
+        self._handle = open(self.path, "a", encoding="utf-8")  # noqa: SIM115 - closed in close()
+
+    def append(self, record: dict[str, Any]) -> None:
+        self._handle.write(json.dumps(record, ensure_ascii=False, sort_keys=True) + "\n")
+        self._handle.flush()
+        os.fsync(self._handle.fileno())
+
+    def close(self) -> None:
+        self._handle.close()
+
+    def __enter__(self) -> JsonlAppender:
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()
+
+
+def truncate_torn_tail(path: Path) -> None:
+    """Drop a trailing partial line (no final newline) left by an interrupted append."""
+    if not path.exists() or path.stat().st_size == 0:
+        return
+    with open(path, "rb+") as handle:
+        handle.seek(-1, os.SEEK_END)
+        if handle.read(1) == b"\n":
+            return
+        handle.seek(0)
+        data = handle.read()
+        handle.truncate(data.rfind(b"\n") + 1)
+
+
+def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, record); a malformed line raises an error naming file and line."""
+    from bridge.core.errors import InputError
+
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if not line.strip():
+                continue
+            try:
+                record = json.loads(line)
+            except json.JSONDecodeError as exc:
+                raise InputError(f"not valid JSON ({exc.msg})", path=path, line=lineno) from None
+            if not isinstance(record, dict):
+                raise InputError("expected a JSON object", path=path, line=lineno)
+            yield lineno, record
+
+
+def cache_key(dataset_fingerprint: str, fingerprint: Mapping[str, Any]) -> str:
+    """A short hash of a dataset's identity and an artifact's fingerprint (model, parameters)."""
+    payload = json.dumps({"dataset": dataset_fingerprint, "retriever": dict(fingerprint)}, sort_keys=True, default=str)
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def artifact_dir(
+    cache_dir: Path, dataset_slug: str, dataset_fingerprint: str, name: str, fingerprint: Mapping[str, Any]
+) -> Path:
+    """Cache folder of an index or encoding: ``<cache>/<dataset>/<name>-<key>``. Everything that needs the
+    same artifact (a Lucene index, a model's passage embeddings) shares it; any change to its inputs gives a
+    new folder."""
+    return cache_dir / dataset_slug / f"{name}-{cache_key(dataset_fingerprint, fingerprint)}"

@@ -1,0 +1,69 @@
+"""Plug-ins by name: one registry type for retriever families, judges, LLM backends and datasets.
+
+Each kind of plug-in has one :class:`Registry`, declared where its package starts together with the modules that
+fill it; each plug-in registers itself with :meth:`Registry.register` beside its code. The modules are imported on
+the first lookup, so naming a plug-in costs only its own imports (retriever families pull in torch, judges the
+LLM stack), and an unknown name gets one error that lists the known ones.
+"""
+
+from __future__ import annotations
+
+import importlib
+from collections.abc import Callable, Iterator, Sequence
+from typing import Generic, TypeVar
+
+from bridge.core.errors import BridgeError
+
+T = TypeVar("T")
+
+
+class Registry(Generic[T]):
+    """Named entries of one kind of plug-in, in registration order."""
+
+    def __init__(self, kind: str, modules: Sequence[str] = ()) -> None:
+        self.kind = kind
+        """What an entry is, for errors: "judge", "LLM backend", "retriever family", "dataset"."""
+        self.modules = tuple(modules)
+        """The modules whose import registers the entries (imported on the first lookup)."""
+        self._entries: dict[str, T] = {}
+        self._loaded = not self.modules
+
+    def register(self, name: str) -> Callable[[T], T]:
+        """Decorator: register the decorated object under ``name`` (a later registration replaces it)."""
+
+        def add(entry: T) -> T:
+            self.add(name, entry)
+            return entry
+
+        return add
+
+    def add(self, name: str, entry: T) -> None:
+        self._entries[name] = entry
+
+    def _load(self) -> dict[str, T]:
+        if not self._loaded:
+            self._loaded = True
+            for module in self.modules:
+                importlib.import_module(module)
+        return self._entries
+
+    def __getitem__(self, name: str) -> T:
+        entries = self._load()
+        if name not in entries:
+            raise BridgeError(f"unknown {self.kind} {name!r}; choose from {', '.join(sorted(entries))}")
+        return entries[name]
+
+    def __contains__(self, name: object) -> bool:
+        return name in self._load()
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(list(self._load()))
+
+    def __len__(self) -> int:
+        return len(self._load())
+
+    def names(self) -> tuple[str, ...]:
+        return tuple(self._load())
+
+    def values(self) -> list[T]:
+        return list(self._load().values())

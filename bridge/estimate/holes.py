@@ -1,0 +1,752 @@
+"""One model of the holes: P(relevant) for every pair no person judged, with the calibration's own uncertainty.
+
+Every score, interval, verdict, value and budget of bridge draws from this model, and nothing else states
+its rules. A pair the original qrels or people judged is **fixed**. Every other pair a leaderboard can see (a
+pool pair, a labelled pair, a pair in a system's top k outside the pool) is **open** and carries P from the
+stage that labelled it, through a :class:`Calibration`:
+
+* a **hole-like calibration** fitted on a random sample of holes with known labels (an answer judge on a
+  read reference; :mod:`bridge.judging.learned.hole_calibration`): its strata and coefficient draws as fitted;
+* the **evidence gate**'s zeros: if a share ``m`` of known relevant passages holds none of its answers, the
+  relevant holes that hold one (``R``, the sum of their P and the holes people judged relevant) have
+  ``R m / (1 - m)`` companions among the ``G`` gate zeros, so each is relevant with ``R m / ((1 - m) G)``; ``m`` is
+  drawn from its Jeffreys posterior;
+* a calibration **on known pairs** (a topic adapter's out-of-fold calibration, an LLM judge calibrated on its
+  audit's known pairs): known pairs are not like holes, so its logit is shifted by a draw from
+  N(0, ``transfer_sd``) (measured on dl19's removed pairs, bench/RESULTS.md);
+* no usable calibration (an undecided pair, an unjudged one, a label of a judge nobody measured): the
+  **prior**, the mean P of the topic's other open pairs with a wide logit shift.
+
+People's answers to a **random** share of the open pairs (``details["sampling"] == "random"``) are a sample of
+holes: each calibration is updated by them (a logit shift with its posterior over a grid, the calibration's
+draws as the prior), so a calibration on known pairs, or on another reading, moves toward what people say.
+Their answers themselves are fixed like every other human label. No P is exactly 0 or 1.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+import numpy as np
+
+from bridge.core.errors import InputError
+from bridge.core.fsio import write_json_atomic
+from bridge.core.kinds import FACTS as KIND_FACTS
+from bridge.core.kinds import kind_of
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
+from bridge.core.trec import Qrels
+
+Pair = tuple[str, str]
+INTERCEPT = "1"
+GATE, ADAPTER, LLM, PRIOR, UNPOOLED, PEOPLE = "gate", "adapter", "llm", "prior", "unpooled", "people"
+RANDOM_SAMPLING = "random"
+"""``details["sampling"]`` of a people's label drawn at random from the open pairs (usable for calibration)."""
+KIND_PREFIX = "kind="
+"""A feature ``kind=NAME``: 1 for a pair of that kind of hole (:mod:`bridge.core.kinds`), a sampling design's
+indicator."""
+
+
+def sigmoid(z: np.ndarray) -> np.ndarray:
+    return 1.0 / (1.0 + np.exp(-np.clip(z, -30.0, 30.0)))
+
+
+def logit(p: float) -> float:
+    p = min(max(float(p), 1e-6), 1 - 1e-6)
+    return math.log(p / (1 - p))
+
+
+@dataclass(frozen=True)
+class PairFacts:
+    """What a calibration may read about a pair: the label and P its stage gave, its place in the pool, and any
+    feature the judge recorded (``details["features"]``)."""
+
+    label: int | None = None
+    p: float | None = None
+    systems: tuple[str, ...] = ()
+    min_rank: int | None = None
+    extra: Mapping[str, float] = field(default_factory=dict)
+
+    @classmethod
+    def of(cls, record: LabelRecord) -> PairFacts:
+        extra = dict(record.details.get("features") or {}) if isinstance(record.details.get("features"), dict) else {}
+        adapter = record.details.get("adapter")
+        if isinstance(adapter, dict) and "trained_on" in adapter:  # a topic adapter: its topic's prevalence
+            extra.setdefault("logit_prior", prior_logit(adapter["relevant_in_training"], adapter["trained_on"]))
+        return cls(record.label, record.p_yes, tuple(record.systems), record.min_rank, extra)
+
+    def value(self, name: str) -> float:
+        """One feature by name: ``1``, ``logit_p``, ``label``, ``log_systems`` (log of how many systems pooled
+        the pair), ``log_rank`` (log of its best rank), ``pooled_by:SYSTEM``, a recorded feature (a kind's facts
+        among them, :mod:`bridge.core.kinds`), or ``A*B``, the product of two of these (a kind's own slope)."""
+        if "*" in name and name not in self.extra:
+            left, right = name.split("*", 1)
+            return self.value(left) * self.value(right)
+        if name.startswith(KIND_PREFIX):
+            if not any(fact in self.extra for fact in KIND_FACTS):
+                raise KeyError(f"no feature {name!r} for this pair: its record holds no kind facts (bridge.core.kinds)")
+            return float(kind_of(self.extra) == name[len(KIND_PREFIX) :])
+        if name == INTERCEPT:
+            return 1.0
+        if name == "logit_p":
+            return logit(0.5 if self.p is None else self.p)
+        if name == "label":
+            return float(self.label or 0)
+        if name == "log_systems":
+            return math.log(max(len(self.systems), 1))
+        if name == "log_rank":
+            return math.log(max(self.min_rank or 1, 1))
+        if name.startswith("pooled_by:"):
+            return float(name.split(":", 1)[1] in self.systems)
+        if name in self.extra:
+            return float(self.extra[name])
+        raise KeyError(f"no feature {name!r} for this pair")
+
+
+def prior_logit(relevant: int, judged: int) -> float:
+    """The logit of a topic's share of relevant judgments (Jeffreys-smoothed): a class-balanced classifier's P
+    assumes an even share, and this moves it to the topic's."""
+    return logit((relevant + 0.5) / (judged + 1.0))
+
+
+def pool_candidates(systems: Iterable[str]) -> tuple[str, ...]:
+    """The strata a hole-like calibration may pick from: how many systems pooled a pair, its best rank, and
+    whether each system pooled it."""
+    return ("log_systems", "log_rank", *(f"pooled_by:{s}" for s in sorted(set(systems))))
+
+
+@dataclass(frozen=True)
+class Calibration:
+    """P(relevant) = sigmoid(x @ beta) for a pair's features x, beta drawn from ``draws`` (one row per draw)."""
+
+    name: str
+    features: tuple[str, ...]
+    draws: np.ndarray
+    population: str
+    """The pairs it rests on, in words (the report shows it)."""
+    hole_like: bool = False
+    """Fitted on a random sample of holes (else on known pairs: its logit gets the transfer shift)."""
+    quality: Mapping[str, Any] = field(default_factory=dict)
+    """Cross-fitted quality per stratum and how the strata were chosen (for the report)."""
+
+    def __post_init__(self) -> None:
+        draws = np.atleast_2d(np.asarray(self.draws, dtype=float))
+        if draws.shape[1] != len(self.features):
+            raise ValueError(f"calibration {self.name}: {draws.shape[1]} coefficients, {len(self.features)} features")
+        object.__setattr__(self, "draws", draws)
+
+    def rows(self, facts: Sequence[PairFacts]) -> np.ndarray:
+        return np.array([[f.value(n) for n in self.features] for f in facts], dtype=float).reshape(
+            len(facts), len(self.features)
+        )
+
+    def probabilities(self, x: np.ndarray) -> np.ndarray:
+        """(draws, pairs) P under every coefficient draw."""
+        return sigmoid(self.draws @ np.asarray(x, dtype=float).T)
+
+    def mean(self, x: np.ndarray) -> np.ndarray:
+        """P per pair averaged over the draws, computed once per distinct feature row (the gate's tens of
+        thousands of pairs share one)."""
+        x = np.asarray(x, dtype=float).reshape(len(x), len(self.features))
+        rows, inverse = np.unique(x, axis=0, return_inverse=True)
+        return self.probabilities(rows).mean(axis=0)[inverse.reshape(-1)]
+
+    def shifted(self, shifts: np.ndarray, rng: np.random.Generator, size: int) -> Calibration:
+        """``size`` draws, each a random draw of this calibration with its intercept moved by a draw of ``shifts``."""
+        b = rng.integers(0, len(self.draws), size)
+        draws = self.draws[b].copy()
+        draws[:, self.features.index(INTERCEPT)] += rng.choice(shifts, size)
+        return Calibration(self.name, self.features, draws, self.population, self.hole_like, self.quality)
+
+    def updated(self, x: np.ndarray, y: np.ndarray, prior_sd: float, rng: np.random.Generator) -> Calibration:
+        """The posterior after people's answers ``y`` on random holes ``x``: a logit shift ``delta`` with prior
+        N(0, prior_sd) on top of each coefficient draw, (draw, delta) weighted by the answers' likelihood."""
+        grid = np.linspace(-4.0, 4.0, 161)
+        z = self.draws @ x.T  # draws x answers
+        shifted = z[:, None, :] + grid[None, :, None]  # draws x grid x answers
+        log_p = np.where(y[None, None, :] == 1, -np.logaddexp(0.0, -shifted), -np.logaddexp(0.0, shifted))
+        log_w = log_p.sum(axis=2) - 0.5 * (grid[None, :] / max(prior_sd, 1e-3)) ** 2
+        w = np.exp(log_w - log_w.max())
+        w /= w.sum()
+        picked = rng.choice(w.size, size=len(self.draws), p=w.ravel())
+        b, g = np.unravel_index(picked, w.shape)
+        draws = self.draws[b].copy()
+        draws[:, self.features.index(INTERCEPT)] += grid[g]
+        population = f"{self.population}; updated by people's answers on {len(y)} random open pairs"
+        return Calibration(self.name, self.features, draws, population, self.hole_like, self.quality)
+
+    def description(self) -> dict[str, Any]:
+        """What the report says a P rests on: the population, whether it is a sample of holes, and the quality."""
+        return {"population": self.population, "hole_like": self.hole_like, **dict(self.quality)}
+
+    def to_json(self) -> dict[str, Any]:
+        return {
+            "name": self.name,
+            "features": list(self.features),
+            "draws": [[round(float(v), 6) for v in row] for row in self.draws],
+            "population": self.population,
+            "hole_like": self.hole_like,
+            "quality": dict(self.quality),
+        }
+
+    @classmethod
+    def from_json(cls, data: Mapping[str, Any], path: Path | None = None) -> Calibration:
+        try:
+            return cls(
+                str(data["name"]),
+                tuple(data["features"]),
+                np.array(data["draws"], dtype=float),
+                str(data.get("population", "")),
+                bool(data.get("hole_like", False)),
+                dict(data.get("quality") or {}),
+            )
+        except (KeyError, TypeError, ValueError) as exc:
+            raise InputError(f"not a calibration ({exc})", path=path) from None
+
+
+def constant_calibration(name: str, p: np.ndarray | float, population: str) -> Calibration:
+    """P drawn from the given values (one per draw) whatever the pair: the gate, a fixed P in tests."""
+    values = np.atleast_1d(np.asarray(p, dtype=float))
+    return Calibration(name, (INTERCEPT,), np.log(values / (1 - values))[:, None], population)
+
+
+def shift_calibration(name: str, sd: float, draws: int, seed: int, population: str) -> Calibration:
+    """The pair's own P (``logit_p``) with its logit moved by a draw from N(0, sd) (0: the P as it is)."""
+    shifts = np.random.default_rng(seed).normal(0.0, sd, draws) if sd > 0 else np.zeros(1)
+    return Calibration(name, ("logit_p", INTERCEPT), np.column_stack([np.ones(len(shifts)), shifts]), population)
+
+
+def write_calibrations(path: Path, calibrations: Mapping[str, Calibration]) -> None:
+    write_json_atomic(path, {name: c.to_json() for name, c in sorted(calibrations.items())})
+
+
+def read_calibrations(path: Path) -> dict[str, Calibration]:
+    """The calibrations a label run wrote (none where it wrote no file)."""
+    if not path.exists():
+        return {}
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+    except json.JSONDecodeError as exc:
+        raise InputError(f"not valid JSON ({exc.msg}); re-run `bridge label`", path=path) from None
+    if not isinstance(data, dict):
+        raise InputError("expected an object of calibrations by name", path=path)
+    return {name: Calibration.from_json(c, path) for name, c in data.items()}
+
+
+@dataclass(frozen=True)
+class HoleModelConfig:
+    draws: int = 400
+    """Calibration draws each calibration is brought to (coefficients x shifts)."""
+    transfer_sd: float = 0.5
+    """Logit shift (sd) of a calibration on known pairs applied to holes, once for all of its pairs and once more
+    per stratum (the set of systems that pooled a pair): known pairs are not holes, and how unlike them differs by
+    the systems whose holes they are (bench/RESULTS.md, "transfer")."""
+    prior_sd: float = 1.0
+    """Logit shift (sd) of the prior P of a pair nobody could calibrate."""
+    reading_sd: float = 1.0
+    """Prior sd of the logit shift people's random answers estimate for a hole-like calibration (their reading
+    may differ from the one it was fitted on)."""
+    grade_sd: float = 0.5
+    """Log-normal sd of each grade's odds in a hole's grade mix (graded qrels): holes are graded like the judged
+    pairs the systems retrieve, up to this."""
+    gate_max_share: float = 0.5
+    """Cap on a gate zero's P (the gate's miss rate says how many relevant holes it drops, not more)."""
+    gate_bound_level: float = 0.975
+    """The bounds take the gate's miss rate at this credible level (:class:`GateBound`)."""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class CappedPairs:
+    """Open pairs of which at most ``most_relevant`` are relevant (the evidence gate's zeros, :class:`GateBound`;
+    None: any number)."""
+
+    pairs: tuple[Pair, ...] = ()
+    most_relevant: int | None = None
+
+
+@dataclass(frozen=True)
+class GateBound:
+    """What the bounds assume of the evidence gate's zeros: at most ``most_relevant`` of them are relevant.
+
+    A gate zero is decided by a free stage with a measured miss rate, so it does not enter the bounds as "could be
+    relevant" like a genuinely uncertain pair: with the miss rate ``m`` at its credible bound, the relevant holes the
+    gate drops number at most ``R m / (1 - m)``, where ``R`` counts every other open pair (each may be relevant) and
+    every hole people judged relevant. The rate is measured on the dataset's known relevant passages: a relevant hole
+    that gives the answer in other words than the answer strings is as likely to be missed only if those passages
+    are like it (nq's gold passages hold an answer string by construction)."""
+
+    most_relevant: int
+    zeros: int
+    miss_rate: float
+    """The miss rate's upper credible bound (Jeffreys posterior)."""
+    level: float
+    checked: int
+    """Known relevant passages the miss rate was measured on."""
+
+    def assumption(self) -> str:
+        return (
+            f"at most {self.most_relevant:,} of the evidence gate's {self.zeros:,} zeros are relevant (its miss rate "
+            f"{self.miss_rate:.4f} at the {100 * self.level:g}% credible bound, measured on {self.checked:,} known "
+            "relevant passages, counting every other open pair as relevant; a relevant hole that words the answer "
+            "differently from every known relevant passage is outside what that rate measures)"
+        )
+
+
+def gate_bound(recall: tuple[int, int] | None, zeros: int, others: int, level: float) -> GateBound | None:
+    """The gate's bound (:class:`GateBound`) from its (found, checked) on known relevant passages and ``others``, the
+    relevant holes that pass it at most; None without a measured miss rate, or where the bound would allow every
+    zero to be relevant (its zeros then stay open in the bounds)."""
+    if recall is None or recall[1] <= 0 or zeros <= 0:
+        return None
+    from scipy.stats import beta
+
+    found, checked = recall
+    m = float(beta.ppf(level, checked - found + 0.5, found + 0.5))
+    if m >= 1:
+        return None
+    most = math.ceil(others * m / (1 - m) - 1e-9)
+    return GateBound(most, zeros, m, level, checked) if most < zeros else None
+
+
+@dataclass
+class HoleModel:
+    """Fixed grades (original qrels and people's labels) and every open pair with its calibrated P."""
+
+    threshold: int
+    fixed: Qrels
+    pairs: list[Pair]
+    stage: list[str]
+    """Per open pair: gate, adapter, llm, an answer judge's calibration name, prior or unpooled."""
+    groups: dict[str, tuple[np.ndarray, np.ndarray]]
+    """Calibration name -> (indices of its open pairs, their feature rows)."""
+    calibrations: dict[str, Calibration]
+    """As applied to holes (transfer shifts and people's answers included)."""
+    labels: dict[Pair, int] = field(default_factory=dict)
+    """The thresholded label of each open pair's stage, where it gave one (augmented.qrels; a floor)."""
+    notes: list[str] = field(default_factory=list)
+    people_random: int = 0
+    """People's answers on random open pairs used to update the calibrations."""
+    grading: GradeModel | None = None
+    """Graded qrels: the grade a relevant (or not relevant) hole gets, drawn from its topic's judgments."""
+    strata: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
+    """Calibration name -> (its pairs x strata membership, one-hot by the set of systems that pooled a pair; the sd
+    of each stratum's own logit shift): a calibration on known pairs may be off differently for each system's
+    holes."""
+    gate: GateBound | None = None
+    """What the bounds assume of the gate's zeros (None: they are open like every other pair)."""
+
+    def __post_init__(self) -> None:
+        self.index = {pair: i for i, pair in enumerate(self.pairs)}
+        self.p = np.zeros(len(self.pairs))
+        for name, (idx, x) in self.groups.items():
+            if len(idx):
+                self.p[idx] = self.calibrations[name].mean(x)
+
+    def draw_p(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """(n, open pairs) P, one calibration draw per row (a calibration's pairs share their draw)."""
+        out = np.zeros((n, len(self.pairs)))
+        for name, (idx, x) in self.groups.items():
+            if not len(idx):
+                continue
+            draws = self.calibrations[name].draws
+            b = rng.integers(0, len(draws), n)
+            z = draws[b] @ x.T
+            if name in self.strata:
+                membership, sd = self.strata[name]
+                z = z + rng.normal(0.0, sd, (n, membership.shape[1])) @ membership.T
+            out[:, idx] = sigmoid(z)
+        return out
+
+    def draw_labels(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """(n, open pairs) 0/1 labels: calibration and label uncertainty together."""
+        return (rng.random((n, len(self.pairs))) < self.draw_p(rng, n)).astype(np.int8)
+
+    def draw_grades(self, rng: np.random.Generator, n: int) -> np.ndarray:
+        """(n, open pairs) grades: relevant holes at the threshold grade, others 0; on graded qrels a relevant hole
+        takes a grade drawn from its topic's relevant judgments and another hole one from its other judgments."""
+        labels = self.draw_labels(rng, n)
+        if self.grading is None:
+            return labels * float(self.threshold)
+        return self.grading.draw(labels, rng)
+
+    def bound_sets(self) -> tuple[list[Pair], CappedPairs]:
+        """What the bounds range over: (pairs whose label may be anything, the capped pairs). The gate's zeros are
+        capped by its measured miss rate; every other open pair is genuinely uncertain."""
+        if self.gate is None:
+            return list(self.pairs), CappedPairs()
+        capped = [p for p, s in zip(self.pairs, self.stage, strict=True) if s == GATE]
+        free = [p for p, s in zip(self.pairs, self.stage, strict=True) if s != GATE]
+        return free, CappedPairs(tuple(capped), self.gate.most_relevant)
+
+    @property
+    def top_grade(self) -> int:
+        """The highest grade a hole may take (the bounds of nDCG assume it)."""
+        return self.threshold if self.grading is None else int(self.grading.values[-1])
+
+    def by_stage(self) -> dict[str, tuple[int, float]]:
+        """stage -> (open pairs, expected relevant)."""
+        out: dict[str, tuple[int, float]] = {}
+        for s in dict.fromkeys(self.stage):
+            mask = np.array([t == s for t in self.stage])
+            out[s] = (int(mask.sum()), float(self.p[mask].sum()))
+        return out
+
+
+@dataclass(frozen=True)
+class GradeModel:
+    """Per open pair, the distribution of its grade if relevant and if not (over ``values``): the grades of its
+    topic's judged pairs on that side of the threshold. No judged pair is a hole, so the mix is uncertain: in each
+    draw every grade's odds are multiplied by a common log-normal factor (sd ``sd``) before a grade is drawn."""
+
+    values: np.ndarray
+    relevant: np.ndarray
+    """(open pairs, grades) probabilities of a relevant hole's grade."""
+    other: np.ndarray
+    sd: float = 0.5
+
+    def draw(self, labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
+        """Grades for (draws, open pairs) 0/1 ``labels``."""
+        factor = np.exp(rng.normal(0.0, self.sd, (labels.shape[0], 1, len(self.values))))  # draws x 1 x grades
+        pdf = np.where(labels[..., None] == 1, self.relevant[None], self.other[None]) * factor
+        cdf = np.cumsum(pdf, axis=-1)
+        u = rng.random(labels.shape)[..., None] * cdf[..., -1:]
+        return self.values[np.minimum((u > cdf).sum(axis=-1), len(self.values) - 1)]
+
+    @classmethod
+    def of(
+        cls,
+        original: Qrels,
+        pairs: Sequence[Pair],
+        threshold: int,
+        like: Iterable[Pair] = (),
+        strength: float = 5.0,
+        sd: float = 0.5,
+    ) -> GradeModel | None:
+        """None where grades say no more than relevance (every judged grade 0 or the threshold). ``like``: the pairs
+        the systems rank (a hole's grade is drawn from its topic's judged pairs among them: retrieved judged
+        pairs are graded like holes, the deeper ones less often "related"), each topic's counts shrunk toward all
+        such pairs' by ``strength`` pseudo-counts; without any, every judged pair."""
+        every = [g for docs in original.values() for g in docs.values()]
+        values = np.array(sorted({0, threshold, *every}), dtype=float)
+        if len(values) <= 2:
+            return None
+        retrieved = {p for p in like if p[1] in original.get(p[0], {})}
+        judged = retrieved or {(q, d) for q, docs in original.items() for d in docs}
+        by_topic: dict[str, list[int]] = {}
+        for q, d in judged:
+            by_topic.setdefault(q, []).append(original[q][d])
+        pooled = [g for grades in by_topic.values() for g in grades]
+
+        def mix(grades: Sequence[int], relevant: bool) -> np.ndarray:
+            side = [g for g in grades if (g >= threshold) == relevant]
+            base = [g for g in pooled if (g >= threshold) == relevant] or [threshold if relevant else 0]
+            counts = np.array([np.sum(np.array(side) == v) if side else 0.0 for v in values], dtype=float)
+            prior = np.array([np.mean(np.array(base) == v) for v in values], dtype=float)
+            counts = counts + strength * prior
+            return counts / counts.sum()
+
+        topics = {q: (mix(by_topic.get(q, []), True), mix(by_topic.get(q, []), False)) for q in {q for q, _ in pairs}}
+        empty = np.zeros((0, len(values)))
+        relevant = np.array([topics[q][0] for q, _ in pairs]) if pairs else empty
+        other = np.array([topics[q][1] for q, _ in pairs]) if pairs else empty
+        return cls(values, relevant, other, sd)
+
+
+def _human_grade(record: LabelRecord, threshold: int) -> int:
+    """People's label as a grade: the grade they gave where it agrees with the label, else the threshold grade
+    for relevant and 0."""
+    grade = record.details.get("grade")
+    if isinstance(grade, int) and not isinstance(grade, bool) and (grade >= threshold) == bool(record.label):
+        return grade
+    return threshold if record.label else 0
+
+
+def model_record(human: LabelRecord) -> LabelRecord | None:
+    """The model's record a people's label replaced (kept in its ``details["escalated"]``), if it had one."""
+    source = human.details.get("escalated")
+    if not isinstance(source, dict) or not source.get("judge"):
+        return None
+    return LabelRecord(
+        qid=human.qid,
+        docid=human.docid,
+        label=source.get("label"),
+        route=str(source.get("route") or ""),
+        judge=str(source["judge"]),
+        config_id=str(source.get("config_id") or ""),
+        model=str(source.get("model") or ""),
+        details=dict(source.get("details") or {}),
+        p_yes=human.p_yes,
+        systems=list(human.systems),
+        min_rank=human.min_rank,
+        stage=str(source.get("stage") or ""),
+    )
+
+
+def _stage_calibration(record: LabelRecord, calibrations: Mapping[str, Calibration]) -> str:
+    """The calibration a model's record is drawn from (the one rule that maps records to calibrations)."""
+    named = record.details.get("calibration")
+    if isinstance(named, str) and named in calibrations:
+        return named
+    if record.stage == "evidence" and record.label == 0:
+        return GATE
+    if record.stage == "adapter" and record.p_yes is not None:
+        return ADAPTER
+    if record.label is not None and LLM in calibrations:
+        return LLM
+    return PRIOR
+
+
+@dataclass(frozen=True)
+class HoleEvidence:
+    """What a hole model is built from: the judgments so far and the pairs a leaderboard can see."""
+
+    original: Qrels
+    records: Iterable[LabelRecord]
+    """The counted records, later ones winning over earlier ones for a pair and people's always winning (pass the
+    free stages' records before a costly judge's); read once."""
+    pool: Iterable[Pair]
+    topics: Sequence[str]
+    threshold: int
+    calibrations: Mapping[str, Calibration] | None = None
+    """The label run's (:data:`bridge.core.layout.HOLE_CALIBRATIONS_FILE`)."""
+    gate_recall: tuple[int, int] | None = None
+    """(known relevant passages holding an answer, checked) of the evidence gate."""
+    seen: Iterable[Pair] = ()
+    """Pairs the leaderboard scores that may lie outside the pool (each system's top k); those nobody labelled are
+    open with the prior, and the model notes how many."""
+    people_answers: Sequence[tuple[LabelRecord, int]] = ()
+    """More answers of people on random holes (the model's record of each, and the answer), kept elsewhere, to
+    calibrate with."""
+    graded_like: Iterable[Pair] | None = None
+    """The pairs whose judged grades a hole's grade is drawn like (default ``seen``)."""
+    families: Mapping[str, str] | None = None
+    """System -> retrieval family; a pair's stratum is then the set of families that pooled it (else of systems)."""
+
+
+@dataclass
+class _OpenPairs:
+    """The open pairs of a hole model as they are gathered: each with its stage's calibration name and facts."""
+
+    pairs: list[Pair] = field(default_factory=list)
+    stage: list[str] = field(default_factory=list)
+    facts: list[PairFacts] = field(default_factory=list)
+    labels: dict[Pair, int] = field(default_factory=dict)
+    people_relevant: int = 0
+    """Holes people judged relevant (with the open pairs, the relevant holes the gate's miss rate scales)."""
+
+    def groups(self) -> dict[str, list[int]]:
+        out: dict[str, list[int]] = {}
+        for i, name in enumerate(self.stage):
+            out.setdefault(name, []).append(i)
+        return out
+
+
+def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModelConfig()) -> HoleModel:
+    """The model of a label run's holes (:class:`HoleEvidence` says what each input is)."""
+    seen = list(evidence.seen)
+    rng = np.random.default_rng(config.seed)
+    keep = set(evidence.topics)
+    original, threshold = evidence.original, evidence.threshold
+    calibrations = dict(evidence.calibrations or {})
+    fixed: Qrels = {q: dict(docs) for q, docs in original.items() if q in keep}
+    latest = _latest_records(evidence.records, keep, original)
+    pooled: dict[Pair, None] = {}
+    for pair in [*evidence.pool, *latest]:
+        if pair[0] in keep and pair[1] not in original.get(pair[0], {}):
+            pooled.setdefault(pair)
+    unpooled = [p for p in dict.fromkeys(seen) if p[0] in keep and p not in pooled and p[1] not in fixed.get(p[0], {})]
+    people: dict[str, list[tuple[PairFacts, int]]] = {}
+    for before, answer in evidence.people_answers:
+        people.setdefault(_stage_calibration(before, calibrations), []).append((PairFacts.of(before), answer))
+    opened = _open_pairs(list(pooled), latest, fixed, people, calibrations, threshold)
+    opened.pairs += unpooled
+    opened.stage += [UNPOOLED] * len(unpooled)
+    opened.facts += [PairFacts() for _ in unpooled]
+
+    applied = _applied_calibrations(calibrations, people, config, rng)
+    groups = opened.groups()
+    p_mean = np.full(len(opened.pairs), math.nan)
+    for name, idx in groups.items():
+        if name in applied and name not in (GATE, PRIOR, UNPOOLED):
+            p_mean[idx] = applied[name].mean(applied[name].rows([opened.facts[i] for i in idx]))
+    _apply_prior(opened, groups, p_mean, applied, people, config, rng)
+    bound = None
+    if GATE in groups:
+        zeros = len(groups[GATE])
+        applied[GATE] = _gate_calibration(evidence.gate_recall, p_mean, opened.stage, zeros, opened.people_relevant,
+                                          config, rng)  # fmt: skip
+        others = len(opened.pairs) - zeros + opened.people_relevant
+        bound = gate_bound(evidence.gate_recall, zeros, others, config.gate_bound_level)
+    notes: list[str] = []
+    if unpooled:
+        notes.append(
+            f"{len(unpooled)} pairs in the systems' top k are outside the pool (a pool shallower than a measure's "
+            "cutoff, or runs newer than the pool): open in the bounds, the prior's P in the estimate"
+        )
+    facts = opened.facts
+    index_groups = {
+        name: (np.array(idx, dtype=int), applied[name].rows([facts[i] for i in idx])) for name, idx in groups.items()
+    }
+    used = {name: applied[name] for name in index_groups}
+    strata = {
+        name: (_membership([facts[i] for i in idx], evidence.families or {}), config.transfer_sd)
+        for name, idx in groups.items()
+        if not used[name].hole_like and name not in (GATE, PRIOR, UNPOOLED) and config.transfer_sd > 0
+    }
+    people_random = sum(len(v) for v in people.values())
+    like = seen if evidence.graded_like is None else evidence.graded_like
+    grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, opened.pairs, threshold, like,
+                            sd=config.grade_sd)  # fmt: skip
+    return HoleModel(
+        threshold, fixed, opened.pairs, opened.stage, index_groups, used, opened.labels, notes, people_random, grading,
+        strata, bound,
+    )  # fmt: skip
+
+
+def _latest_records(records: Iterable[LabelRecord], keep: set[str], original: Qrels) -> dict[Pair, LabelRecord]:
+    """The record that counts for each unjudged pair of the kept topics: the latest, people's always winning."""
+    latest: dict[Pair, LabelRecord] = {}
+    for r in records:
+        pair = (r.qid, r.docid)
+        if r.qid not in keep or r.docid in original.get(r.qid, {}):
+            continue
+        if r.judge == HUMAN_JUDGE or latest.get(pair, r).judge != HUMAN_JUDGE:
+            latest[pair] = r
+    return latest
+
+
+def _open_pairs(
+    order: Sequence[Pair],
+    latest: Mapping[Pair, LabelRecord],
+    fixed: Qrels,
+    people: dict[str, list[tuple[PairFacts, int]]],
+    calibrations: Mapping[str, Calibration],
+    threshold: int,
+) -> _OpenPairs:
+    """Pool pairs in order: people's labels become fixed grades (their random answers also calibrate, into
+    ``people``), every other pair is open with its stage's calibration name."""
+    opened = _OpenPairs()
+    for pair in order:
+        r = latest.get(pair)
+        if r is not None and r.judge == HUMAN_JUDGE and r.label is not None:
+            fixed.setdefault(pair[0], {})[pair[1]] = _human_grade(r, threshold)
+            opened.people_relevant += int(r.label == 1)
+            before = model_record(r)
+            if r.details.get("sampling") == RANDOM_SAMPLING and before is not None:
+                people.setdefault(_stage_calibration(before, calibrations), []).append((PairFacts.of(before), r.label))
+            continue
+        opened.pairs.append(pair)
+        opened.stage.append(PRIOR if r is None else _stage_calibration(r, calibrations))
+        opened.facts.append(PairFacts.of(r) if r is not None else PairFacts())
+        if r is not None and r.label is not None:
+            opened.labels[pair] = int(r.label)
+    return opened
+
+
+def _applied_calibrations(
+    calibrations: Mapping[str, Calibration],
+    people: Mapping[str, list[tuple[PairFacts, int]]],
+    config: HoleModelConfig,
+    rng: np.random.Generator,
+) -> dict[str, Calibration]:
+    """Each calibration as applied to holes: updated by people's random answers, else (on known pairs) shifted."""
+    applied: dict[str, Calibration] = {}
+    for name, c in calibrations.items():
+        answers = people.get(name)
+        if answers:  # the common shift's posterior given people's random answers (its prior: the transfer's)
+            x = c.rows([f for f, _ in answers])
+            sd = config.reading_sd if c.hole_like else config.transfer_sd
+            c = c.updated(x, np.array([y for _, y in answers]), sd, rng)
+        elif not c.hole_like and config.transfer_sd > 0:
+            c = c.shifted(rng.normal(0.0, config.transfer_sd, config.draws), rng, config.draws)
+        applied[name] = c
+    if ADAPTER not in applied:
+        applied[ADAPTER] = _with_people(
+            shift_calibration(ADAPTER, config.transfer_sd, config.draws, config.seed,
+                              "each topic adapter's out-of-fold calibration on its topic's judged pairs (known pairs)"),
+            people.get(ADAPTER), config.transfer_sd, rng,
+        )  # fmt: skip
+    return applied
+
+
+def _apply_prior(
+    opened: _OpenPairs,
+    groups: Mapping[str, list[int]],
+    p_mean: np.ndarray,
+    applied: dict[str, Calibration],
+    people: Mapping[str, list[tuple[PairFacts, int]]],
+    config: HoleModelConfig,
+    rng: np.random.Generator,
+) -> None:
+    """Pairs nobody could calibrate (and those outside the pool) get the mean P of their topic's calibrated open
+    pairs (else of all; 0.5 with none) and the prior's wide calibration."""
+    topic_mean: dict[str, list[float]] = {}
+    for (qid, _), p in zip(opened.pairs, p_mean, strict=True):
+        if not math.isnan(p):  # a calibrated model's P (not the gate's zeros, known to be unlike other holes)
+            topic_mean.setdefault(qid, []).append(p)
+    known = [p for values in topic_mean.values() for p in values]
+    overall = float(np.mean(known)) if known else 0.5
+    for name in (PRIOR, UNPOOLED):
+        if name not in groups:
+            continue
+        for i in groups[name]:
+            values = topic_mean.get(opened.pairs[i][0])
+            opened.facts[i] = PairFacts(p=float(np.mean(values)) if values else overall)
+            p_mean[i] = opened.facts[i].p
+        what = "the mean P of the topic's other labelled open pairs (else of all; 0.5 with none): nobody measured these"
+        applied[name] = _with_people(
+            shift_calibration(name, config.prior_sd, config.draws, config.seed + 1, what),
+            people.get(name), config.prior_sd, rng,
+        )  # fmt: skip
+
+
+def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.ndarray:
+    """(pairs, strata) one-hot: a pair's stratum is the set of retrieval families (where ``families`` names them,
+    else of systems) that pooled it: pairs the same retrievers found share their shift; a row of zeros where no
+    system did."""
+    keys = [tuple(sorted({families.get(s, s) for s in f.systems})) for f in facts]
+    column = {k: j for j, k in enumerate(sorted({k for k in keys if k}))}
+    out = np.zeros((len(facts), len(column)))
+    for i, k in enumerate(keys):
+        if k:
+            out[i, column[k]] = 1.0
+    return out
+
+
+def _with_people(
+    c: Calibration, answers: list[tuple[PairFacts, int]] | None, prior_sd: float, rng: np.random.Generator
+) -> Calibration:
+    if not answers:
+        return c
+    return c.updated(c.rows([f for f, _ in answers]), np.array([y for _, y in answers]), prior_sd, rng)
+
+
+def _gate_calibration(
+    recall: tuple[int, int] | None,
+    p_mean: np.ndarray,
+    stage: Sequence[str],
+    gate_pairs: int,
+    people_relevant: int,
+    config: HoleModelConfig,
+    rng: np.random.Generator,
+) -> Calibration:
+    """A gate zero's P: the relevant holes the gate drops (its miss rate on known relevant passages, Jeffreys
+    posterior) spread over its zeros (module docstring). Without a measured miss rate: the prior."""
+    found, checked = recall if recall is not None else (0, 0)
+    expected = people_relevant + float(np.nansum([p for p, s in zip(p_mean, stage, strict=True) if s != GATE]))
+    if checked <= 0:
+        m = rng.beta(0.5, 0.5, config.draws)
+        population = "no measured miss rate: the gate's zeros carry a Jeffreys prior miss rate"
+    else:
+        m = rng.beta(checked - found + 0.5, found + 0.5, config.draws)
+        population = (
+            f"the gate's miss rate on {checked} known relevant passages ({checked - found} hold no answer), "
+            f"spread over its {gate_pairs} zeros with {expected:.1f} expected relevant answer-bearing holes"
+        )
+    p = np.clip(expected * m / ((1 - m) * max(gate_pairs, 1)), 1e-7, config.gate_max_share)
+    return constant_calibration(GATE, p, population)

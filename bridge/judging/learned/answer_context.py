@@ -1,0 +1,592 @@
+"""The answer-context judge: whether an answer string sits in the role the question asks about.
+
+On datasets with short answers (nq) every pair an LLM decides in the pool holds one of the question's
+answer strings; most of them hold it in another role ("2017" as the year of another event, "NFL" in
+any Super Bowl article). What separates the two is where the answer sits: a passage that answers
+the question names the question's subject beside the answer, usually in its title. This judge is a
+logistic model over
+
+* ``question_in_passage``  the share of the question's content words the passage holds;
+* ``question_near_answer`` the share within ``window`` tokens of an answer mention;
+* ``question_in_title``    the share in the passage's title (its first line);
+* ``llm_logit``            the logit of the LLM's one-pass P(true), asked with the evidence hint (``answer-context``:
+  a stronger model served to bridge makes this feature, and the judge, stronger);
+* ``reader_pmi``, ``reader_logp`` how likely a reader is to give an answer with the passage, against without it
+  (``answer-reader``: :mod:`bridge.judging.llm.reader`),
+
+fitted on labelled answer-bearing pairs: a reference file read under the written criterion (e.g.
+``bench/data/nq-answer-reference/``, a random sample of nq's answer-bearing holes), which makes the fit a
+calibration **on pairs like the holes** (:mod:`bridge.judging.learned.hole_calibration`): the features above, plus
+the strata the cross-validation picks from the pair's place in the pool (read from ``pairs.tsv`` beside the
+reference), with bootstrap draws for the calibration's own uncertainty and its cross-fitted quality per
+stratum. Every record carries the calibrated P (the mean over the draws), its features and the calibration's
+name, so the hole model (:mod:`bridge.estimate.holes`) draws from the same calibration; the label is 1 when P reaches
+the share of relevant pairs in the reference (the balanced decision). The fitted calibration is kept beside the
+labels under a digest of everything it was fitted from (the reference, its pool facts, the features, the LLM's model
+and prompt), so a later run reuses it; a fit of the same digest shipped in the reference's ``fits/`` folder is reused
+the same way (a costly judge's features of the reference are a fixed cost computed once). Pairs without an answer
+match go to ``fallback`` (None: undecided).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import logging
+import math
+from collections.abc import Callable, Mapping, Sequence
+from dataclasses import asdict, dataclass, field, replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any, cast
+
+import numpy as np
+
+from bridge.core.errors import BridgeError
+from bridge.core.fsio import write_json_atomic
+from bridge.core.kinds import FACTS as KIND_FACTS
+from bridge.core.kinds import kind_of
+from bridge.core.label_records import LabelRecord, Usage
+from bridge.core.layout import FALLBACK_CALIBRATION_FILE
+from bridge.estimate.holes import Calibration, PairFacts, pool_candidates
+from bridge.judging.base import (
+    Case,
+    Judge,
+    Preparable,
+    Preparation,
+    Prepared,
+    cases_for,
+    register_judge,
+    usage_of,
+)
+from bridge.judging.free.answer_swap import content_words
+from bridge.judging.free.evidence import answer_forms, normalize, occurrences
+from bridge.judging.learned.hole_calibration import (
+    HoleCalibrationConfig,
+    Sample,
+    fit_hole_calibration,
+    kind_candidates,
+    kind_shares,
+    model_names,
+)
+from bridge.judging.llm.cascade import CalibratedJudge, Score
+from bridge.judging.llm.reader import Reader
+from bridge.judging.quality.metrics import with_interval
+from bridge.judging.quality.reference_labels import (
+    HumanPair,
+    Inclusion,
+    read_reference,
+    read_reference_design,
+    read_reference_facts,
+)
+from bridge.llm.base import LLMResponse, request_key
+from bridge.pool.pooling import PoolEntry
+
+if TYPE_CHECKING:
+    from bridge.judging.spec import JudgeSpec
+    from bridge.llm.base import LLMBackend
+
+log = logging.getLogger(__name__)
+
+LEXICAL = ("question_in_passage", "question_near_answer", "question_in_title")
+LLM_FEATURE = "llm_logit"
+STAGE = "answer-context"
+
+
+@dataclass(frozen=True)
+class AnswerContextConfig:
+    reference: str | None = None
+    """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
+    calibrates on all of them: they are a random sample of the holes
+    (:mod:`bridge.judging.learned.hole_calibration`)."""
+    seed: int = 0
+    window: int = 20
+    """Tokens on either side of an answer mention that count as its context."""
+    calibration: HoleCalibrationConfig = field(default_factory=HoleCalibrationConfig)
+    """How the calibration on the reference is fitted, its strata chosen and its quality measured."""
+    report_strata: tuple[str, ...] = ("pooled_by:bm25s",)
+    """Strata whose quality is shown even when the cross-validation does not choose them."""
+
+
+def answer_spans(tokens: Sequence[str], answers: Sequence[str]) -> list[tuple[int, int]]:
+    """Token spans where any form of any answer occurs (as the evidence gate matches them)."""
+    forms = [form for answer in answers for form in answer_forms(answer)]
+    return [(i, i + len(form)) for form in forms for i in occurrences(tokens, form)]
+
+
+def lexical_features(case: Case, window: int = AnswerContextConfig.window) -> list[float]:
+    """:data:`LEXICAL` for one pair (0 for a question without content words)."""
+    question = content_words(case.query)
+    if not question:
+        return [0.0, 0.0, 0.0]
+    tokens = normalize(case.chunk)
+    title = normalize(case.chunk.split("\n", 1)[0]) if "\n" in case.chunk else ()
+    near: set[str] = set()
+    for start, end in answer_spans(tokens, case.evidence or case.answers):
+        near.update(tokens[max(0, start - window) : end + window])
+    n = len(question)
+    return [len(question & set(tokens)) / n, len(question & near) / n, len(question & set(title)) / n]
+
+
+def logit(p: float) -> float:
+    p = min(max(p, 1e-4), 1 - 1e-4)
+    return math.log(p / (1 - p))
+
+
+class AnswerContextJudge:
+    """Answer-bearing pairs: the calibration fitted on the reference (with the LLM's P when ``scorer`` is given, the
+    reader's signals when ``reader`` is); other pairs: ``fallback``."""
+
+    name = "answer-context"
+    stage = STAGE
+
+    def __init__(
+        self,
+        scorer: CalibratedJudge | None,
+        fallback: Judge | None = None,
+        config: AnswerContextConfig | None = None,
+        calibration: Calibration | None = None,
+        name: str | None = None,
+        reader: Reader | None = None,
+    ) -> None:
+        self.scorer = scorer
+        self.reader = reader
+        self.fallback = fallback
+        self.config = config or AnswerContextConfig()
+        self.calibration = calibration
+        self.name = name or (
+            "answer-context" if scorer is not None else "answer-reader" if reader is not None else "answer-lexical"
+        )
+        self.llm = scorer.llm if scorer is not None else reader.llm if reader is not None else None
+        self.impute: dict[str, float] = {}
+        """Feature values used where a pair's LLM score failed (the reference pairs' mean)."""
+        self.thresholds: dict[str, float] = {}
+        """P at or above which a pair of each kind of hole is labelled 1: the kind's share relevant in the reference
+        (the balanced decision for a calibrated P); a kind the reference lacks takes the overall share."""
+        self.threshold = 0.5
+        """The overall share relevant (weighted as the pool stands)."""
+
+    @property
+    def features(self) -> tuple[str, ...]:
+        return (
+            *LEXICAL,
+            *((LLM_FEATURE,) if self.scorer is not None else ()),
+            *(self.reader.names if self.reader is not None else ()),
+        )
+
+    @property
+    def model_ids(self) -> dict[str, str | None]:
+        """What the LLM features come from (part of the configuration and of a kept fit's digest)."""
+        return {
+            "scorer": self.scorer.scorer_id if self.scorer else None,
+            **({"reader": self.reader.reader_id} if self.reader else {}),
+        }
+
+    @property
+    def config_id(self) -> str:
+        payload = json.dumps(
+            {
+                **self.model_ids,
+                "fallback": self.fallback.config_id if self.fallback else None,
+                "window": self.config.window,
+                "calibration": self.calibration.name if self.calibration else "unfitted",
+            },
+            sort_keys=True,
+        )
+        return f"{self.name}-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+    # -- features ---------------------------------------------------------------------------------------------
+    def feature_rows(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None], list[list[LLMResponse]]]:
+        """Feature rows of ``cases`` (NaN where an LLM's signal failed), their LLM scores (None without a scorer)
+        and the reader's responses of each case."""
+        rows = [lexical_features(c, self.config.window) for c in cases]
+        scores: list[Score | None] = [None] * len(cases)
+        read: list[list[LLMResponse]] = [[] for _ in cases]
+        if self.scorer is not None and cases:
+            scores = list(self.scorer.scores(cases))
+            for row, score in zip(rows, scores, strict=True):
+                row.append(math.nan if score is None or score.raw is None else logit(score.raw))
+        if self.reader is not None and cases:
+            signals, read = self.reader.features(cases)
+            for row, signal in zip(rows, signals, strict=True):
+                row.extend(float(v) for v in signal)
+        return np.array(rows, dtype=float).reshape(len(cases), len(self.features)), scores, read
+
+    def _facts(self, case: Case, x: np.ndarray) -> PairFacts:
+        extra = {**dict(case.kind), **dict(zip(self.features, x, strict=True))}
+        return PairFacts(systems=tuple(case.systems), min_rank=case.min_rank, extra=extra)
+
+    def probabilities(
+        self, cases: Sequence[Case]
+    ) -> tuple[np.ndarray, np.ndarray, list[Score | None], list[list[LLMResponse]]]:
+        """Calibrated P of each pair (mean over the calibration's draws), its feature rows, LLM scores and the
+        reader's responses."""
+        if self.calibration is None:
+            raise BridgeError(
+                "the answer-context judge is not fitted: give it labelled answer-bearing pairs (--reference)"
+            )
+        x, scores, read = self.feature_rows(cases)
+        for j, name in enumerate(self.features):
+            x[np.isnan(x[:, j]), j] = self.impute.get(name, 0.0)
+        facts = [self._facts(c, row) for c, row in zip(cases, x, strict=True)]
+        return self.calibration.mean(self.calibration.rows(facts)), x, scores, read
+
+    # -- the Preparable protocol --------------------------------------------------------------------------------
+    def reference_pairs(self) -> tuple[list[HumanPair], dict[tuple[str, str], PoolEntry]]:
+        """The reference's labelled pairs and, from ``pairs.tsv`` beside it, the pool facts each was drawn with (its
+        sampling design, ``design.tsv``, is read by :meth:`design`)."""
+        if not self.config.reference:
+            raise BridgeError(
+                "the answer-context judge needs labelled answer-bearing pairs to fit on: pass --reference FILE "
+                "(e.g. bench/data/nq-answer-reference/labels-first.tsv)"
+            )
+        path = Path(self.config.reference)
+        return read_reference(path), read_reference_facts(path)
+
+    def design(self) -> dict[tuple[str, str], Inclusion]:
+        """The reference's sampling design (empty: a simple random sample)."""
+        return read_reference_design(Path(self.config.reference)) if self.config.reference else {}
+
+    def _digest(
+        self,
+        pairs: Sequence[HumanPair],
+        facts: Mapping[tuple[str, str], PoolEntry],
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
+    ) -> str:
+        payload = json.dumps(
+            {
+                "pairs": [[p.qid, p.docid, int(p.relevant)] for p in pairs],
+                "facts": sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items()),
+                "design": sorted([q, d, i.kind, i.probability] for (q, d), i in (design or {}).items()),
+                "features": self.features,
+                **self.model_ids,
+                "window": self.config.window,
+                "calibration": asdict(self.config.calibration),
+                "report": self.config.report_strata,
+                "version": CALIBRATION_VERSION,
+            },
+            sort_keys=True,
+        )
+        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+    def fit_inputs(
+        self,
+        pairs: Sequence[HumanPair],
+        facts: Mapping[tuple[str, str], PoolEntry],
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
+    ) -> dict[str, Any]:
+        """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest; the
+        reference's parts by a short digest each)."""
+
+        def short(value: Any) -> str:
+            return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+
+        return {
+            "model": self.llm.model_id if self.llm is not None else None,
+            **self.model_ids,
+            "features": list(self.features),
+            "reference pairs": len(pairs),
+            "labels": short([[p.qid, p.docid, int(p.relevant)] for p in pairs]),
+            "pool facts": short(sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items())),
+            "design": short(sorted([q, d, i.kind, i.probability] for (q, d), i in (design or {}).items())),
+            "calibration settings": short([asdict(self.config.calibration), self.config.report_strata]),
+            "window": self.config.window,
+            "version": CALIBRATION_VERSION,
+        }
+
+    def _why_refit(self, shipped_folder: Path, inputs: Mapping[str, Any]) -> str:
+        """Why no shipped fit of this judge is reused: the inputs in which the nearest one differs."""
+        differences = []
+        for path in sorted(shipped_folder.glob(f"{self.name}-fit-*.json")):
+            kept = json.loads(path.read_text(encoding="utf-8")).get("inputs")
+            if not kept:
+                differences.append(f"{path.name} predates this version of the fit")
+                continue
+            changed = [f"{k} {kept.get(k)!r} there, {v!r} here" for k, v in inputs.items() if kept.get(k) != v]
+            differences.append(f"{path.name}: " + ("; ".join(changed) or "inputs the digest covers differ"))
+        if not differences:
+            return f"no fit of {self.name} is shipped in {shipped_folder}"
+        return "no shipped fit matches (" + " | ".join(differences) + ")"
+
+    def prepare(self, preparation: Preparation) -> Prepared:
+        """Fit the calibration on every reference pair that holds an answer (each asked as a pool pair, with the
+        same evidence), unless a fit from the same inputs is kept beside the labels or shipped in the reference's
+        ``fits/`` folder; the fallback prepares where a pair without evidence reaches the judge."""
+        lines: list[str] = []
+        usage = Usage()
+        if preparation.reaches_llm and preparation.reaches_answer_bearing:
+            pairs, facts = self.reference_pairs()
+            known = set(preparation.known)
+            pairs = [p for p in pairs if (p.qid, p.docid) not in known]
+            cases = cases_for(
+                preparation.dataset.whole(),
+                [facts.get((p.qid, p.docid), PoolEntry(p.qid, p.docid, (), 0)) for p in pairs],
+            )
+            seen = [(p, preparation.view(c)) for p, c in zip(pairs, cases, strict=True)]
+            seen = [(p, v) for p, v in seen if v is not None and v.evidence]
+            design = self.design()
+            fit_name = f"{self.name}-fit-{self._digest(pairs, facts, design)}.json"
+            kept = preparation.calibration_path.with_name(fit_name)
+            shipped = Path(cast(str, self.config.reference)).parent / "fits" / fit_name
+            found = next((path for path in (kept, shipped) if path.exists()), None)
+            if found is not None:  # a fixed cost paid once: the fit (features, calibration) is reused without a call
+                self.restore(json.loads(found.read_text(encoding="utf-8")))
+                lines.append(f"{self.name}: calibration on the reference reused from {found}")
+            else:
+                why = self._why_refit(shipped.parent, self.fit_inputs(pairs, facts, design))
+                lines.append(f"{self.name}: fitting on the reference ({len(seen)} pairs; {why})")
+                if self.llm is not None:
+                    log.info("%s: %s; reading %d reference pairs (a fixed cost, kept for later runs)", self.name, why,
+                             len(seen))  # fmt: skip
+                x, scores, read = self.feature_rows([v for _, v in seen])
+                called = [r for s in scores if s is not None for r in s.responses] + [r for rs in read for r in rs]
+                usage = usage_of(called)
+                self.calibration = self._fit(seen, x, facts, design=design)
+                state = {k: v for k, v in self.prepared_state().items() if k != "fallback"}
+                write_json_atomic(kept, {**state, "inputs": self.fit_inputs(pairs, facts, design)})
+                lines.append(f"{self.name}: calibration fitted on the reference -> {kept}")
+            lines += calibration_lines(self.calibration)
+            write_json_atomic(preparation.calibration_path, self.prepared_state())
+        if isinstance(self.fallback, Preparable) and preparation.reaches_fallback:
+            fallback_path = preparation.calibration_path.with_name(FALLBACK_CALIBRATION_FILE)
+            done = self.fallback.prepare(replace(preparation, calibration_path=fallback_path))
+            lines += done.lines
+            usage = usage + done.usage
+        return Prepared(lines, usage)
+
+    def fit(
+        self,
+        cases: Sequence[Case],
+        truth: Sequence[int],
+        source: str,
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
+    ) -> Calibration:
+        """Calibrate on labelled pairs given directly (judge-eval's cross-fitting), asked as pool pairs are;
+        ``design``: their kinds and inclusion probabilities where they are a stratified sample."""
+        x, _, _ = self.feature_rows(cases)
+        pairs = [HumanPair(c.qid, c.docid, bool(t)) for c, t in zip(cases, truth, strict=True)]
+        facts = {(c.qid, c.docid): PoolEntry(c.qid, c.docid, tuple(c.systems), c.min_rank or 0) for c in cases}
+        self.calibration = self._fit(list(zip(pairs, cases, strict=True)), x, facts, source, design)
+        return self.calibration
+
+    def _fit(
+        self,
+        seen: Sequence[tuple[HumanPair, Case]],
+        x: np.ndarray,
+        facts: Mapping[tuple[str, str], PoolEntry],
+        source: str | None = None,
+        design: Mapping[tuple[str, str], Inclusion] | None = None,
+    ) -> Calibration:
+        """The calibration on labelled answer-bearing pairs: the judge's features, the strata and kinds the
+        cross-validation picks, each pair weighted by its design weight (1 / its inclusion probability)."""
+        if len({int(p.relevant) for p, _ in seen}) < 2:
+            raise BridgeError(f"the {self.name} judge needs relevant and non-relevant reference pairs to fit on")
+        design = design or {}
+        kinds = [kind_of(dict(v.kind)) for _, v in seen]
+        weights = np.ones(len(seen))
+        if design:
+            for i, ((p, _), kind) in enumerate(zip(seen, kinds, strict=True)):
+                inclusion = design.get((p.qid, p.docid))
+                if inclusion is None:
+                    raise BridgeError(f"reference pair ({p.qid}, {p.docid}) is missing from its sampling design")
+                if inclusion.kind != kind:
+                    raise BridgeError(
+                        f"reference pair ({p.qid}, {p.docid}) was drawn as kind {inclusion.kind!r}, but the dataset "
+                        f"makes it {kind!r}: the design and the data folder disagree"
+                    )
+                weights[i] = 1.0 / inclusion.probability
+        w = weights / weights.mean()
+        self.impute = {n: float(np.average(x[~np.isnan(x[:, j]), j], weights=w[~np.isnan(x[:, j])]))
+                       if np.any(~np.isnan(x[:, j])) else 0.0 for j, n in enumerate(self.features)}  # fmt: skip
+        truth = [float(p.relevant) for p, _ in seen]
+        self.threshold = float(np.average(truth, weights=w))
+        self.thresholds = kind_shares(kinds, truth, w)
+        for j, name in enumerate(self.features):
+            x[np.isnan(x[:, j]), j] = self.impute[name]
+        systems = sorted({s for e in facts.values() for s in e.systems})
+        present = [f for f in KIND_FACTS if any(f in dict(v.kind) for _, v in seen)]
+        candidates = (*(pool_candidates(systems) if systems else ()), *kind_candidates(present, self.features))
+        pair_facts = [self._facts(v, row) for (_, v), row in zip(seen, x, strict=True)]
+        names = model_names(self.features, candidates)
+        rows = [{n: f.value(n) for n in names} for f in pair_facts]
+        sample = Sample(rows, np.array([float(p.relevant) for p, _ in seen]), [p.qid for p, _ in seen], weights, kinds)
+        drawn = (
+            "a sample of the pool's answer-bearing holes drawn at random within each kind, weighted as the pool stands"
+            if design
+            else "a random sample of the pool's answer-bearing holes"
+        )
+        population = (
+            source
+            or f"{len(seen)} answer-bearing pairs of {self.config.reference} ({drawn}, labelled by reading: the "
+            "maintainers' reading, not a crowd's)"
+        ) + (f"; pooled by {', '.join(systems)}" if systems else "")
+        report = tuple(r for r in self.config.report_strata if r in candidates)
+        fitted = fit_hole_calibration(
+            f"{self.name}-{self._digest([p for p, _ in seen], facts, design)[:8]}",
+            sample,
+            self.features,
+            candidates,
+            population,
+            self.config.calibration,
+            report,
+        )
+        return fitted.calibration
+
+    def prepared_state(self) -> dict[str, Any]:
+        """The fitted calibration (and the fallback's state), for calibration.json and a Ray worker."""
+        state: dict[str, Any] = {
+            "calibration": self.calibration.to_json() if self.calibration else None,
+            "impute": self.impute,
+            "threshold": self.threshold,
+            "thresholds": self.thresholds,
+        }
+        if isinstance(self.fallback, Preparable):
+            state["fallback"] = self.fallback.prepared_state()
+        return state
+
+    def restore(self, state: dict[str, Any]) -> None:
+        """Take back a fitted calibration saved by :meth:`prepared_state`."""
+        if state.get("calibration") is not None:
+            calibration = Calibration.from_json(state["calibration"])
+            missing = [f for f in self.features if f not in calibration.features]
+            if missing:
+                raise BridgeError(
+                    f"calibration: the saved {calibration.name} lacks features {missing} of this judge (another "
+                    "--answer-judge or model?); re-run `bridge label`"
+                )
+            self.calibration = calibration
+            self.impute = dict(state.get("impute") or {})
+            self.threshold = float(state.get("threshold", 0.5))
+            self.thresholds = {str(k): float(v) for k, v in (state.get("thresholds") or {}).items()}
+        if isinstance(self.fallback, Preparable) and state.get("fallback") is not None:
+            self.fallback.restore(state["fallback"])
+
+    def calibrations(self) -> list[Calibration]:
+        """What the hole model draws this judge's P from (:data:`bridge.estimate.holes.HOLE_CALIBRATIONS_FILE`)."""
+        return [self.calibration] if self.calibration is not None else []
+
+    # -- judging -------------------------------------------------------------------------------------------
+    def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
+        mine = [c for c in cases if c.evidence]
+        rest = [c for c in cases if not c.evidence]
+        if mine:
+            config_id = self.config_id
+            probabilities, x, scores, read = self.probabilities(mine)  # raises unless fitted
+            calibration = cast(Calibration, self.calibration)
+            for case, p, row, score, reads in zip(mine, probabilities, x, scores, read, strict=True):
+                details: dict[str, Any] = {
+                    "calibration": calibration.name,
+                    "features": {
+                        **dict(case.kind),
+                        **{n: round(float(v), 6) for n, v in zip(self.features, row, strict=True)},
+                    },
+                    "kind": kind_of(dict(case.kind)),
+                    "p": float(p),
+                }
+                responses = list(reads)
+                if score is not None and self.scorer is not None:
+                    prompt = request_key(self.scorer.llm.model_id, self.scorer.request(case))[:16]
+                    details.update({"raw_score": score.raw, "score_source": score.source, "prompt": prompt})
+                    responses += score.responses
+                record = LabelRecord(
+                    qid=case.qid,
+                    docid=case.docid,
+                    label=int(p >= self.thresholds.get(details["kind"], self.threshold)),
+                    route=STAGE,
+                    judge=self.name,
+                    config_id=config_id,
+                    model=self.llm.model_id if self.llm is not None else "",
+                    details=details,
+                    systems=list(case.systems),
+                    min_rank=case.min_rank,
+                    stage=self.stage,
+                    p_yes=float(p),
+                    usage=usage_of(responses),
+                )
+                on_record(record)
+        if rest:
+            if self.fallback is None:
+                for case in rest:
+                    on_record(self._undecided(case))
+            else:
+                self.fallback.judge(rest, on_record)
+
+    def _undecided(self, case: Case) -> LabelRecord:
+        return LabelRecord(
+            qid=case.qid,
+            docid=case.docid,
+            label=None,
+            route="no-answer-match",
+            judge=self.name,
+            config_id=self.config_id,
+            model="",
+            details={"reason": "the answer-context judge decides only pairs that hold an answer string"},
+            systems=list(case.systems),
+            min_rank=case.min_rank,
+            stage=self.stage,
+        )
+
+
+CALIBRATION_VERSION = 5
+"""Bumped when the fitting procedure changes, so a kept fit is not reused across it."""
+
+
+def calibration_lines(calibration: Calibration) -> list[str]:
+    """The calibration's strata and cross-fitted quality, a line each."""
+    quality = calibration.quality or {}
+    chosen = [name for name, _ in (quality.get("selection") or [])[1:]]
+    out = [
+        f"  on {calibration.population}",
+        "  strata chosen by cross-validated log loss: " + (", ".join(chosen) if chosen else "none (one calibration)"),
+    ]
+    weakest = next((q for q in quality.get("strata") or [] if q["stratum"] == quality.get("weakest_kind")), None)
+    if weakest is not None:
+        auc = (weakest.get("intervals") or {}).get("auc")
+        span = f" [{auc[0]:.3f}, {auc[1]:.3f}]" if auc else ""
+        out.append(
+            f"  weakest kind of hole: {weakest['stratum']} (cross-fitted AUC {weakest['auc']:.3f}{span}, "
+            f"{weakest['pairs']} reference pairs, {100 * (weakest.get('pool_share') or 0):.0f}% of the pool)"
+        )
+    for q in quality.get("strata") or []:
+        ece = "n/a" if q.get("ece") is None else f"{q['ece']:.3f}"
+        cover = "n/a" if q.get("coverage") is None else f"{q['coverage']:.2f}"
+        out.append(
+            f"  cross-fitted, {q['stratum']}: {q['pairs']} pairs, {q['relevant']} relevant, mean P {q['mean_p']:.3f}, "
+            f"AUC {with_interval(q, 'auc')}, bAcc {with_interval(q, 'balanced_accuracy')}, "
+            f"kappa {with_interval(q, 'kappa')}, ECE {ece}, "
+            f"held-out share covered {cover}"
+        )
+    for name, per in (quality.get("signals") or {}).items():
+        shown_aucs = [
+            f"{stratum} {v[0]:.3f}" + (f" [{v[1][0]:.3f}, {v[1][1]:.3f}]" if v[1] else "")
+            for stratum, v in per.items()
+            if v is not None
+        ]
+        out.append(f"  {name} alone, AUC: " + ("; ".join(shown_aucs) or "n/a"))
+    return out
+
+
+def _fallback(spec: JudgeSpec, llm: LLMBackend | None) -> Judge | None:
+    """The judge of pairs without an answer match (none without an LLM: they stay undecided)."""
+    from bridge.judging.base import build_judge
+
+    name = spec.answer_context_fallback
+    return None if name is None or llm is None else build_judge(replace(spec, name=name), llm)
+
+
+@register_judge("answer-context", calls_llm=True, answer_bearing=True)
+def make_answer_context(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
+    if llm is None:
+        raise BridgeError("the answer-context judge scores with an LLM: give it one (or use answer-lexical)")
+    return AnswerContextJudge(CalibratedJudge(llm, spec.single), _fallback(spec, llm), spec.answer_context)
+
+
+@register_judge("answer-reader", calls_llm=True, answer_bearing=True)
+def make_answer_reader(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
+    if llm is None:
+        raise BridgeError("the answer-reader judge reads with an LLM: give it one (or use answer-lexical)")
+    return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context, reader=Reader(llm))
+
+
+@register_judge("answer-lexical", answer_bearing=True)
+def make_answer_lexical(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
+    return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context)

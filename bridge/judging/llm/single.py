@@ -1,0 +1,262 @@
+"""Single-call judges: the LLMJudge baseline, the UMBRELA-style graded judge, and the prefilter.
+
+They share DREAM's record schema (labels.jsonl) with their own route names, so the judge
+comparison (``bridge judge-eval``) and the pipeline treat every judge alike.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+from collections.abc import Callable, Sequence
+from dataclasses import asdict, dataclass, replace
+from typing import TYPE_CHECKING, Any, ClassVar
+
+from bridge.core.label_records import LabelRecord, Usage
+from bridge.judging.base import (
+    Case,
+    Judge,
+    ParseError,
+    Prepared,
+    Reply,
+    WrapsJudge,
+    ask_with_repair,
+    parse_json_object,
+    register_judge,
+    usage_of,
+)
+from bridge.llm.base import (
+    LLMBackend,
+    LLMRequest,
+    LLMResponse,
+    Message,
+    answer_probability,
+    request_key,
+    schema_text,
+)
+from bridge.prompts import template_digest, template_module
+
+if TYPE_CHECKING:
+    from bridge.judging.spec import JudgeSpec
+
+SUPPORT_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {"is_supported": {"type": "boolean"}},
+    "required": ["is_supported"],
+}
+GRADE_SCHEMA: dict[str, Any] = {
+    "type": "object",
+    "properties": {k: {"type": "integer", "enum": [0, 1, 2, 3]} for k in ("M", "T", "O")},
+    "required": ["M", "T", "O"],
+}
+
+
+@dataclass(frozen=True)
+class SingleCallConfig:
+    temperature: float = 0.0
+    max_tokens: int = 64
+    grade_threshold: int = 2
+    """UMBRELA: a final score O at or above this is relevant (TREC DL: grade >= 2)."""
+
+
+def _config_id(prefix: str, config: SingleCallConfig, llm: LLMBackend, template: str) -> str:
+    payload = json.dumps(
+        {"judge": prefix, "config": asdict(config), "model": llm.model_id, "prompts": template_digest(template)},
+        sort_keys=True,
+    )
+    return f"{prefix}-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
+
+
+class _SingleCallJudge:
+    """One request per pair, one batch for all pairs, one repair re-ask for unparseable replies."""
+
+    name: ClassVar[str] = "single"
+    template: ClassVar[str] = ""
+    schema: ClassVar[dict[str, Any]] = {}
+    probe: ClassVar[str | None] = None
+
+    def __init__(self, llm: LLMBackend, config: SingleCallConfig | None = None) -> None:
+        self.llm = llm
+        self.config = config or SingleCallConfig()
+        self._prompts = template_module(self.template)
+
+    @property
+    def config_id(self) -> str:
+        return _config_id(self.name, self.config, self.llm, self.template)
+
+    def messages(self, case: Case) -> tuple[Message, ...]:
+        p = self._prompts
+        return (
+            Message("system", str(p.system(bool(case.answers)))),
+            Message("user", str(p.user(case.query, list(case.answers), case.chunk, list(case.evidence)))),
+        )
+
+    def request(self, case: Case) -> LLMRequest:
+        return LLMRequest(
+            self.messages(case),
+            max_tokens=self.config.max_tokens,
+            temperature=self.config.temperature,
+            json_schema=schema_text(self.schema),
+            probe_field=self.probe,
+        )
+
+    def parse(self, response: LLMResponse) -> dict[str, Any]:
+        raise NotImplementedError
+
+    def ask(self, cases: Sequence[Case]) -> list[Reply[dict[str, Any]]]:
+        """One batch over all cases (one repair re-ask for unparseable replies)."""
+        repair = template_module("dream.j2").repair
+        return ask_with_repair(
+            self.llm, [self.request(c) for c in cases], lambda _, r: self.parse(r), lambda error: str(repair(error))
+        )
+
+    def record(self, case: Case, label: int | None, route: str, details: dict[str, Any], reply: Reply) -> LabelRecord:
+        """The pair's record; ``details["prompt"]`` names the request sent (its cache key, shortened), so the
+        audit can show that two lanes asked a pair the same way."""
+        details = {**details, "prompt": request_key(self.llm.model_id, self.request(case))[:16]}
+        return LabelRecord(
+            qid=case.qid,
+            docid=case.docid,
+            label=label,
+            route=route,
+            judge=self.name,
+            config_id=self.config_id,
+            model=self.llm.model_id,
+            details=details,
+            p_yes=details.get("p_yes"),
+            usage=usage_of(reply.responses),
+            systems=list(case.systems),
+            min_rank=case.min_rank,
+            stage=self.name,
+        )
+
+    def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
+        for case, reply in zip(cases, self.ask(cases), strict=True):
+            if reply.value is None:
+                on_record(self.record(case, None, "parse-failure", {"error": reply.error}, reply))
+            else:
+                on_record(self.record(case, self.label(reply.value), self.name, reply.value, reply))
+
+    def label(self, verdict: dict[str, Any]) -> int:
+        raise NotImplementedError
+
+
+class SupportJudge(_SingleCallJudge):
+    """ "Does the document contain enough information to answer the query (with any of the answers)?"
+
+    Used as the single-agent LLMJudge baseline (its answer is the label) and as a prefilter vote.
+    """
+
+    name: ClassVar[str] = "llmjudge"
+    template: ClassVar[str] = "oneshot.j2"
+    schema: ClassVar[dict[str, Any]] = SUPPORT_SCHEMA
+    probe: ClassVar[str | None] = "is_supported"
+
+    def parse(self, response: LLMResponse) -> dict[str, Any]:
+        data = parse_json_object(response.text)
+        value = data.get("is_supported")
+        if not isinstance(value, bool):
+            raise ParseError(f'field "is_supported" must be true or false, got {value!r}')
+        return {"is_supported": value, "p_yes": answer_probability(response, "true", "false")}
+
+    def label(self, verdict: dict[str, Any]) -> int:
+        return int(verdict["is_supported"])
+
+
+class GradedJudge(_SingleCallJudge):
+    """UMBRELA-style 0-3 grade (intent match M, trustworthiness T, overall O); label = O >= threshold."""
+
+    name: ClassVar[str] = "umbrela"
+    template: ClassVar[str] = "umbrela.j2"
+    schema: ClassVar[dict[str, Any]] = GRADE_SCHEMA
+
+    def parse(self, response: LLMResponse) -> dict[str, Any]:
+        data = parse_json_object(response.text)
+        grades = {}
+        for key in ("M", "T", "O"):
+            value = data.get(key)
+            if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 3:
+                raise ParseError(f'field "{key}" must be an integer 0-3, got {value!r}')
+            grades[key] = value
+        return {**grades, "grade": grades["O"]}
+
+    def label(self, verdict: dict[str, Any]) -> int:
+        return int(verdict["grade"] >= self.config.grade_threshold)
+
+
+class PrefilteredJudge(WrapsJudge):
+    """Up to 3 one-shot votes first; a pair is discarded (label 0, route ``prefiltered``) only
+    when every vote says "not supported". Survivors, and pairs whose votes failed to parse, go
+    to the inner judge (DREAM)."""
+
+    def __init__(self, voters: Sequence[SupportJudge], inner: Judge) -> None:
+        if not 1 <= len(voters) <= 3:
+            raise ValueError("the prefilter takes 1 to 3 judge configurations")
+        self.voters = list(voters)
+        self.inner = inner
+        self.name = inner.name
+
+    def score_pass(self, *args: Any, **kwargs: Any) -> Prepared:
+        """The inner judge's scoring pass (the cascade's), where it has one."""
+        return self.inner.score_pass(*args, **kwargs) if hasattr(self.inner, "score_pass") else Prepared()
+
+    def scores(self, cases: Sequence[Case]) -> list[Any]:
+        return self.inner.scores(cases)  # type: ignore[attr-defined]
+
+    @property
+    def calibration_pairs(self) -> int:
+        return getattr(self.inner, "calibration_pairs", 0)
+
+    @property
+    def config_id(self) -> str:
+        parts = [self.inner.config_id, *(v.config_id for v in self.voters)]
+        return f"{self.inner.config_id}+pf-" + hashlib.sha256("|".join(parts).encode()).hexdigest()[:8]
+
+    def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
+        ballots = [v.ask(cases) for v in self.voters]
+        config_id = self.config_id
+        votes: dict[tuple[str, str], list[dict[str, Any]]] = {}
+        spent: dict[tuple[str, str], Usage] = {}
+        survivors: list[Case] = []
+        for i, case in enumerate(cases):
+            key = (case.qid, case.docid)
+            replies = [b[i] for b in ballots]
+            votes[key] = [
+                {"judge": v.config_id, "model": v.llm.model_id, **(r.value or {"is_supported": None, "error": r.error})}
+                for v, r in zip(self.voters, replies, strict=True)
+            ]
+            spent[key] = usage_of([resp for r in replies for resp in r.responses])
+            if all(r.value is not None and r.value["is_supported"] is False for r in replies):
+                record = LabelRecord(
+                    qid=case.qid,
+                    docid=case.docid,
+                    label=0,
+                    route="prefiltered",
+                    judge=self.name,
+                    config_id=config_id,
+                    model=self.voters[0].llm.model_id,
+                    systems=list(case.systems),
+                    min_rank=case.min_rank,
+                    stage="prefilter",
+                )
+                on_record(replace(record, details={"prefilter": votes[key]}, usage=spent[key]))
+            else:
+                survivors.append(case)
+
+        def forward(record: LabelRecord) -> None:
+            key = (record.qid, record.docid)
+            details = {**record.details, "prefilter": votes[key]}
+            on_record(replace(record, config_id=config_id, details=details, usage=record.usage + spent[key]))
+
+        if survivors:
+            self.inner.judge(survivors, forward)
+
+
+@register_judge("llmjudge", calls_llm=True)
+def make_llmjudge(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> SupportJudge:
+    return SupportJudge(llm, spec.single)
+
+
+@register_judge("umbrela", calls_llm=True)
+def make_umbrela(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> GradedJudge:
+    return GradedJudge(llm, spec.single)

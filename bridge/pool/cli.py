@@ -1,0 +1,43 @@
+"""``bridge pool``: the top-DEPTH of every run minus the judged pairs -> pool.tsv (+ original.qrels)."""
+
+from __future__ import annotations
+
+import argparse
+import logging
+
+from bridge.core.stamp import stage_stamp
+from bridge.options import add_common_options, add_force_option, args_settings, dataset_from_args, workspace_from_args
+
+
+def register(sub: argparse._SubParsersAction) -> None:
+    p = sub.add_parser("pool", help="top-DEPTH of every run minus judged pairs -> pool.tsv")
+    add_common_options(p)
+    p.add_argument("--depth", type=int, default=10, help="pool depth per run (default: 10)")
+    add_force_option(p)
+    p.set_defaults(func=cmd_pool)
+
+
+def cmd_pool(args: argparse.Namespace) -> int:
+    from bridge.core.trec import write_qrels
+    from bridge.pool.pooling import build_pool, check_run_queries, load_runs, write_pool
+
+    ws = workspace_from_args(args)
+    ds = dataset_from_args(args)
+    outputs = (ws.pool_file(ds.slug), ws.original_qrels(ds.slug))
+    read = (ws.runs(ds.slug), *outputs)
+    stamp = stage_stamp(outputs[0].parent, "pool", args_settings(args), read, dataset=ds.fingerprint)
+    if (skipped := stamp.skip_message(args.force)) is not None:
+        print(skipped)
+        return 0
+    runs = load_runs(ws.runs(ds.slug))
+    for warning in check_run_queries(runs, ds.qids):
+        logging.warning(warning)
+    entries = build_pool(runs, ds.qrels, ds.qids, depth=args.depth)
+    write_pool(entries, outputs[0])
+    write_qrels(ds.qrels, outputs[1])
+    queries = len({e.qid for e in entries})
+    summary = f"pooled {len(runs)} runs at depth {args.depth}: {len(entries)} unjudged pairs over {queries} queries"
+    summary += f"\n-> {outputs[0]}"
+    print(summary)
+    stamp.write(summary)
+    return 0
