@@ -389,7 +389,7 @@ def _hole_kind_blocks(
     )
     return [
         Para(
-            "The judge of the answer-bearing holes, kind by kind (kinds of hole: bridge.core.kinds), on the read "
+            "The judge of the answer-bearing holes, kind by kind (kinds of hole: bridge.datasets.kinds), on the read "
             "reference, cross-fitted by question; the reference was drawn at random within each kind, and the last "
             "row weights each kind as it stands in the pool. Its labels are the maintainers' reading, not a crowd's. "
             "Covered: share of random half splits whose held-out share relevant lies in the 95% interval the other "

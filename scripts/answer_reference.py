@@ -27,12 +27,12 @@ from pathlib import Path
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT))
 
-from bridge.datasets import load_dataset  # noqa: E402
 from bridge.core.fsio import atomic_write, write_json_atomic  # noqa: E402
+from bridge.datasets import load_dataset  # noqa: E402
+from bridge.datasets.kinds import pair_kind  # noqa: E402
 from bridge.judging.free.evidence import matched_answers  # noqa: E402
 from bridge.judging.quality.metrics import cohen_kappa  # noqa: E402
 from bridge.judging.quality.reference_labels import DESIGN_FILE, read_reference_design  # noqa: E402
-from bridge.core.kinds import pair_kind  # noqa: E402
 from bridge.pool.pooling import PoolEntry, read_pool  # noqa: E402
 
 FOLDER = ROOT / "bench" / "data" / "nq-answer-reference"
@@ -222,7 +222,7 @@ def main() -> int:
     p = sub.add_parser("extend", help="draw more pairs of one kind (appended to pairs.tsv; design.tsv rewritten)")
     p.add_argument("--data-dir", default="../shared/data")
     p.add_argument("--pool", type=Path, default=ROOT / "qrels" / "nq" / "pool.tsv")
-    p.add_argument("--kind", required=True, help="a kind of bridge.core.kinds, e.g. 'listed topic'")
+    p.add_argument("--kind", required=True, help="a kind of bridge.datasets.kinds, e.g. 'listed topic'")
     p.add_argument("--size", type=int, required=True)
     p.add_argument("--seed", type=int, default=1)
     p.set_defaults(func=cmd_extend)

@@ -18,9 +18,9 @@ from pathlib import Path
 
 from bridge.cli import main as bridge_main
 from bridge.core.layout import DEFAULT_DATA_DIR
+from bridge.core.trec import read_run, top_k
 from bridge.datasets import load_dataset
 from bridge.judging.quality.metrics import agreement_of
-from bridge.core.trec import read_run, top_k
 from eval.measures import evaluate
 
 DEPTH = 5

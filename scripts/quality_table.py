@@ -13,8 +13,8 @@ import argparse
 from pathlib import Path
 
 from bridge.core.layout import DEFAULT_DATA_DIR
-from bridge.datasets import load_dataset
 from bridge.core.trec import read_run
+from bridge.datasets import load_dataset
 from eval.measures import evaluate
 
 

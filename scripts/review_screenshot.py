@@ -16,8 +16,8 @@ from pathlib import Path
 
 from werkzeug.serving import make_server
 
-from bridge.datasets import load_dataset
 from bridge.core.label_records import read_labels
+from bridge.datasets import load_dataset
 from bridge.review.app import create_app
 from bridge.review.items import attention_checks, review_cases
 from bridge.review.store import ReviewDB

@@ -326,7 +326,7 @@ def test_a_reference_design_is_read_with_clear_errors_and_checked_against_the_da
 
 
 def test_kinds_come_from_the_datasets_candidate_lists():
-    from bridge.core.kinds import ALL, LISTED_TOPIC, OTHER_TOPIC, has_kinds, kind_facts, kind_of, pair_kind
+    from bridge.datasets.kinds import ALL, LISTED_TOPIC, OTHER_TOPIC, has_kinds, kind_facts, kind_of, pair_kind
 
     plain = company_dataset()
     assert not has_kinds(plain) and kind_facts(plain, "q0", "r0") == {} and kind_of({}) == ALL
@@ -338,8 +338,8 @@ def test_kinds_come_from_the_datasets_candidate_lists():
 
 @needs_shared_data()
 def test_nq_lists_the_retrieved_passages_of_its_first_441_questions():
-    from bridge.core.kinds import pair_kind
     from bridge.datasets import load_dataset
+    from bridge.datasets.kinds import pair_kind
 
     ds = load_dataset("nq", DATA_DIR)
     assert len(ds.candidate_lists) == 441 and all(len(v) == 20 for v in ds.candidate_lists.values())

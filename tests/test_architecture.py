@@ -152,6 +152,18 @@ def test_every_workspace_file_is_named_once_in_the_layout():
     assert not spelled, spelled
 
 
+def test_core_imports_nothing_of_bridge_above_it():
+    """bridge.core is what every stage shares; it depends on no stage (so any stage may import it)."""
+    above = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph().items()
+        if name.startswith("bridge.core")
+        for target in targets
+        if target != "argparse" and not target.startswith("bridge.core")
+    )
+    assert above == []
+
+
 LONG_ALLOWED = {("eval.report", "to_html"), ("bridge.review.app", "create_app")}
 """The report's HTML assembly and the review app's routes: one long template each, read top to bottom."""
 

@@ -92,7 +92,7 @@ class Dataset:
     candidate_lists: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Passages the dataset's authors retrieved for a topic (nq: the 20 contexts of the first 441 questions, gold
     included). A hole of a topic with its own list is another kind of hole than one of a topic without
-    (:mod:`bridge.core.kinds`)."""
+    (:mod:`bridge.datasets.kinds`)."""
     extra_qrels: Mapping[str, Qrels] = field(default_factory=dict)
     """Further qrels sets that come with the dataset (bridge:SUBSET: ``bridge``), compared with ``qrels`` by eval."""
     unlimited: Dataset | None = field(default=None, repr=False, compare=False)

@@ -36,10 +36,10 @@ import numpy as np
 
 from bridge.core.errors import InputError
 from bridge.core.fsio import write_json_atomic
-from bridge.core.kinds import FACTS as KIND_FACTS
-from bridge.core.kinds import kind_of
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.core.trec import Qrels
+from bridge.datasets.kinds import FACTS as KIND_FACTS
+from bridge.datasets.kinds import kind_of
 
 Pair = tuple[str, str]
 INTERCEPT = "1"
@@ -47,7 +47,7 @@ GATE, ADAPTER, LLM, PRIOR, UNPOOLED, PEOPLE = "gate", "adapter", "llm", "prior",
 RANDOM_SAMPLING = "random"
 """``details["sampling"]`` of a people's label drawn at random from the open pairs (usable for calibration)."""
 KIND_PREFIX = "kind="
-"""A feature ``kind=NAME``: 1 for a pair of that kind of hole (:mod:`bridge.core.kinds`), a sampling design's
+"""A feature ``kind=NAME``: 1 for a pair of that kind of hole (:mod:`bridge.datasets.kinds`), a sampling design's
 indicator."""
 
 
@@ -82,13 +82,15 @@ class PairFacts:
     def value(self, name: str) -> float:
         """One feature by name: ``1``, ``logit_p``, ``label``, ``log_systems`` (log of how many systems pooled
         the pair), ``log_rank`` (log of its best rank), ``pooled_by:SYSTEM``, a recorded feature (a kind's facts
-        among them, :mod:`bridge.core.kinds`), or ``A*B``, the product of two of these (a kind's own slope)."""
+        among them, :mod:`bridge.datasets.kinds`), or ``A*B``, the product of two of these (a kind's own slope)."""
         if "*" in name and name not in self.extra:
             left, right = name.split("*", 1)
             return self.value(left) * self.value(right)
         if name.startswith(KIND_PREFIX):
             if not any(fact in self.extra for fact in KIND_FACTS):
-                raise KeyError(f"no feature {name!r} for this pair: its record holds no kind facts (bridge.core.kinds)")
+                raise KeyError(
+                    f"no feature {name!r} for this pair: its record holds no kind facts (bridge.datasets.kinds)"
+                )
             return float(kind_of(self.extra) == name[len(KIND_PREFIX) :])
         if name == INTERCEPT:
             return 1.0

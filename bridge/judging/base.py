@@ -12,11 +12,11 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from bridge.core.errors import BridgeError
-from bridge.core.kinds import kind_facts
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.core.registry import Registry
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
+from bridge.datasets.kinds import kind_facts
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.pool.pooling import PoolEntry
 
@@ -40,7 +40,8 @@ class Case:
     evidence: tuple[str, ...] = ()
     """Answers found in the chunk by the evidence stage, shown to the judge as a hint."""
     kind: tuple[tuple[str, float], ...] = ()
-    """What the dataset says of the pair's kind (:func:`bridge.core.kinds.kind_facts`), for a judge's calibration."""
+    """What the dataset says of the pair's kind (:func:`bridge.datasets.kinds.kind_facts`), for a judge's
+    calibration."""
 
 
 class Judge(Protocol):

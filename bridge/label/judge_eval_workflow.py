@@ -10,9 +10,9 @@ from pathlib import Path
 from typing import Any
 
 from bridge.core.errors import BridgeError
-from bridge.core.kinds import pair_kind
 from bridge.core.layout import CALIBRATIONS_MD, Workspace
 from bridge.datasets import Dataset
+from bridge.datasets.kinds import pair_kind
 from bridge.judging import JudgeSpec, build_judge, judge_traits
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.topic_models import AdapterConfig

@@ -27,7 +27,6 @@ from tqdm.auto import tqdm
 
 from bridge.core.errors import BridgeError
 from bridge.core.fsio import JsonlAppender, write_json_atomic
-from bridge.core.kinds import kind_of
 from bridge.core.label_records import (
     HUMAN_JUDGE,
     LabelRecord,
@@ -52,6 +51,7 @@ from bridge.core.layout import (
 )
 from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
+from bridge.datasets.kinds import kind_of
 from bridge.estimate.holes import Calibration, read_calibrations, write_calibrations
 from bridge.judging.base import Case, Judge, Prepared, cases_for
 from bridge.judging.free.evidence import EvidenceRecall, gold_recall

@@ -43,10 +43,10 @@ import numpy as np
 
 from bridge.core.errors import BridgeError
 from bridge.core.fsio import write_json_atomic
-from bridge.core.kinds import FACTS as KIND_FACTS
-from bridge.core.kinds import kind_of
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.core.layout import FALLBACK_CALIBRATION_FILE
+from bridge.datasets.kinds import FACTS as KIND_FACTS
+from bridge.datasets.kinds import kind_of
 from bridge.estimate.holes import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,

@@ -10,9 +10,9 @@ logistic model maps the judge's features to P(relevant) on that sample:
   (how many systems pooled it, its best rank, whether a given system or retrieval family pooled it) enter one
   at a time while they lower the log loss cross-validated by question (greedy forward selection), so a
   judge whose quality differs on, say, bm25s-pooled pairs gets its own intercept there;
-* **kinds** of holes (:mod:`bridge.core.kinds`: whether the topic has its own candidate list in the dataset, whether the
-  passage is on one) are candidates too, and so are a kind's **own slopes** (``slopes|FACT``: the fact's intercept
-  and its product with every feature, ridge-shrunk toward the common fit like any slope; or one product alone), so
+* **kinds** of holes (:mod:`bridge.datasets.kinds`: whether the topic has its own candidate list in the dataset,
+  whether the passage is on one) are candidates too, and so are a kind's **own slopes** (``slopes|FACT``: the
+  fact's intercept and its product with every feature, ridge-shrunk toward the common fit like any slope; or one product alone), so
   a feature whose sign flips between kinds can say so; the cross-validation takes them only where they lower the
   held-out log loss;
 * the sample may be **stratified** (a reference drawn at random within each kind, some kinds oversampled): each pair
@@ -37,7 +37,7 @@ from typing import Any
 
 import numpy as np
 
-from bridge.core.kinds import ALL
+from bridge.datasets.kinds import ALL
 from bridge.estimate.holes import INTERCEPT, KIND_PREFIX, Calibration, PairFacts, sigmoid
 from bridge.judging.quality.metrics import DesignSample, design_intervals, weighted_measures
 
@@ -110,7 +110,7 @@ class Sample:
     """Design weight of each pair (1 / its inclusion probability; scaled to mean 1): the pool pairs it stands for.
     None: a simple random sample, every pair 1."""
     kinds: Sequence[str] | None = None
-    """Kind of each pair (:mod:`bridge.core.kinds`; the unit the sample was drawn in). None: one kind."""
+    """Kind of each pair (:mod:`bridge.datasets.kinds`; the unit the sample was drawn in). None: one kind."""
 
     def __post_init__(self) -> None:
         names = list(dict.fromkeys(name for row in self.rows for name in row))
@@ -378,7 +378,7 @@ class StratumQuality:
     pool_share: float | None = None
     """Share of the pool's holes like the sample's that this stratum stands for (its design weight)."""
     kind: bool = False
-    """A kind of hole (:mod:`bridge.core.kinds`), not a side of a fact."""
+    """A kind of hole (:mod:`bridge.datasets.kinds`), not a side of a fact."""
 
     def to_json(self) -> dict[str, Any]:
         out = {k: getattr(self, k) for k in self.__dataclass_fields__}

@@ -357,7 +357,7 @@ class LaneResult:
     """What the headline agreement covers."""
     hole_kinds: list[dict[str, Any]] = field(default_factory=list)
     """The reference lane: the calibration's cross-fitted quality on each kind of hole and overall (weighted as the
-    pool stands): AUC, bAcc, kappa, ECE, coverage, with intervals (:mod:`bridge.core.kinds`)."""
+    pool stands): AUC, bAcc, kappa, ECE, coverage, with intervals (:mod:`bridge.datasets.kinds`)."""
     weakest_kind: str | None = None
     """The reference lane: the kind of hole its headline agreement covers (None: one kind, or every pair)."""
 

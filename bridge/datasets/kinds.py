@@ -19,7 +19,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bridge.datasets import Dataset
+from bridge.datasets.core import Dataset
 
 TOPIC_LISTED = "topic_listed"
 PASSAGE_LISTED = "passage_listed"
