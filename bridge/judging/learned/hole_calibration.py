@@ -10,11 +10,11 @@ logistic model maps the judge's features to P(relevant) on that sample:
   (how many systems pooled it, its best rank, whether a given system or retrieval family pooled it) enter one
   at a time while they lower the log loss cross-validated by question (greedy forward selection), so a
   judge whose quality differs on, say, bm25s-pooled pairs gets its own intercept there;
-* **kinds** of holes (:mod:`bridge.datasets.kinds`: whether the topic has its own candidate list in the dataset,
-  whether the passage is on one) are candidates too, and so are a kind's **own slopes** (``slopes|FACT``: the
-  fact's intercept and its product with every feature, ridge-shrunk toward the common fit like any slope; or one product alone), so
-  a feature whose sign flips between kinds can say so; the cross-validation takes them only where they lower the
-  held-out log loss;
+* **kinds** of holes (:mod:`bridge.datasets.kinds`: whether the topic has its own candidate list in the dataset, whether
+  the passage is on one) are candidates too, and so are a kind's **own slopes** (``slopes|FACT``: the fact's intercept
+  and its product with every feature, ridge-shrunk toward the common fit like any slope; or one product alone), so a
+  feature whose sign flips between kinds can say so; the cross-validation takes them only where they lower the held-out
+  log loss;
 * the sample may be **stratified** (a reference drawn at random within each kind, some kinds oversampled): each pair
   carries a design weight (1 / its inclusion probability), so fits, losses and every overall figure weight each kind
   as it stands in the pool, and resamples draw questions within their kind;
