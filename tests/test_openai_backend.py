@@ -204,7 +204,7 @@ def test_vllm_backend_is_optional_and_explains_itself():
 def test_unknown_backend_lists_the_known_ones():
     from bridge.llm import make_backend
 
-    with pytest.raises(BridgeError, match="llamacpp, openai, vllm"):
+    with pytest.raises(BridgeError, match="llamacpp, llamacpp-batched, openai, vllm"):
         make_backend(LLMConfig(backend="tgi"))
 
 
