@@ -328,7 +328,7 @@ def test_runs_are_skipped_when_up_to_date_and_rebuilt_on_a_parameter_change(tiny
 
 
 def test_a_run_file_edited_by_hand_is_run_again_and_an_untouched_one_is_not(tiny_beir, tmp_path, monkeypatch):
-    from bridge import stamp
+    from bridge.core import stamp
 
     ds = load_beir(tiny_beir)
     runs_dir, cache = tmp_path / "runs", tmp_path / "cache"
