@@ -29,7 +29,7 @@ its encoder or LLM with the others. Writes reports/<ds>/reusability.json; `bridg
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    from bridge.label.cli import add_label_options
+    from bridge.label.label_options_cli import add_label_options
 
     p = sub.add_parser(
         "reusability",
@@ -101,7 +101,7 @@ def parse_people(text: str) -> tuple[float, ...]:
 
 def cmd_reusability(args: argparse.Namespace) -> int:
     from bridge.core.measures import parse_measures
-    from bridge.label.cli import spec_from_args
+    from bridge.label.label_options_cli import spec_from_args
     from eval.reusability_run import ReusabilitySettings, run_reusability
     from eval.reusability_summary import summary_lines
 

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from bridge.core.errors import BridgeError
-from bridge.label.cli import add_label_options
+from bridge.label.label_options_cli import add_label_options
 from bridge.options import add_common_options, show_progress
 
 DESCRIPTION = """\
@@ -63,7 +63,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from bridge.core.trec import read_run
-    from bridge.label.cli import spec_from_args
+    from bridge.label.label_options_cli import spec_from_args
     from bridge.options import dataset_from_args, workspace_from_args
     from eval.inputs import named_paths, pool_families
     from eval.score import ScoreSettings, score_workspace
