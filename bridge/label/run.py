@@ -87,7 +87,7 @@ from bridge.label.chain import JudgeChain
 from bridge.label.value import VALUE_FLOOR, PairValues, ValueConfig, pair_values, value_summary
 from bridge.pool.pooling import PoolEntry, read_pool
 
-log = logging.getLogger(__name__)
+logger = logging.getLogger(__name__)
 
 POOL = "pool"
 """The lane of pool pairs (everything else is an audit lane)."""
@@ -725,7 +725,7 @@ def _finish_interrupted(
     try:
         finish_label_run(dataset, chain, paths, options, plan, order_ids, calibrations)
     except Exception as exc:
-        log.warning("the interrupted run's qrels, calibrations and audit were not written: %s", exc)
+        logger.warning("the interrupted run's qrels, calibrations and audit were not written: %s", exc)
 
 
 def plan_label_run(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions) -> LabelPlan:
