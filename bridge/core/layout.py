@@ -21,6 +21,8 @@ HOLE_CALIBRATIONS_FILE = "hole-calibrations.json"
 """The label run's calibrations of the holes; ``bridge eval`` reads them."""
 BUDGET_FILE = "budget.json"
 """Seconds each judge configuration's label runs have spent (the --max-minutes ledger)."""
+LOCK_FILE = "run.lock"
+"""The folder's lock (bridge.core.lock): one label run, review merge or --restart at a time; names its holder."""
 REVIEW_DB = "review.sqlite"
 REVIEW_CSV = "review-items.csv"
 

@@ -10,6 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.core.errors import BridgeError
+from bridge.core.fsio import write_text_atomic
 from bridge.core.layout import CALIBRATIONS_MD, Workspace
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import pair_kind
@@ -181,7 +182,7 @@ def _judge_eval_on_reference(
     say("\n".join(by_kind[1:]))
     calibrated = answer_calibrations(ds, [m for m in methods if m in ANSWER_JUDGES], judges, reference)
     if calibrated:
-        (out_dir / CALIBRATIONS_MD).write_text("\n".join(calibrated) + "\n", encoding="utf-8")
+        write_text_atomic(out_dir / CALIBRATIONS_MD, "\n".join(calibrated) + "\n")
         say("\n".join(calibrated))
     say(f"-> {md}\n-> {csv_path}" + (f"\n-> {out_dir / CALIBRATIONS_MD}" if calibrated else ""))
     return qualities

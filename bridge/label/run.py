@@ -14,11 +14,15 @@ never to labels.jsonl, and the verdict to ``judge-audit.json``. The run writes t
 
 from __future__ import annotations
 
+import contextlib
 import json
+import logging
 import shutil
+import signal
+import threading
 import time
 from collections import Counter
-from collections.abc import Callable, Collection, Iterable, Mapping, Sequence
+from collections.abc import Callable, Collection, Iterable, Iterator, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -49,6 +53,7 @@ from bridge.core.layout import (
     REFINE_CALIBRATION_FILE,
     Workspace,
 )
+from bridge.core.lock import folder_lock
 from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import kind_of
@@ -81,6 +86,8 @@ from bridge.judging.quality.audit import (
 from bridge.label.chain import JudgeChain
 from bridge.label.value import VALUE_FLOOR, PairValues, ValueConfig, pair_values, value_summary
 from bridge.pool.pooling import PoolEntry, read_pool
+
+logger = logging.getLogger(__name__)
 
 POOL = "pool"
 """The lane of pool pairs (everything else is an audit lane)."""
@@ -306,15 +313,61 @@ def _read_ledger(path: Path) -> dict[str, float]:
         ) from None
 
 
-def _add_spent(path: Path, config_id: str, seconds: float) -> None:
-    ledger = _read_ledger(path)
-    ledger[config_id] = ledger.get(config_id, 0.0) + seconds
-    write_json_atomic(path, ledger)
+class BudgetLedger:
+    """The time budget's ledger while the costly judges run: ``budget.json`` holds what earlier runs spent plus this
+    run's seconds so far, rewritten after each pool pair's record and once more at the end (or the interrupt), so a
+    run killed outright overspends by at most the batch in flight."""
+
+    def __init__(self, path: Path, key: str, enabled: bool) -> None:
+        self.path, self.key, self.enabled = path, key, enabled
+        self.before = _read_ledger(path).get(key, 0.0) if enabled else 0.0
+        self.started = time.perf_counter()
+
+    def spent_now(self) -> float:
+        """Seconds this run has spent so far."""
+        return time.perf_counter() - self.started
+
+    def flush(self) -> None:
+        """Write earlier runs' seconds plus this run's so far (the other configurations' entries kept)."""
+        if self.enabled:
+            ledger = _read_ledger(self.path)
+            ledger[self.key] = self.before + self.spent_now()
+            write_json_atomic(self.path, ledger)
 
 
 def _backup(path: Path) -> None:
-    if path.exists():
-        shutil.move(path, path.with_name(path.name + f".{time.strftime('%Y%m%d-%H%M%S')}.bak"))
+    """Move ``path`` aside as ``<name>.<time>.bak``, never over an earlier backup (a counter where the second
+    repeats)."""
+    if not path.exists():
+        return
+    stem = path.name + f".{time.strftime('%Y%m%d-%H%M%S')}"
+    target, n = path.with_name(stem + ".bak"), 1
+    while target.exists():
+        target, n = path.with_name(f"{stem}-{n}.bak"), n + 1
+    shutil.move(path, target)
+
+
+@contextlib.contextmanager
+def sigterm_interrupts() -> Iterator[None]:
+    """SIGTERM (a scheduler, ``timeout``) takes the path of Ctrl+C for the block: a ``KeyboardInterrupt`` that lets
+    the run write its state. Later SIGTERMs while that state is written are ignored; the old handler comes back after.
+    Outside the main thread (where no handler can be set) nothing changes."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    raised = False
+
+    def interrupt(signum: int, _frame: Any) -> None:
+        nonlocal raised
+        if not raised:
+            raised = True
+            raise KeyboardInterrupt(f"signal {signum}")
+
+    old = signal.signal(signal.SIGTERM, interrupt)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, old)
 
 
 DEADLINE_PROBE = 8
@@ -633,6 +686,8 @@ class LabelPlan:
     budget_key: str
     summary: LabelSummary
     extra: dict[str, Any]
+    budget: BudgetLedger | None = None
+    """The time budget's ledger once the costly judges' clock runs."""
 
 
 def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions) -> LabelSummary:
@@ -643,10 +698,34 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     then the budget's clock runs for the pairs of the chain's costly judge and, with ``options.refine``, those a
     costly answer judge re-judges, most valuable first; last the audit's known pairs (a fixed cost too, judged
     after the pool so that a judge whose pool pairs set its state is audited as it judged them)."""
-    plan = plan_label_run(dataset, chain, paths, options)
-    order_ids, calibrations, runner = judge_pool(dataset, chain, paths, options, plan)
-    judge_audit(chain, paths, options, plan, runner)
-    return finish_label_run(dataset, chain, paths, options, plan, order_ids, calibrations)
+    with folder_lock(paths.labels.parent, "bridge label"), sigterm_interrupts():
+        plan = plan_label_run(dataset, chain, paths, options)
+        order_ids = [chain.pipeline.config_id, *([options.refine.llm.config_id] if options.refine else [])]
+        calibrations = chain_calibrations(chain, options.refine)
+        try:
+            order_ids, calibrations, runner = judge_pool(dataset, chain, paths, options, plan)
+            judge_audit(chain, paths, options, plan, runner)
+        except BaseException:  # Ctrl+C, SIGTERM, a model server's error: keep what was paid for, then stop
+            _finish_interrupted(dataset, chain, paths, options, plan, order_ids, calibrations)
+            raise
+        return finish_label_run(dataset, chain, paths, options, plan, order_ids, calibrations)
+
+
+def _finish_interrupted(
+    dataset: Dataset,
+    chain: JudgeChain,
+    paths: LabelPaths,
+    options: LabelOptions,
+    plan: LabelPlan,
+    order_ids: list[str],
+    calibrations: dict[str, Calibration],
+) -> None:
+    """An interrupted run's state from the records it kept (augmented qrels, calibrations, the audit; the ledger is
+    already written): a failure here is reported, never raised over the interrupt that the caller must see."""
+    try:
+        finish_label_run(dataset, chain, paths, options, plan, order_ids, calibrations)
+    except Exception as exc:
+        logger.warning("the interrupted run's qrels, calibrations and audit were not written: %s", exc)
 
 
 def plan_label_run(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions) -> LabelPlan:
@@ -742,10 +821,32 @@ def judge_pool(
     elif options.max_pairs is not None or options.max_minutes is not None:
         pool_items = _budgeted(chain, plan.todo, pool_items, options.max_pairs, summary)
     summary.free_s = time.perf_counter() - free_start
-    costly_start = time.perf_counter()
+    ledger = plan.budget = BudgetLedger(plan.ledger, plan.budget_key, options.max_minutes is not None)
+    try:
+        runner = _judge_costly(dataset, chain, paths, options, plan, pool_items, calibrations, ledger)
+    finally:  # an interrupt or a failure: the seconds spent so far count against the budget all the same
+        summary.pool_s = ledger.spent_now()
+        ledger.flush()
+    return order_ids, calibrations, runner
+
+
+def _judge_costly(
+    dataset: Dataset,
+    chain: JudgeChain,
+    paths: LabelPaths,
+    options: LabelOptions,
+    plan: LabelPlan,
+    pool_items: list[WorkItem],
+    calibrations: dict[str, Calibration],
+    ledger: BudgetLedger,
+) -> Callable[..., int]:
+    """The costly judges on the pool's pairs, the budget's clock running (``ledger`` rewritten after each record).
+    Returns the runner the audit uses."""
+    summary, refine, pipeline = plan.summary, options.refine, chain.pipeline
+    order_ids = [pipeline.config_id, *([refine.llm.config_id] if refine else [])]
     budget_end = None
     if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
-        budget_end = time.monotonic() + 60 * options.max_minutes - _read_ledger(plan.ledger).get(plan.budget_key, 0.0)
+        budget_end = time.monotonic() + 60 * options.max_minutes - ledger.before
     deadline = budget_end
     scorer = options.scorer(chain) if options.scorer is not None else None
     scoring = chain.score_pass([it.case for it in pool_items], scorer, options.batch_pairs, deadline, options.progress)
@@ -763,16 +864,15 @@ def judge_pool(
         def keep(_: WorkItem, record: LabelRecord) -> None:
             log.append(record.to_json())
             summary.add(record)
+            ledger.flush()
 
         desc = f"label ({pipeline.name})"
         summary.left_by_budget += runner(pool_items, plan.lane_judge, {POOL: keep}, options.batch_pairs, desc,
                                          options.progress, deadline)  # fmt: skip
+    ledger.flush()
     if refine is not None:
         _refine(dataset, refine, paths, options, plan, order_ids, calibrations, budget_end)
-    summary.pool_s = time.perf_counter() - costly_start
-    if options.max_minutes is not None:
-        _add_spent(plan.ledger, plan.budget_key, summary.pool_s)
-    return order_ids, calibrations, runner
+    return runner
 
 
 def judge_audit(
@@ -904,6 +1004,8 @@ def _refine(
             log.append(record.to_json())
             summary.refined += 1
             summary.usage = summary.usage + record.usage
+            if plan.budget is not None:
+                plan.budget.flush()
 
         desc = f"refine ({refine.judge.name})"
         summary.refine_judge = refine.judge.name

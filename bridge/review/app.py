@@ -1,14 +1,16 @@
 """The review web application (Flask, server-rendered pages, no external assets).
 
 Pages read; every write is a POST that carries the annotator's secret token in the form and is
-refused with 403, writing nothing, when the token is wrong. The browser session only remembers
-the token so that pages can be shown and forms filled in. After each write the browser is
+refused with 403, writing nothing, when the token is wrong; the sign-in POST carries the sign-in page's
+per-session secret instead (another site cannot sign a browser in under its own token). The browser
+session only remembers the token so that pages can be shown and forms filled in. After each write the browser is
 redirected (303), so a reload never repeats a POST, and the database ignores a second judgment
 of the same item by the same annotator (double click, back button).
 """
 
 from __future__ import annotations
 
+import secrets
 from collections.abc import Callable
 
 from flask import Flask, abort, flash, redirect, render_template, request, session, url_for
@@ -19,6 +21,8 @@ from bridge.review import render
 from bridge.review.store import Annotator, AnnotatorFlagged, NotAssigned, ReviewDB
 
 MAX_COMMENT = 2000
+LOGIN_NONCE = "login_nonce"
+"""The sign-in form's field (and session key) that a cross-site POST cannot fill in."""
 SECURITY_HEADERS = {
     "Content-Security-Policy": "default-src 'none'; script-src 'self'; style-src 'self'; img-src 'self'; "
     "form-action 'self'; base-uri 'none'; frame-ancestors 'none'",
@@ -80,14 +84,24 @@ def create_app(db: ReviewDB, title: str = "bridge review") -> Flask:
             return redirect(url_for("login"))
         return render_template("home.html", title=title, annotator=annotator, done=db.judged_count(annotator.id))
 
+    def login_nonce() -> str:
+        """The sign-in form's one-per-session secret: a form another site posts cannot carry it."""
+        nonce = session.get(LOGIN_NONCE) or secrets.token_urlsafe(24)
+        session[LOGIN_NONCE] = nonce
+        return str(nonce)
+
     @app.route("/login", methods=["GET", "POST"])
     def login() -> Response | str:
         if request.method == "GET":
-            return render_template("login.html", title=title, annotator=None, error=None)
+            return render_template("login.html", title=title, annotator=None, error=None, nonce=login_nonce())
+        expected, sent = session.get(LOGIN_NONCE), request.form.get(LOGIN_NONCE, "")
+        if not expected or not secrets.compare_digest(str(expected), sent):
+            message = "This sign-in form did not come from this site's sign-in page; open it again. Nothing changed."
+            return page("Forbidden", message, status=403)
         token = request.form.get("token", "").strip()
         annotator = db.annotator_by_token(token)
         if annotator is None:
-            body = render_template("login.html", title=title, annotator=None, error="Unknown token.")
+            body = render_template("login.html", title=title, annotator=None, error="Unknown token.", nonce=expected)
             return Response(body, status=403, mimetype="text/html")
         session.clear()
         session["token"] = token

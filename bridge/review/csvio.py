@@ -1,9 +1,10 @@
 """Review without a browser: export items to CSV for a crowdsourcing platform, import its answers.
 
 The export has one row per item (cases that still need judgments, plus their share of attention
-checks, shuffled so checks are not bunched), identified by the opaque ``item_id`` only. The
-import reads one row per (item, worker) judgment; it also understands Amazon Mechanical Turk's
-result columns (``Input.item_id``, ``WorkerId``, ``Answer.label``, ``Answer.comment``).
+checks, shuffled so checks are not bunched), identified by the opaque ``item_id`` only; a text cell
+that a spreadsheet would run as a formula (a leading ``=``, ``+``, ``-``, ``@``) is written with a
+single quote before it. The import reads one row per (item, worker) judgment; it also understands
+Amazon Mechanical Turk's result columns (``Input.item_id``, ``WorkerId``, ``Answer.label``, ``Answer.comment``).
 """
 
 from __future__ import annotations
@@ -32,6 +33,16 @@ FALLBACK_COLUMNS = {
 }
 
 
+FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
+"""A cell that starts with one of these is a formula to a spreadsheet (OWASP's CSV injection list)."""
+
+
+def inert_cell(text: str) -> str:
+    """``text`` as a spreadsheet shows it rather than runs it: a leading formula character gets a single quote
+    before it (the text itself is untouched otherwise)."""
+    return "'" + text if text.startswith(FORMULA_START) else text
+
+
 @dataclass(frozen=True)
 class ExportSummary:
     cases: int
@@ -58,7 +69,8 @@ def export_csv(db: ReviewDB, path: Path, include_decided: bool = False) -> Expor
             adjudication = item.source.get("details", {}).get("adjudication")
             answers = "\n".join(f"{i}. {a}" for i, a in enumerate(item.answers, start=1))
             history = render.history_text(rounds, adjudication)
-            writer.writerow([item.public_id, item.query, answers, item.chunk, history, "", "", ""])
+            texts = (item.query, answers, item.chunk, history)
+            writer.writerow([item.public_id, *(inert_cell(t) for t in texts), "", "", ""])
     return ExportSummary(len(cases), len(checks))
 
 

@@ -11,6 +11,7 @@ from typing import TYPE_CHECKING
 
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, current_records, read_labels
+from bridge.core.lock import folder_lock
 from bridge.review.config import ReviewOverrides
 from bridge.review.items import ItemSpec, Pair, attention_checks, review_cases
 from bridge.review.store import ImportSummary, ReviewDB
@@ -141,7 +142,8 @@ def merge_review(ws: Workspace, ds: Dataset, db: ReviewDB, *, say: Say) -> Merge
     from bridge.review.merge import merge
 
     labels, augmented = ws.labels_file(ds.slug), ws.augmented_qrels(ds.slug)
-    summary = merge(db, ds, labels, augmented, label_run_order(ws, ds, read_labels(labels)))
+    with folder_lock(labels.parent, "bridge review merge"):  # never beside a label run appending to labels.jsonl
+        summary = merge(db, ds, labels, augmented, label_run_order(ws, ds, read_labels(labels)))
     say(
         f"{summary.decided} decided cases: {summary.appended} human labels appended, "
         f"{summary.unchanged} already merged; {summary.undecided} undecided cases left out"
