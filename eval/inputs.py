@@ -17,7 +17,7 @@ from bridge.core.trec import Qrels, Run, read_qrels, read_run, read_runs, restri
 from bridge.datasets import Dataset
 from bridge.estimate.holes import read_calibrations
 from bridge.judging.quality.audit import read_audit_report
-from bridge.pool.pooling import read_pool
+from bridge.pool.pooling import check_foreign_runs, read_pool
 from eval.harness import AUGMENTED, ORIGINAL, EvalInputs, lift_new_labels
 
 log = logging.getLogger(__name__)
@@ -59,6 +59,8 @@ class InputFiles:
     """Qrels sets compared with the original qrels like the augmented ones (``--qrels``)."""
     pool_config: str = "default"
     """Pool file naming each system's retrieval family (the strata of the estimate's per-stratum uncertainty)."""
+    lenient_qids: bool = False
+    """Only warn where none of a run's query ids is a query of the dataset (else: stop, the run would score 0)."""
 
     @property
     def paths(self) -> list[Path]:
@@ -82,7 +84,7 @@ def pool_families(pool_config: str) -> dict[str, str]:
 
 def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) -> EvalInputs:
     """Runs, qrels sets, labels and pool membership of ``ds`` in ``ws``, plus ``files``."""
-    runs = _runs(ws, ds, files.runs)
+    runs = _runs(ws, ds, files.runs, files.lenient_qids)
     qrels_sets = _qrels_sets(ws, ds, files.qrels)
     # Topics: queries the original qrels judge, or (where the dataset brings its own qrels, e.g. BRIDGE's on
     # LoTTE without source qrels) any of its sets judges; unjudged topics are listed by the query-id check.
@@ -116,16 +118,19 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
     )
 
 
-def _runs(ws: Workspace, ds: Dataset, extra: Sequence[tuple[str, Path]]) -> dict[str, Run]:
-    """runs/<ds>/*.run and the extra runs (a name may not be taken twice)."""
+def _runs(ws: Workspace, ds: Dataset, extra: Sequence[tuple[str, Path]], lenient_qids: bool) -> dict[str, Run]:
+    """runs/<ds>/*.run and the extra runs (a name may not be taken twice); a run of another dataset's queries
+    stops here unless ``lenient_qids``."""
     run_dir = ws.runs(ds.slug)
     runs = read_runs(run_dir)
+    paths = {name: run_dir / f"{name}.run" for name in runs}
     for name, path in extra:
         if name in runs:
             raise BridgeError(f"--run {path}: a run named {name!r} is already in {run_dir}; use NAME=FILE")
-        runs[name] = read_run(path)
+        runs[name], paths[name] = read_run(path), path
     if not runs:
         raise BridgeError(f"no run files (*.run) in {run_dir} and no --run given: run `bridge retrieve` first")
+    check_foreign_runs(runs, paths, ds.whole().qids, ds.name, lenient=lenient_qids)
     return runs
 
 

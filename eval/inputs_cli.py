@@ -10,7 +10,8 @@ if TYPE_CHECKING:
 
 
 def add_input_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGroup:
-    """``--run`` and ``--qrels`` (``bridge eval``, ``bridge rag``): files read beside the workspace's own."""
+    """``--run`` and ``--qrels`` (``bridge eval``, ``bridge rag``): files read beside the workspace's own; and
+    ``--lenient-qids``, which lets a run of another dataset's queries through with a warning."""
     g = parser.add_argument_group("inputs")
     g.add_argument(
         "--run",
@@ -26,6 +27,11 @@ def add_input_options(parser: argparse.ArgumentParser) -> argparse._ArgumentGrou
         metavar="[NAME=]FILE",
         help="also score under this TREC qrels file (repeatable); compared with the original qrels like augmented",
     )
+    g.add_argument(
+        "--lenient-qids",
+        action="store_true",
+        help="only warn (do not stop) when none of a run's query ids is a query of the dataset (it scores 0)",
+    )
     return g
 
 
@@ -34,4 +40,4 @@ def input_files(args: argparse.Namespace) -> InputFiles:
     from eval.inputs import InputFiles, named_paths
 
     runs, qrels = named_paths(args.run, "run"), named_paths(args.qrels, "qrels")
-    return InputFiles(runs, qrels, getattr(args, "pool_config", "default"))
+    return InputFiles(runs, qrels, getattr(args, "pool_config", "default"), args.lenient_qids)

@@ -411,3 +411,29 @@ def test_every_section_the_report_writes_is_in_its_list_of_sections():
     source = Path(report.__file__).read_text()
     headings = [re.sub(r"\{[^}]*\}", "10", text) for text in re.findall(r'Heading\(f?"([^"]+)"\)', source)]
     assert len(headings) >= 10 and all(report._section(h) for h in headings), headings
+
+
+def test_a_torn_last_line_of_labels_does_not_stop_eval(workspace, caplog):
+    """A label run killed mid-append leaves a partial last line: eval goes on without it and says so once."""
+    tmp, dataset = workspace
+    labels = tmp / "qrels/beir-small/labels.jsonl"
+    with open(labels, "a") as handle:
+        handle.write('{"qid": "q1", "docid": "q1-e", "label": 1, "rou')
+    assert bridge("eval", "--dataset", dataset, "--permutations", "50", "--orders", "0", "--no-figures") == 0
+    cut = [r.getMessage() for r in caplog.records if "was cut by an interrupted write" in r.getMessage()]
+    assert cut == [
+        "qrels/beir-small/labels.jsonl line 25 was cut by an interrupted write; ignored, it will be judged again"
+    ]
+    assert labels.read_text().endswith('"rou')  # eval only reads: the label run's next append repairs it
+
+
+def test_a_run_of_another_datasets_queries_stops_eval_unless_lenient(workspace, capsys, caplog):
+    tmp, dataset = workspace
+    write_run({f"x{i}": {"x": 1.0} for i in range(3)}, tmp / "other.run", tag="other")
+    args = ["eval", "--dataset", dataset, "--run", "other.run", "--permutations", "50", "--orders", "0", "--no-figures"]
+    assert bridge(*args) == 2
+    err = capsys.readouterr().err
+    assert "other.run, line 1, field 'qid': none of the run's 3 query ids is a query of beir:" in err
+    assert "(first: 'x0'): a run of another dataset?" in err
+    assert bridge(*args, "--lenient-qids") == 0
+    assert any("none of the run's 3 query ids" in r.getMessage() for r in caplog.records)  # the old warning

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from collections import Counter
 
 import pytest
@@ -203,3 +204,75 @@ def test_time_budget_sizes_batches_to_the_time_left(monkeypatch):
     clock[0] = 0.0
     skipped = label_run.run_items(pool, {label_run.POOL: judge}, {label_run.POOL: keep}, 16, "t", False, 100.0)
     assert seen == [f"p{i}" for i in range(20)] and skipped == 0
+
+
+TORN = '{"qid": "q1", "docid": "d5", "label": 1, "route": "consensus-r1", "rounds": [{"round": 1, "agen'
+"""The start of a long record that a kill cut in the middle of its append: no newline, not JSON."""
+
+
+def torn_warnings(caplog) -> list[str]:
+    return [r.getMessage() for r in caplog.records if "was cut by an interrupted write" in r.getMessage()]
+
+
+def test_a_torn_last_line_is_judged_again_and_repaired(staged, caplog):
+    """kill -9 mid-append leaves a partial last line: the next run says so once, judges that pair again and the
+    appender cuts the partial line off, so the file holds whole records only."""
+    ds, tmp = staged
+    calls = {"n": 0}
+
+    def crashing(request):
+        calls["n"] += 1
+        if calls["n"] > 4:
+            raise KeyboardInterrupt
+        return relevant_if_rontgen(request)
+
+    with pytest.raises(KeyboardInterrupt):
+        run_label(ds, DebateEngine(ScriptedLLM(crashing)), tmp, batch_pairs=2)
+    with open(tmp / "labels.jsonl", "a") as handle:
+        handle.write(TORN)
+    resumed = ScriptedLLM(relevant_if_rontgen)
+    summary = run_label(ds, DebateEngine(resumed), tmp, batch_pairs=2)
+    assert summary.resumed == 2 and summary.judged == 2 and len(resumed.requests) == 4
+    assert torn_warnings(caplog) == [
+        f"{tmp / 'labels.jsonl'} line 3 was cut by an interrupted write; ignored, it will be judged again"
+    ]
+    text = (tmp / "labels.jsonl").read_text()
+    assert text.endswith("\n") and "agen\n" not in text and len(text.splitlines()) == 4
+    assert read_qrels(tmp / "augmented.qrels")["q1"] == {"d1": 1, "d2": 1, "d3": 0, "d5": 0}
+
+
+def test_a_malformed_line_that_is_not_the_torn_last_line_is_still_an_error(tmp_path):
+    from bridge.core.errors import InputError
+
+    path = tmp_path / "labels.jsonl"
+    whole = record("q1", "d2", 1).to_json()
+    path.write_text(f"{json.dumps(whole)}\n{TORN}\n{json.dumps(whole)}\n")  # cut, then appended past: not torn
+    with pytest.raises(InputError, match=r"labels.jsonl, line 2: not valid JSON"):
+        read_labels(path)
+    path.write_text(f"{json.dumps(whole)}\n{TORN}")  # the same cut as the last line: skipped
+    assert read_labels(path) == [record("q1", "d2", 1)]
+
+
+@pytest.mark.parametrize(
+    ("field", "value", "message"),
+    [
+        ("label", True, "label must be 0, 1 or null, got True"),
+        ("label", 1.0, "label must be 0, 1 or null, got 1.0"),
+        ("label", 2, "label must be 0, 1 or null, got 2"),
+        ("qid", 7, "qid must be a non-empty string, got 7"),
+        ("docid", 12, "docid must be a non-empty string, got 12"),
+        ("p_yes", float("nan"), "p_yes must be a number in [0, 1] or null, got nan"),
+        ("p_yes", 1.5, "p_yes must be a number in [0, 1] or null, got 1.5"),
+        ("p_yes", float("inf"), "p_yes must be a number in [0, 1] or null, got inf"),
+        ("p_yes", "0.9", "p_yes must be a number in [0, 1] or null, got '0.9'"),
+    ],
+)
+def test_a_loose_label_record_is_an_error_naming_file_line_and_field(tmp_path, field, value, message):
+    from bridge.core.errors import InputError
+
+    path = tmp_path / "labels.jsonl"
+    good = record("q1", "d2", 1).to_json()
+    path.write_text(json.dumps(good) + "\n" + json.dumps({**good, "docid": "d3", field: value}) + "\n")
+    with pytest.raises(InputError) as info:
+        read_labels(path)
+    assert str(info.value) == f"{path}, line 2, field '{field}': {message}"

@@ -139,3 +139,32 @@ def test_a_withdrawn_decision_is_reviewed_again_from_a_fresh_database(staged, tm
     assert reopened.source["config_id"] == "dream-test-cfg" and reopened.source["route"] == "escalated"
     merge(fresh, dataset, labels, tmp_path / "aug.qrels")
     assert read_qrels(tmp_path / "aug.qrels")["q1"] == {"d1": 1, "d3": 0}  # DREAM's label still counts
+
+
+def test_a_torn_last_line_of_labels_does_not_stop_the_review_and_merge_repairs_it(
+    tiny_beir, tmp_path, monkeypatch, caplog
+):
+    """A label run killed mid-append: export, import and merge go on without the cut record (once said), and
+    merge's append cuts it off."""
+    monkeypatch.chdir(tmp_path)
+    labels = write_labels(tmp_path / "qrels/beir-tiny/labels.jsonl", staged_records())
+    with open(labels, "a") as handle:
+        handle.write('{"qid": "q2", "docid": "d5", "label": null, "route": "escal')
+    common = ["--dataset", f"beir:{tiny_beir}"]
+    assert bridge("review", "export", "--csv", *common, "--judgments", "2", "--check-share", "0") == 0
+    with open(tmp_path / "qrels/beir-tiny/review-items.csv", newline="") as handle:
+        items = list(csv.DictReader(handle))
+    assert len(items) == 3  # the three whole escalated records; the cut one is not a case
+    with open(tmp_path / "answers.csv", "w", newline="") as handle:
+        csv.writer(handle).writerows(
+            [["item_id", "worker", "label"]] + [[r["item_id"], w, "1"] for r in items for w in "ab"]
+        )
+    assert bridge("review", "import", "--csv", "answers.csv", *common) == 0
+    assert bridge("review", "merge", *common) == 0
+    cut = [r.getMessage() for r in caplog.records if "was cut by an interrupted write" in r.getMessage()]
+    assert cut == [
+        "qrels/beir-tiny/labels.jsonl line 5 was cut by an interrupted write; ignored, it will be judged again"
+    ]
+    text = labels.read_text()
+    assert text.endswith("\n") and "escal\n" not in text and "escal{" not in text
+    assert [r.judge for r in read_labels(labels)].count("human") == 3

@@ -226,3 +226,12 @@ def test_score_is_reproducible_and_never_relabels_what_the_saved_run_labelled(sa
     assert written[0] == written[1]
     pooled = (tmp / "s1/labels/pool.tsv").read_text()
     assert "q2\tq2-z3" in pooled and "q1\tq1-z3" not in pooled
+
+
+def test_a_torn_last_line_of_labels_does_not_stop_score(saved, capsys):
+    tmp, dataset = saved
+    with open(tmp / "qrels/beir-small/labels.jsonl", "a") as handle:
+        handle.write('{"qid": "q1", "docid": "q1-e", "label": 1, "rou')
+    write_run({q: ranked(f"{q}-gold", f"{q}-c", f"{q}-e") for q in TOPICS}, tmp / "fusion.run", tag="fusion")
+    assert bridge("score", "fusion.run", "--dataset", dataset, "--judge", "constant", "--out", "scored") == 0
+    assert "1 new run(s) scored among 4 systems" in capsys.readouterr().out

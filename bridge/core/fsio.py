@@ -9,11 +9,14 @@ from __future__ import annotations
 import contextlib
 import hashlib
 import json
+import logging
 import os
 import tempfile
 from collections.abc import Iterator, Mapping
 from pathlib import Path
 from typing import IO, Any
+
+log = logging.getLogger(__name__)
 
 
 @contextlib.contextmanager
@@ -83,7 +86,8 @@ class JsonlAppender:
 
 
 def truncate_torn_tail(path: Path) -> None:
-    """Drop a trailing partial line (no final newline) left by an interrupted append."""
+    """Drop a trailing partial line (no final newline) left by an interrupted append; a whole record that only
+    lacks its newline (the kill fell between the two) is kept and given one, as the readers count it."""
     if not path.exists() or path.stat().st_size == 0:
         return
     with open(path, "rb+") as handle:
@@ -92,24 +96,74 @@ def truncate_torn_tail(path: Path) -> None:
             return
         handle.seek(0)
         data = handle.read()
-        handle.truncate(data.rfind(b"\n") + 1)
+        start = data.rfind(b"\n") + 1
+        if _is_record(data[start:]):
+            handle.write(b"\n")
+        else:
+            handle.truncate(start)
 
 
-def read_jsonl(path: str | Path) -> Iterator[tuple[int, dict[str, Any]]]:
-    """Yield (line number, record); a malformed line raises an error naming file and line."""
+def _is_record(raw: bytes) -> bool:
+    try:
+        return isinstance(json.loads(raw.decode("utf-8")), dict)
+    except (UnicodeDecodeError, json.JSONDecodeError):
+        return False
+
+
+def read_jsonl(path: str | Path, *, append_log: bool = False) -> Iterator[tuple[int, dict[str, Any]]]:
+    """Yield (line number, record); a malformed line raises an error naming file and line.
+
+    ``append_log``: the file is an append-only log (:class:`JsonlAppender`), whose last line a kill may have cut:
+    that one line (no final newline, does not parse) is skipped with a warning instead of blocking every later
+    command; the next append cuts it off. Any other malformed line is still an error."""
     from bridge.core.errors import InputError
 
-    with open(path, encoding="utf-8") as handle:
-        for lineno, line in enumerate(handle, start=1):
-            if not line.strip():
-                continue
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            torn = append_log and not raw.endswith(b"\n")  # only the last line can lack its newline
             try:
+                line = raw.decode("utf-8")
+                if not line.strip():
+                    continue
                 record = json.loads(line)
+            except UnicodeDecodeError as exc:
+                if torn:
+                    _warn_torn(Path(path), lineno)
+                    return
+                raise InputError(f"not UTF-8 text (byte {exc.start + 1} of the line)", path=path, line=lineno) from None
             except json.JSONDecodeError as exc:
+                if torn:
+                    _warn_torn(Path(path), lineno)
+                    return
                 raise InputError(f"not valid JSON ({exc.msg})", path=path, line=lineno) from None
             if not isinstance(record, dict):
                 raise InputError("expected a JSON object", path=path, line=lineno)
             yield lineno, record
+
+
+_TORN_WARNED: set[tuple[Path, int]] = set()
+"""Torn lines already reported: a command reads labels.jsonl several times but says so once."""
+
+
+def _warn_torn(path: Path, lineno: int) -> None:
+    key = (path.resolve(), lineno)
+    if key not in _TORN_WARNED:
+        _TORN_WARNED.add(key)
+        log.warning("%s line %d was cut by an interrupted write; ignored, it will be judged again", path, lineno)
+
+
+def decode_error(path: str | Path) -> Exception:
+    """A text file's bad bytes as one :class:`InputError` naming the first line that is not UTF-8 (the readers
+    decode whole files for speed and look for the line only when that fails)."""
+    from bridge.core.errors import InputError
+
+    with open(path, "rb") as handle:
+        for lineno, raw in enumerate(handle, start=1):
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as exc:
+                return InputError(f"not UTF-8 text (byte {exc.start + 1} of the line)", path=path, line=lineno)
+    return InputError("not UTF-8 text", path=path)
 
 
 def cache_key(dataset_fingerprint: str, fingerprint: Mapping[str, Any]) -> str:

@@ -81,9 +81,22 @@ class LabelRecord:
             record = cls(**{**data, "usage": usage})
         except TypeError as exc:
             raise InputError(f"not a label record ({exc})", path=path, line=line) from None
-        if record.label not in (0, 1, None):
-            raise InputError(f"label must be 0, 1 or null, got {record.label!r}", path=path, line=line, field="label")
+        _check_record(record, path, line)
         return record
+
+
+def _check_record(record: LabelRecord, path: Path | None, line: int | None) -> None:
+    """The fields every reader relies on, exactly: a ``true`` or ``1.0`` label would be written to the augmented
+    qrels as ``True`` / ``1.0``, a numeric qid would match no query, a NaN P would read as "not relevant"."""
+    for name in ("qid", "docid"):
+        value = getattr(record, name)
+        if not isinstance(value, str) or not value:
+            raise InputError(f"{name} must be a non-empty string, got {value!r}", path=path, line=line, field=name)
+    if record.label is not None and (type(record.label) is not int or record.label not in (0, 1)):
+        raise InputError(f"label must be 0, 1 or null, got {record.label!r}", path=path, line=line, field="label")
+    p = record.p_yes
+    if p is not None and (isinstance(p, bool) or not isinstance(p, int | float) or not 0.0 <= p <= 1.0):
+        raise InputError(f"p_yes must be a number in [0, 1] or null, got {p!r}", path=path, line=line, field="p_yes")
 
 
 def read_labels(path: str | Path) -> list[LabelRecord]:
@@ -94,7 +107,7 @@ def read_labels(path: str | Path) -> list[LabelRecord]:
     if not path.exists():
         return []
     latest: dict[tuple[str, str, str], LabelRecord] = {}
-    for lineno, row in read_jsonl(path):
+    for lineno, row in read_jsonl(path, append_log=True):
         record = LabelRecord.from_json(row, path=path, line=lineno)
         key = (record.qid, record.docid, HUMAN_JUDGE if record.judge == HUMAN_JUDGE else record.config_id)
         latest.pop(key, None)  # a re-label moves to the end: file order stays the order of the latest records

@@ -17,7 +17,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from bridge.core.errors import InputError
-from bridge.core.fsio import atomic_write
+from bridge.core.fsio import atomic_write, decode_error
 
 Run = dict[str, dict[str, float]]
 """qid -> docid -> score (the shape ir_measures and pytrec_eval take)."""
@@ -54,11 +54,16 @@ def canonical_scores(run: Mapping[str, Mapping[str, float]], depth: int | None =
 
 
 def read_run(path: str | Path) -> Run:
-    """Read a TREC run; raise :class:`InputError` naming file, line and problem.
+    """Read a TREC run; raise :class:`InputError` naming file, line and problem (bytes that are not UTF-8 too)."""
+    try:
+        return _read_run(Path(path))
+    except UnicodeDecodeError:
+        raise decode_error(path) from None
 
-    Reading the runs is a large share of ``bridge eval``: the loop keeps to what each line needs (a repeated
+
+def _read_run(path: Path) -> Run:
+    """Reading the runs is a large share of ``bridge eval``: the loop keeps to what each line needs (a repeated
     (qid, docid) shows as a query's documents not growing; the line it repeats is looked up only then)."""
-    path = Path(path)
     run: Run = {}
     current, docs = None, {}
     with open(path, encoding="utf-8") as handle:
@@ -81,8 +86,9 @@ def read_run(path: str | Path) -> Run:
                 value = float(score)
             except ValueError:
                 raise InputError(f"score {score!r} is not a number", path=path, line=lineno, field="score") from None
-            if math.isnan(value):
-                raise InputError("score is NaN", path=path, line=lineno, field="score")
+            if not math.isfinite(value):
+                problem = "NaN" if math.isnan(value) else "infinite (no rank order)"
+                raise InputError(f"score is {problem}", path=path, line=lineno, field="score")
             if qid != current:
                 current, docs = qid, run.get(qid)
                 if docs is None:
@@ -127,8 +133,14 @@ def write_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str
 
 
 def read_qrels(path: str | Path) -> Qrels:
-    """Read TREC qrels ``qid iter docid rel``; raise :class:`InputError` on any malformed line."""
-    path = Path(path)
+    """Read TREC qrels ``qid iter docid rel``; raise :class:`InputError` on any malformed line or bad bytes."""
+    try:
+        return _read_qrels(Path(path))
+    except UnicodeDecodeError:
+        raise decode_error(path) from None
+
+
+def _read_qrels(path: Path) -> Qrels:
     qrels: Qrels = {}
     seen_at: dict[tuple[str, str], int] = {}
     with open(path, encoding="utf-8") as handle:

@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from bridge.core.errors import InputError
-from bridge.core.fsio import write_json_atomic
+from bridge.core.fsio import decode_error, write_json_atomic
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.core.trec import Qrels
 from bridge.datasets.kinds import FACTS as KIND_FACTS
@@ -232,11 +232,22 @@ def read_calibrations(path: Path) -> dict[str, Calibration]:
         return {}
     try:
         data = json.loads(path.read_text(encoding="utf-8"))
+    except UnicodeDecodeError:
+        raise decode_error(path) from None
     except json.JSONDecodeError as exc:
-        raise InputError(f"not valid JSON ({exc.msg}); re-run `bridge label`", path=path) from None
+        raise InputError(f"not valid JSON ({exc.msg}); re-run `bridge label`", path=path, line=exc.lineno) from None
     if not isinstance(data, dict):
         raise InputError("expected an object of calibrations by name", path=path)
-    return {name: Calibration.from_json(c, path) for name, c in data.items()}
+    calibrations = {name: Calibration.from_json(c, path) for name, c in data.items()}
+    for name, c in calibrations.items():
+        if not np.isfinite(c.draws).all():  # NaN P would read as "not relevant" in every draw
+            bad = int(np.argwhere(~np.isfinite(c.draws))[0][0])
+            raise InputError(
+                f"calibration {name!r}: draw {bad + 1} is not a finite number; re-run `bridge label`",
+                path=path,
+                field=f"{name}.draws",
+            )
+    return calibrations
 
 
 @dataclass(frozen=True)

@@ -13,13 +13,18 @@ def register(sub: argparse._SubParsersAction) -> None:
     p = sub.add_parser("pool", help="top-DEPTH of every run minus judged pairs -> pool.tsv")
     add_common_options(p)
     p.add_argument("--depth", type=int, default=10, help="pool depth per run (default: 10)")
+    p.add_argument(
+        "--lenient-qids",
+        action="store_true",
+        help="only warn (do not stop) when none of a run's query ids is a query of the dataset",
+    )
     add_force_option(p)
     p.set_defaults(func=cmd_pool)
 
 
 def cmd_pool(args: argparse.Namespace) -> int:
     from bridge.core.trec import write_qrels
-    from bridge.pool.pooling import build_pool, check_run_queries, load_runs, write_pool
+    from bridge.pool.pooling import build_pool, check_foreign_runs, check_run_queries, load_runs, write_pool
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
@@ -30,6 +35,8 @@ def cmd_pool(args: argparse.Namespace) -> int:
         print(skipped)
         return 0
     runs = load_runs(ws.runs(ds.slug))
+    paths = {system: ws.runs(ds.slug) / f"{system}.run" for system in runs}
+    check_foreign_runs(runs, paths, ds.whole().qids, ds.name, lenient=args.lenient_qids)
     for warning in check_run_queries(runs, ds.qids):
         logging.warning(warning)
     entries = build_pool(runs, ds.qrels, ds.qids, depth=args.depth)

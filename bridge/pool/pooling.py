@@ -9,12 +9,12 @@ Rows are ordered by query (dataset order), then best rank, then docid.
 from __future__ import annotations
 
 import logging
-from collections.abc import Mapping, Sequence
+from collections.abc import Collection, Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.core.errors import BridgeError, InputError
-from bridge.core.fsio import atomic_write
+from bridge.core.fsio import atomic_write, decode_error
 from bridge.core.trec import Qrels, Run, read_runs, top_k
 
 log = logging.getLogger(__name__)
@@ -69,6 +69,44 @@ def check_run_queries(runs: Mapping[str, Run], qids: Sequence[str]) -> list[str]
     return warnings
 
 
+def foreign_run_error(run: Run, known_qids: Collection[str], dataset: str, path: Path) -> InputError | None:
+    """The error for a run none of whose query ids is a query of the dataset (a run of another dataset: it would
+    score 0 everywhere), or None. ``bridge score`` refuses any unknown query id of a new run; a workspace's runs
+    may cover more queries than the dataset, so here only a run with no known query at all is refused."""
+    if not run or any(q in known_qids for q in run):
+        return None
+    first = next(iter(run))
+    return InputError(
+        f"none of the run's {len(run)} query ids is a query of {dataset} (first: {first!r}): a run of another "
+        "dataset? (--lenient-qids: warn and score it 0)",
+        path=path,
+        line=_first_line_of(path, first),
+        field="qid",
+    )
+
+
+def check_foreign_runs(
+    runs: Mapping[str, Run], paths: Mapping[str, Path], known_qids: Collection[str], dataset: str, lenient: bool
+) -> None:
+    """Raise :func:`foreign_run_error` for the first such run; ``lenient``: log it as a warning instead."""
+    known = frozenset(known_qids)
+    for system in sorted(runs):
+        error = foreign_run_error(runs[system], known, dataset, paths[system])
+        if error is not None and not lenient:
+            raise error
+        if error is not None:
+            log.warning("%s", error)
+
+
+def _first_line_of(path: Path, qid: str) -> int | None:
+    """The first line of a run file whose query id is ``qid``."""
+    with open(path, encoding="utf-8") as handle:
+        for lineno, line in enumerate(handle, start=1):
+            if line.split()[:1] == [qid]:
+                return lineno
+    return None
+
+
 def write_pool(entries: Sequence[PoolEntry], path: str | Path) -> None:
     with atomic_write(path) as handle:
         handle.write("\t".join(POOL_HEADER) + "\n")
@@ -77,10 +115,20 @@ def write_pool(entries: Sequence[PoolEntry], path: str | Path) -> None:
 
 
 def read_pool(path: str | Path) -> list[PoolEntry]:
+    """Read pool.tsv; raise :class:`InputError` naming file, line and field on any row a pool could not have
+    written (bad bytes, an empty system list, a rank below 1, a pair twice)."""
     path = Path(path)
     if not path.exists():
         raise BridgeError(f"{path} not found: run `bridge pool` first")
+    try:
+        return _read_pool(path)
+    except UnicodeDecodeError:
+        raise decode_error(path) from None
+
+
+def _read_pool(path: Path) -> list[PoolEntry]:
     entries = []
+    seen_at: dict[tuple[str, str], int] = {}
     with open(path, encoding="utf-8") as handle:
         header = handle.readline().rstrip("\n").split("\t")
         if tuple(header) != POOL_HEADER:
@@ -89,13 +137,34 @@ def read_pool(path: str | Path) -> list[PoolEntry]:
             fields = line.rstrip("\n").split("\t")
             if fields == [""]:
                 continue
-            if len(fields) != 4:
-                raise InputError(f"expected 4 tab-separated columns, found {len(fields)}", path=path, line=lineno)
-            try:
-                min_rank = int(fields[3])
-            except ValueError:
+            entry = _pool_entry(fields, path, lineno)
+            pair = (entry.qid, entry.docid)
+            if pair in seen_at:
                 raise InputError(
-                    f"min_rank {fields[3]!r} is not an integer", path=path, line=lineno, field="min_rank"
-                ) from None
-            entries.append(PoolEntry(fields[0], fields[1], tuple(fields[2].split(",")), min_rank))
+                    f"duplicate (qid, docid) ({entry.qid}, {entry.docid}), first seen on line {seen_at[pair]}",
+                    path=path,
+                    line=lineno,
+                )
+            seen_at[pair] = lineno
+            entries.append(entry)
     return entries
+
+
+def _pool_entry(fields: list[str], path: Path, lineno: int) -> PoolEntry:
+    """One pool.tsv row's columns as a :class:`PoolEntry`, each checked."""
+    if len(fields) != 4:
+        raise InputError(f"expected 4 tab-separated columns, found {len(fields)}", path=path, line=lineno)
+    qid, docid, systems, rank = fields
+    for name, value in (("qid", qid), ("docid", docid)):
+        if not value:
+            raise InputError(f"{name} is empty", path=path, line=lineno, field=name)
+    names = tuple(systems.split(","))
+    if not all(names):
+        raise InputError(f"systems {systems!r} names an empty system", path=path, line=lineno, field="systems")
+    try:
+        min_rank = int(rank)
+    except ValueError:
+        raise InputError(f"min_rank {rank!r} is not an integer", path=path, line=lineno, field="min_rank") from None
+    if min_rank < 1:
+        raise InputError(f"min_rank {min_rank} is below 1 (ranks start at 1)", path=path, line=lineno, field="min_rank")
+    return PoolEntry(qid, docid, names, min_rank)

@@ -245,7 +245,7 @@ def read_audit(path: Path) -> list[AuditRecord]:
     if not path.exists():
         return []
     latest: dict[tuple[str, str, str, str], AuditRecord] = {}
-    for lineno, row in read_jsonl(path):
+    for lineno, row in read_jsonl(path, append_log=True):
         a = AuditRecord.from_json(row, path=path, line=lineno)
         latest[(a.lane, a.record.config_id, a.pair.qid, a.pair.docid)] = a
     return list(latest.values())
