@@ -95,7 +95,8 @@ class LLMBackend(Protocol):
 
     @property
     def model_id(self) -> str:
-        """Identifies the model and everything that changes its output (part of the cache key)."""
+        """Identifies the model (the records' ``model``; the cache key's, unless the backend has a ``cache_id``
+        that adds what else changes its output: see :func:`cache_identity`)."""
         ...
 
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]: ...

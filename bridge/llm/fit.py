@@ -33,7 +33,7 @@ class Fitted:
 
 def counting_backend(llm: LLMBackend) -> CountsTokens | None:
     """The backend that counts tokens, looking through wrappers (the response cache's ``backend``)."""
-    while llm is not None:
+    while hasattr(llm, "generate"):
         if isinstance(llm, CountsTokens):
             return llm
         llm = getattr(llm, "backend", None)  # type: ignore[assignment]
