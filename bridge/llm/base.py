@@ -95,10 +95,31 @@ class LLMBackend(Protocol):
 
     @property
     def model_id(self) -> str:
-        """Identifies the model and everything that changes its output (part of the cache key)."""
+        """Identifies the model (the records' ``model``; the cache key's, unless the backend has a ``cache_id``
+        that adds what else changes its output: see :func:`cache_identity`)."""
         ...
 
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]: ...
+
+
+def cache_identity(backend: LLMBackend) -> str:
+    """Everything about a backend that can change a reply (``cache_id`` where it has one, else ``model_id``)."""
+    return str(getattr(backend, "cache_id", None) or backend.model_id)
+
+
+TOO_LONG = "too-long"
+"""``LLMResponse.finish_reason`` of a prompt the model's context cannot hold (no text, nothing generated), and the
+route of a pair whose prompt cannot be cut to fit."""
+
+
+@runtime_checkable
+class CountsTokens(Protocol):
+    """A backend that knows its context window and can count a request's prompt tokens (the embedded ones)."""
+
+    @property
+    def n_ctx(self) -> int: ...
+
+    def prompt_tokens(self, request: LLMRequest) -> int: ...
 
 
 def refuse_scoring(requests: Sequence[LLMRequest], backend: str) -> None:

@@ -1,7 +1,9 @@
 """SQLite response cache in front of any backend: a repeated request makes no model call.
 
-The key is a hash of the canonical request (model id, messages, parameters), never a
-name, so changing a prompt, a model or a temperature misses the cache by construction.
+The key is a hash of the canonical request (messages, parameters) and of the backend's cache identity (the
+whole model file's digest, context size and library version; or the server's base URL and response format),
+never a name, so changing a prompt, a model, a server or a temperature misses the cache by construction.
+A prompt the model's context cannot hold (``finish_reason`` ``too-long``) is never cached.
 Responses are committed as soon as a batch returns, so a killed job keeps what it paid for.
 """
 
@@ -14,7 +16,7 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 from pathlib import Path
 
-from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, request_key
+from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, cache_identity, request_key
 
 
 @dataclass
@@ -83,8 +85,13 @@ class CachedBackend:
     def model_id(self) -> str:
         return self.backend.model_id
 
+    @property
+    def cache_id(self) -> str:
+        """What the keys hold: :func:`bridge.llm.base.cache_identity` of the wrapped backend."""
+        return cache_identity(self.backend)
+
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]:
-        keys = [request_key(self.model_id, r) for r in requests]
+        keys = [request_key(self.cache_id, r) for r in requests]
         found = self.cache.get_many(keys)
         todo: dict[str, LLMRequest] = {}
         for key, request in zip(keys, requests, strict=True):
@@ -98,7 +105,7 @@ class CachedBackend:
             chunk = pending[start : start + self.commit_every]
             fresh = self.backend.generate([request for _, request in chunk])
             done = [(key, response) for (key, _), response in zip(chunk, fresh, strict=True)]
-            self.cache.put_many(self.model_id, done)
+            self.cache.put_many(self.model_id, [(k, r) for k, r in done if r.finish_reason != TOO_LONG])
             found.update(done)
             bar.update(len(chunk))
         bar.close()

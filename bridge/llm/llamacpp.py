@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from bridge.llm.base import LLMRequest, LLMResponse, field_value_token, refuse_scoring
-from bridge.llm.models import file_digest, resolve_gguf
+from bridge.llm.models import file_digest, library_version, resolve_gguf
 
 
 @dataclass(frozen=True)
@@ -39,13 +39,31 @@ class LlamaCppBackend:
     def __init__(self, config: LlamaCppConfig | None = None) -> None:
         self.config = config or LlamaCppConfig()
         self.model_path = resolve_gguf(self.config.model, self.config.cache_dir)
-        self._model_id = f"llamacpp:{self.model_path.name}:{file_digest(self.model_path)}"
+        self._model_id = f"llamacpp:{self.model_path.name}:{file_digest(self.model_path, self.config.cache_dir)}"
         self._model: Any = None
+        self._vocab: Any = None
         self._grammars: dict[str, Any] = {}
 
     @property
     def model_id(self) -> str:
         return self._model_id
+
+    @property
+    def cache_id(self) -> str:
+        """The response cache's identity: the model file's whole digest, the context size and the library build."""
+        return f"{self._model_id}:n_ctx={self.config.n_ctx}:llama-cpp-python={library_version('llama_cpp_python')}"
+
+    @property
+    def n_ctx(self) -> int:
+        return self.config.n_ctx
+
+    def prompt_tokens(self, request: LLMRequest) -> int:
+        """Tokens ``request``'s prompt takes, chat template included (the model's weights are not loaded)."""
+        from bridge.llm.llamacpp_batched import count_prompt_tokens, load_vocab
+
+        if self._vocab is None:
+            self._vocab = load_vocab(self.model_path)
+        return count_prompt_tokens(self._vocab, request)
 
     @property
     def _llm(self) -> Any:
@@ -76,7 +94,17 @@ class LlamaCppBackend:
 
         refuse_scoring(requests, "llamacpp")
 
-        return [self._one(r) for r in tqdm(requests, desc="llama.cpp", unit="call", disable=not progress, leave=False)]
+        bar = tqdm(requests, desc="llama.cpp", unit="call", disable=not progress, leave=False)
+        return [self._fitting(r) for r in bar]
+
+    def _fitting(self, request: LLMRequest) -> LLMResponse:
+        """The response, or a ``too-long`` one for a prompt the context cannot hold (llama-cpp-python raises)."""
+        from bridge.llm.llamacpp_batched import too_long_response
+
+        tokens = self.prompt_tokens(request)
+        if tokens >= self.config.n_ctx:
+            return too_long_response(tokens)
+        return self._one(request)
 
     def _one(self, request: LLMRequest) -> LLMResponse:
         import llama_cpp

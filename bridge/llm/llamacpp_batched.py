@@ -48,8 +48,8 @@ from typing import Any
 import numpy as np
 
 from bridge.core.errors import BridgeError
-from bridge.llm.base import LLMRequest, LLMResponse, field_value_token
-from bridge.llm.models import file_digest, resolve_gguf
+from bridge.llm.base import TOO_LONG, LLMRequest, LLMResponse, field_value_token
+from bridge.llm.models import file_digest, library_version, resolve_gguf
 
 _GREEDY_CANDIDATES = 64
 """Highest logits checked against the grammar before falling back to the full sampler chain."""
@@ -87,6 +87,36 @@ class _Captured(Exception):
     def __init__(self, kwargs: dict[str, Any]) -> None:
         super().__init__("captured")
         self.kwargs = kwargs
+
+
+class PromptTooLong(Exception):
+    """A prompt that the context window cannot hold: answered with a ``too-long`` response, never a crash."""
+
+    def __init__(self, tokens: int) -> None:
+        super().__init__(f"{tokens} prompt tokens do not fit the context")
+        self.tokens = tokens
+
+
+def too_long_response(tokens: int) -> LLMResponse:
+    """What a backend answers for a prompt its context cannot hold: no text, nothing spent on the model."""
+    return LLMResponse(text="", prompt_tokens=tokens, finish_reason=TOO_LONG)
+
+
+def count_prompt_tokens(vocab: Any, request: LLMRequest) -> int:
+    """Prompt tokens of ``request`` as ``create_chat_completion`` builds them (chat template included), plus the
+    longest continuation to score; ``vocab`` is a ``Llama`` (a ``vocab_only`` one will do)."""
+    kwargs = _PromptCapture(vocab).completion_kwargs(
+        messages=request.as_openai_messages(), max_tokens=request.max_tokens, temperature=0.0
+    )
+    scored = [len(vocab.tokenize(c.encode("utf-8"), add_bos=False, special=False)) for c in request.continuations]
+    return len(kwargs["prompt"]) + max(scored, default=0)
+
+
+def load_vocab(model_path: Path) -> Any:
+    """The model's tokenizer and chat template without its weights (cheap: a cached run never loads the model)."""
+    from llama_cpp import Llama
+
+    return Llama(model_path=str(model_path), vocab_only=True, verbose=False)
 
 
 class _PromptCapture:
@@ -287,7 +317,7 @@ class _Engine:
         )
         prompt = [int(t) for t in kwargs["prompt"]]
         if len(prompt) >= self.config.n_ctx:
-            raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {self.config.n_ctx}")
+            raise PromptTooLong(len(prompt))
         max_tokens = request.max_tokens
         if max_tokens is None or max_tokens <= 0:
             max_tokens = self.config.n_ctx - len(prompt)
@@ -460,7 +490,7 @@ class _Engine:
         if any(not t for t in texts):
             raise BridgeError("a continuation to score is empty")
         if len(prompt) + max(len(t) for t in texts) >= self.config.n_ctx:
-            raise ValueError(f"Requested tokens ({len(prompt)}) exceed context window of {self.config.n_ctx}")
+            raise PromptTooLong(len(prompt) + max(len(t) for t in texts))
         head = prompt[:-1]
         keep = _lone_token_free(_common_prefix(head, self.prefix), len(head))
         self.lib.llama_memory_seq_rm(self.mem, self.prefix_seq, keep, -1)
@@ -661,8 +691,20 @@ class BatchedLlamaCppBackend:
     def __init__(self, config: BatchedLlamaCppConfig | None = None) -> None:
         self.config = config or BatchedLlamaCppConfig()
         self.model_path = resolve_gguf(self.config.model, self.config.cache_dir)
-        self._model_id = f"llamacpp-batched:{self.model_path.name}:{file_digest(self.model_path)}"
+        digest = file_digest(self.model_path, self.config.cache_dir)
+        self._model_id = f"llamacpp-batched:{self.model_path.name}:{digest}"
         self._engine: _Engine | None = None
+        self._vocab: Any = None
+
+    @property
+    def n_ctx(self) -> int:
+        return self.config.n_ctx
+
+    def prompt_tokens(self, request: LLMRequest) -> int:
+        """Tokens ``request`` needs in one slot's context (see :func:`count_prompt_tokens`)."""
+        if self._vocab is None:
+            self._vocab = load_vocab(self.model_path)
+        return count_prompt_tokens(self._vocab, request)
 
     @property
     def model_id(self) -> str:
@@ -677,6 +719,11 @@ class BatchedLlamaCppBackend:
         response of one backend stand for the other's, and a comparison of the two would compare the
         cache with itself."""
         return self._model_id
+
+    @property
+    def cache_id(self) -> str:
+        """The response cache's identity: the model file's whole digest, the context size and the library build."""
+        return f"{self._model_id}:n_ctx={self.config.n_ctx}:llama-cpp-python={library_version('llama_cpp_python')}"
 
     @property
     def engine(self) -> _Engine:
@@ -701,14 +748,20 @@ class BatchedLlamaCppBackend:
         for i in sorted(scoring, key=lambda i: [m.content for m in requests[i].messages]):  # neighbours share a prefix
             try:
                 out[i] = engine.score(requests[i])
+            except PromptTooLong as exc:
+                out[i] = too_long_response(exc.tokens)
             except BaseException:
                 engine.reset()
                 raise
         seqs: list[_Seq] = []
         try:
             for i, request in enumerate(requests):
-                if not request.continuations:
+                if request.continuations:
+                    continue
+                try:
                     seqs.append(engine.prepare(i, request))
+                except PromptTooLong as exc:
+                    out[i] = too_long_response(exc.tokens)
         except BaseException:
             for seq in seqs:
                 engine.lib.llama_sampler_free(seq.sampler)

@@ -19,6 +19,7 @@ the call stops with an error that says so, and nothing is cached.
 from __future__ import annotations
 
 import random
+import re
 import threading
 import time
 from collections.abc import Callable, Sequence
@@ -29,10 +30,17 @@ from typing import Any
 import httpx
 
 from bridge.core.errors import BridgeError
-from bridge.llm.base import LLMRequest, LLMResponse, field_value_token
+from bridge.llm.base import TOO_LONG, LLMRequest, LLMResponse, field_value_token
 
 RETRYABLE_STATUS = frozenset({408, 409, 429, 500, 502, 503, 504})
 MAX_TOP_LOGPROBS = 20
+CONTEXT_EXCEEDED = re.compile(
+    r"context[ _-]?(length|size|window)|maximum context|too many tokens|prompt is too long|exceeds? the context",
+    re.IGNORECASE,
+)
+"""A 400 whose body says this is about one prompt that does not fit the server's context (vLLM: "maximum context
+length", OpenAI: "context_length_exceeded", llama.cpp's server: "exceeds the available context size"): that
+request gets a ``too-long`` response and the batch goes on."""
 
 
 class RateLimiter:
@@ -122,6 +130,12 @@ class OpenAIBackend:
         # The served model's name is all a remote server tells about the model (every endpoint serves it).
         return f"openai:{self.config.model}"
 
+    @property
+    def cache_id(self) -> str:
+        """The response cache's identity: the served name alone is not a model (two servers can serve different
+        weights under one name), and the response format changes how the reply is constrained."""
+        return f"openai:{self.config.model}@{self.base_url}:response_format={self.config.response_format}"
+
     def generate(self, requests: Sequence[LLMRequest], progress: bool = False) -> list[LLMResponse]:
         from tqdm.auto import tqdm
 
@@ -206,6 +220,8 @@ class OpenAIBackend:
             self._call(self.scoring_payload(request, c), lambda data, latency, c=c: _parse_scores(data, c, latency))
             for c in request.continuations
         ]
+        if any(r.finish_reason == TOO_LONG for r in scored):
+            return LLMResponse(text="", latency_s=sum(r.latency_s for r in scored), finish_reason=TOO_LONG)
         return LLMResponse(
             text="",
             prompt_tokens=sum(r.prompt_tokens for r in scored),
@@ -263,6 +279,8 @@ class OpenAIBackend:
                 return "refused", str(exc), None
             except (ValueError, TypeError, KeyError, BridgeError) as exc:  # a body that is not a chat completion
                 return "retry", f"malformed response body ({exc}): {reply.text[:200]!r}", None
+        if reply.status_code in (400, 413) and CONTEXT_EXCEEDED.search(reply.text):  # one pair's prompt, not the run
+            return LLMResponse(text="", latency_s=time.perf_counter() - start, finish_reason=TOO_LONG), "", None
         error = f"HTTP {reply.status_code}: {reply.text[:300]}"
         if reply.status_code not in RETRYABLE_STATUS:
             return "refused", error, None

@@ -54,6 +54,7 @@ from bridge.judging.base import (
     Preparable,
     Preparation,
     Prepared,
+    Reply,
     cases_for,
     register_judge,
     usage_of,
@@ -70,6 +71,7 @@ from bridge.judging.learned.hole_calibration import (
 )
 from bridge.judging.llm.cascade import CalibratedJudge, Score
 from bridge.judging.llm.reader import Reader
+from bridge.judging.llm.single import failure_route
 from bridge.judging.quality.metrics import with_interval
 from bridge.judging.quality.reference_labels import (
     HumanPair,
@@ -217,18 +219,20 @@ class AnswerContextJudge:
 
     def probabilities(
         self, cases: Sequence[Case]
-    ) -> tuple[np.ndarray, np.ndarray, list[Score | None], list[list[LLMResponse]]]:
-        """Calibrated P of each pair (mean over the calibration's draws), its feature rows, LLM scores and the
-        reader's responses."""
+    ) -> tuple[np.ndarray, np.ndarray, list[Score | None], list[list[LLMResponse]], np.ndarray]:
+        """Calibrated P of each pair (mean over the calibration's draws), its feature rows, LLM scores, the
+        reader's responses, and which features were missing because a model signal failed (such a pair's P stands
+        on imputed values and is never used as a label: see :meth:`judge`)."""
         if self.calibration is None:
             raise BridgeError(
                 "the answer-context judge is not fitted: give it labelled answer-bearing pairs (--reference)"
             )
         x, scores, read = self.feature_rows(cases)
+        missing = np.isnan(x)
         for j, name in enumerate(self.features):
             x[np.isnan(x[:, j]), j] = self.impute.get(name, 0.0)
         facts = [self._facts(c, row) for c, row in zip(cases, x, strict=True)]
-        return self.calibration.mean(self.calibration.rows(facts)), x, scores, read
+        return self.calibration.mean(self.calibration.rows(facts)), x, scores, read, missing
 
     # -- the Preparable protocol --------------------------------------------------------------------------------
     def reference_pairs(self) -> tuple[list[HumanPair], dict[tuple[str, str], PoolEntry]]:
@@ -470,9 +474,9 @@ class AnswerContextJudge:
         rest = [c for c in cases if not c.evidence]
         if mine:
             config_id = self.config_id
-            probabilities, x, scores, read = self.probabilities(mine)  # raises unless fitted
+            probabilities, x, scores, read, missing = self.probabilities(mine)  # raises unless fitted
             calibration = cast(Calibration, self.calibration)
-            for case, p, row, score, reads in zip(mine, probabilities, x, scores, read, strict=True):
+            for case, p, row, score, reads, gaps in zip(mine, probabilities, x, scores, read, missing, strict=True):
                 details: dict[str, Any] = {
                     "calibration": calibration.name,
                     "features": {
@@ -483,10 +487,17 @@ class AnswerContextJudge:
                     "p": float(p),
                 }
                 responses = list(reads)
+                if self.reader is not None:
+                    details.update(self.reader.cuts.get((case.qid, case.docid), {}))
                 if score is not None and self.scorer is not None:
                     prompt = request_key(self.scorer.llm.model_id, self.scorer.request(case))[:16]
                     details.update({"raw_score": score.raw, "score_source": score.source, "prompt": prompt})
+                    details.update(self.scorer.fitted(case).details())
                     responses += score.responses
+                if gaps.any():
+                    lost = [n for n, gap in zip(self.features, gaps, strict=True) if gap]
+                    on_record(self._failed(case, details, lost, responses, score))
+                    continue
                 record = LabelRecord(
                     qid=case.qid,
                     docid=case.docid,
@@ -509,6 +520,33 @@ class AnswerContextJudge:
                     on_record(self._undecided(case))
             else:
                 self.fallback.judge(rest, on_record)
+
+    def _failed(
+        self, case: Case, details: dict[str, Any], lost: list[str], responses: list[LLMResponse], score: Score | None
+    ) -> LabelRecord:
+        """The record of a pair whose model signal failed (``lost``: the features it lacks): a reply that did not
+        parse, a reader call without log-probabilities, a prompt too long for the context. It stays open (label and
+        P null, no calibration named) on a failure route, so the estimate gives it the prior; imputing the feature
+        would have made a normal label of a failure."""
+        error = score.reply.get("error") if score is not None else None
+        route = failure_route(Reply(None, responses, error))
+        read = {n: v for n, v in details["features"].items() if n not in lost}
+        kept = {k: v for k, v in details.items() if k not in ("calibration", "p", "features")}  # not drawn from it
+        failed = {**kept, "features": read, "failed_features": lost, "error": error}
+        return LabelRecord(
+            qid=case.qid,
+            docid=case.docid,
+            label=None,
+            route=route,
+            judge=self.name,
+            config_id=self.config_id,
+            model=self.llm.model_id if self.llm is not None else "",
+            details=failed,
+            systems=list(case.systems),
+            min_rank=case.min_rank,
+            stage=self.stage,
+            usage=usage_of(responses),
+        )
 
     def _undecided(self, case: Case) -> LabelRecord:
         return LabelRecord(

@@ -35,9 +35,9 @@ from bridge.judging.base import (
     usage_of,
 )
 from bridge.judging.learned.calibration import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
-from bridge.judging.llm.single import SingleCallConfig, SupportJudge
+from bridge.judging.llm.single import SingleCallConfig, SupportJudge, checked, failure_route
 from bridge.judging.quality.audit import KINDS, draw_audit_pairs
-from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, schema_text
+from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, schema_text
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import template_module
 
@@ -82,6 +82,10 @@ class CalibratedJudge(SupportJudge):
         return f"{self.scorer_id}+{cal}"
 
     def _confidence_request(self, case: Case) -> LLMRequest:
+        """The verbalized-confidence question, its passage cut as the one-pass question's was."""
+        return self._confidence_for(replace(case, chunk=self.fitted(case).passage))
+
+    def _confidence_for(self, case: Case) -> LLMRequest:
         p = template_module("oneshot.j2")
         return LLMRequest(
             (
@@ -101,6 +105,8 @@ class CalibratedJudge(SupportJudge):
         for i, reply in enumerate(replies):
             if reply.value is not None and reply.value.get("p_yes") is not None:
                 out.append(Score(float(reply.value["p_yes"]), "logprob", reply.value, reply.responses))
+            elif failure_route(reply) == TOO_LONG:  # no question about this passage fits the model's context
+                out.append(Score(None, "failed", {"error": reply.error}, reply.responses))
             else:
                 out.append(None)
                 verbalize.append(i)
@@ -109,7 +115,7 @@ class CalibratedJudge(SupportJudge):
             asked = ask_with_repair(
                 self.llm,
                 [self._confidence_request(cases[i]) for i in verbalize],
-                lambda _, r: _confidence(r),
+                lambda _, r: _confidence(checked(r)),
                 lambda error: str(repair(error)),
             )
             for i, reply in zip(verbalize, asked, strict=True):
@@ -147,7 +153,8 @@ class CalibratedJudge(SupportJudge):
 
     def record_for(self, case: Case, score: Score) -> LabelRecord:
         if score.raw is None:
-            return self._scored_record(case, None, "parse-failure", score, None)
+            route = failure_route(Reply(None, score.responses, score.reply.get("error")))
+            return self._scored_record(case, None, route, score, None)
         p = self.probability(score.raw)
         return self._scored_record(case, int(p >= 0.5), self.name, score, p)
 

@@ -23,7 +23,8 @@ from typing import TYPE_CHECKING, Any, Literal
 
 from bridge.core.label_records import LabelRecord
 from bridge.judging.base import Case, ParseError, ask_with_repair, parse_json_object, register_judge, usage_of, yes_no
-from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
+from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
+from bridge.llm.fit import fit_passage
 from bridge.prompts import template_digest, template_module
 
 if TYPE_CHECKING:
@@ -112,6 +113,8 @@ class _Debate:
     case: Case
     rounds: list[DebateRound] = field(default_factory=list)
     responses: list[LLMResponse] = field(default_factory=list)
+    cut: dict[str, Any] = field(default_factory=dict)
+    """``{"passage_cut": ...}`` when the passage was cut to fit the model's context."""
 
 
 def parse_turn(agent: str, response: LLMResponse) -> AgentTurn:
@@ -218,8 +221,24 @@ class DebateEngine:
             d.rounds.append(DebateRound(len(d.rounds) + 1, tuple(turns[k * width : (k + 1) * width])))
 
     # -- the debate ------------------------------------------------------------------------
+    def fit(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> list[_Debate]:
+        """The debates to hold, each pair's passage cut to fit the model's context with its opening turn (later
+        rounds add the history: one that no longer fits ends the pair as ``too-long``); a pair whose prompt cannot
+        fit at all is recorded ``too-long`` at once, open."""
+        debates = []
+        for case in cases:
+            fitted = fit_passage(
+                self.llm, case.chunk, lambda text, case=case: self.agent_request(replace(case, chunk=text), AGENT_A, ())
+            )
+            debate = _Debate(replace(case, chunk=fitted.passage), cut=fitted.details())
+            if fitted.request is None:
+                on_record(self._record(debate, None, TOO_LONG))
+            else:
+                debates.append(debate)
+        return debates
+
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
-        pending = [_Debate(case) for case in cases]
+        pending = self.fit(cases, on_record)
         for _ in range(self.config.rounds):
             if not pending:
                 return
@@ -228,7 +247,7 @@ class DebateEngine:
             for d in pending:
                 last = d.rounds[-1]
                 if not last.parsed:
-                    on_record(self._record(d, None, "parse-failure"))
+                    on_record(self._record(d, None, self._failure(d)))
                 elif last.agreed:
                     label = 1 if last.turns[0].response == "yes" else 0
                     on_record(self._record(d, label, f"consensus-r{last.number}"))
@@ -262,10 +281,15 @@ class DebateEngine:
         for d, verdict in zip(debates, verdicts, strict=True):
             adjudication = _turn_json(verdict)
             if verdict.response is None:
-                on_record(self._record(d, None, "parse-failure", {"adjudication": adjudication}))
+                on_record(self._record(d, None, self._failure(d), {"adjudication": adjudication}))
             else:
                 label = 1 if verdict.response == "yes" else 0
                 on_record(self._record(d, label, "adjudicated", {"adjudication": adjudication}))
+
+    @staticmethod
+    def _failure(d: _Debate) -> str:
+        """``too-long`` when a prompt of the debate did not fit the model's context, else ``parse-failure``."""
+        return TOO_LONG if any(r.finish_reason == TOO_LONG for r in d.responses) else "parse-failure"
 
     def _record(self, d: _Debate, label: int | None, route: str, details: dict[str, Any] | None = None) -> LabelRecord:
         first = d.rounds[0].turn(AGENT_A) if d.rounds else None
@@ -278,7 +302,7 @@ class DebateEngine:
             config_id=self.config_id,
             model=self.llm.model_id,
             rounds=[{"round": r.number, "agents": [_turn_json(t) for t in r.turns]} for r in d.rounds],
-            details=details or {},
+            details={**d.cut, **(details or {})},
             p_yes=first.p_yes if first else None,
             usage=usage_of(d.responses),
             systems=list(d.case.systems),

@@ -13,7 +13,9 @@ under ``reader.j2``) scores every answer string as its whole reply, once with th
 Both are scored in one request per prompt (``LLMRequest.continuations``): the prompt is evaluated once, its
 prefix shared with the question's other passages, and each answer costs its own few tokens. They are features
 of the answer judge (:mod:`bridge.judging.learned.answer_context`), calibrated on a random sample of the holes like the
-lexical ones; a backend that cannot return log-probabilities stops with an error that says so.
+lexical ones; a backend that cannot return log-probabilities stops with an error that says so, and a pair whose
+call comes back without them (or too long for the model's context) gets NaN features: the judge records it on a
+failure route, open, never as a label.
 """
 
 from __future__ import annotations
@@ -23,11 +25,13 @@ import math
 import string
 from collections.abc import Sequence
 from dataclasses import dataclass
+from typing import Any
 
 import numpy as np
 
 from bridge.judging.base import Case
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
+from bridge.llm.fit import fit_passage
 from bridge.prompts import template_digest, template_module
 
 TEMPLATE = "reader.j2"
@@ -91,6 +95,8 @@ class Reader:
     def __init__(self, llm: LLMBackend, config: ReaderConfig | None = None) -> None:
         self.llm = llm
         self.config = config or ReaderConfig()
+        self.cuts: dict[tuple[str, str], dict[str, Any]] = {}
+        """``{"passage_cut": ...}`` of each pair read whose passage was cut to fit the model's context."""
 
     @property
     def reader_id(self) -> str:
@@ -100,9 +106,20 @@ class Reader:
         return "reader-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
 
     def _request(self, case: Case, answers: tuple[str, ...], passage: bool) -> LLMRequest:
+        """The scoring request with the passage (cut to fit the model's context, the cut kept in :attr:`cuts`; one
+        that cannot fit goes out whole and comes back ``too-long``) or without it."""
         t = template_module(TEMPLATE)
+        if not passage:
+            return self._scoring(t.without_passage(case.query), answers)
         chunk = passage_window(case.chunk, answers, self.config.window)
-        user = t.with_passage(case.query, chunk) if passage else t.without_passage(case.query)
+        fitted = fit_passage(self.llm, chunk, lambda text: self._scoring(t.with_passage(case.query, text), answers))
+        if fitted.cut:
+            self.cuts[(case.qid, case.docid)] = fitted.details()
+        return fitted.request or self._scoring(t.with_passage(case.query, chunk), answers)
+
+    @staticmethod
+    def _scoring(user: str, answers: tuple[str, ...]) -> LLMRequest:
+        t = template_module(TEMPLATE)
         return LLMRequest(
             messages=(Message("system", t.system()), Message("user", user)), max_tokens=0, continuations=answers
         )

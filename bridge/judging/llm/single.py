@@ -26,6 +26,7 @@ from bridge.judging.base import (
     usage_of,
 )
 from bridge.llm.base import (
+    TOO_LONG,
     LLMBackend,
     LLMRequest,
     LLMResponse,
@@ -34,6 +35,7 @@ from bridge.llm.base import (
     request_key,
     schema_text,
 )
+from bridge.llm.fit import Fitted, fit_passage
 from bridge.prompts import template_digest, template_module
 
 if TYPE_CHECKING:
@@ -79,6 +81,7 @@ class _SingleCallJudge:
         self.llm = llm
         self.config = config or SingleCallConfig()
         self._prompts = template_module(self.template)
+        self._fitted: dict[tuple[str, str, str], Fitted] = {}
 
     @property
     def config_id(self) -> str:
@@ -91,7 +94,8 @@ class _SingleCallJudge:
             Message("user", str(p.user(case.query, list(case.answers), case.chunk, list(case.evidence)))),
         )
 
-    def request(self, case: Case) -> LLMRequest:
+    def full_request(self, case: Case) -> LLMRequest:
+        """The request for the whole passage (see :meth:`request` for the one sent)."""
         return LLMRequest(
             self.messages(case),
             max_tokens=self.config.max_tokens,
@@ -100,20 +104,46 @@ class _SingleCallJudge:
             probe_field=self.probe,
         )
 
+    def fitted(self, case: Case) -> Fitted:
+        """The request sent for ``case``: its passage cut to fit the model's context where needed (remembered, as
+        counting tokens is not free and :meth:`record` asks again)."""
+        key = (case.qid, case.docid, case.chunk)
+        if key not in self._fitted:
+            self._fitted[key] = fit_passage(
+                self.llm, case.chunk, lambda text: self.full_request(replace(case, chunk=text))
+            )
+        return self._fitted[key]
+
+    def request(self, case: Case) -> LLMRequest:
+        return self.fitted(case).request or self.full_request(case)
+
     def parse(self, response: LLMResponse) -> dict[str, Any]:
         raise NotImplementedError
 
     def ask(self, cases: Sequence[Case]) -> list[Reply[dict[str, Any]]]:
         """One batch over all cases (one repair re-ask for unparseable replies)."""
         repair = template_module("dream.j2").repair
-        return ask_with_repair(
-            self.llm, [self.request(c) for c in cases], lambda _, r: self.parse(r), lambda error: str(repair(error))
+        fitted = [self.fitted(c) for c in cases]
+        sent = [i for i, f in enumerate(fitted) if f.request is not None]
+        asked = ask_with_repair(
+            self.llm,
+            [fitted[i].request for i in sent],  # type: ignore[misc]
+            lambda _, r: self.parse(checked(r)),
+            lambda error: str(repair(error)),
         )
+        replies: list[Reply[dict[str, Any]]] = [Reply(None, [], TOO_LONG) for _ in cases]
+        for i, reply in zip(sent, asked, strict=True):
+            replies[i] = reply
+        return replies
 
     def record(self, case: Case, label: int | None, route: str, details: dict[str, Any], reply: Reply) -> LabelRecord:
         """The pair's record; ``details["prompt"]`` names the request sent (its cache key, shortened), so the
         audit can show that two lanes asked a pair the same way."""
-        details = {**details, "prompt": request_key(self.llm.model_id, self.request(case))[:16]}
+        details = {
+            **details,
+            **self.fitted(case).details(),
+            "prompt": request_key(self.llm.model_id, self.request(case))[:16],
+        }
         return LabelRecord(
             qid=case.qid,
             docid=case.docid,
@@ -133,12 +163,27 @@ class _SingleCallJudge:
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
         for case, reply in zip(cases, self.ask(cases), strict=True):
             if reply.value is None:
-                on_record(self.record(case, None, "parse-failure", {"error": reply.error}, reply))
+                on_record(self.record(case, None, failure_route(reply), {"error": reply.error}, reply))
             else:
                 on_record(self.record(case, self.label(reply.value), self.name, reply.value, reply))
 
     def label(self, verdict: dict[str, Any]) -> int:
         raise NotImplementedError
+
+
+def checked(response: LLMResponse) -> LLMResponse:
+    """``response``, unless the model never saw the prompt (too long for its context): a :class:`ParseError`, so
+    the pair takes a failure route and is never labelled."""
+    if response.finish_reason == TOO_LONG:
+        raise ParseError(f"{TOO_LONG}: the prompt ({response.prompt_tokens or '?'} tokens) does not fit the context")
+    return response
+
+
+def failure_route(reply: Reply[Any]) -> str:
+    """The route of a pair whose judge got no usable answer: ``too-long`` when its prompt could not fit the model's
+    context, else ``parse-failure``; both leave the pair open (label null), for the estimate's prior."""
+    too_long = (reply.error or "").startswith(TOO_LONG) or any(r.finish_reason == TOO_LONG for r in reply.responses)
+    return TOO_LONG if too_long else "parse-failure"
 
 
 class SupportJudge(_SingleCallJudge):
