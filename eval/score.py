@@ -12,14 +12,13 @@ leaderboard (a truncated file), one with query ids or document ids the dataset d
 
 from __future__ import annotations
 
-import shutil
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
 from bridge.core.errors import BridgeError, InputError
-from bridge.core.fsio import write_json_atomic
+from bridge.core.fsio import copy_atomic, write_json_atomic
 from bridge.core.label_records import LabelRecord, augment_qrels, lift_new_labels
 from bridge.core.layout import COMPARISONS_CSV, JUDGE_AUDIT, LEADERBOARD_CSV, POOL_FILE, Workspace
 from bridge.core.trec import Qrels, Run, read_runs
@@ -376,8 +375,7 @@ def chain_labeller(
 
     def label(entries: Sequence[PoolEntry], folder: Path, runs: Mapping[str, Run]) -> NewLabels:
         for fixed in (*saved_folder.glob("calibration*.json"), *saved_folder.glob("*-fit-*.json")):
-            if not (folder / fixed.name).exists():
-                shutil.copyfile(fixed, folder / fixed.name)
+            copy_atomic(fixed, folder / fixed.name)
         chain, choice, llm = build_chain(spec, ds)
         refine = settings.refine
         refine_chain = build_refine_chain(spec, refine, ds, llm) if refine else None

@@ -256,3 +256,20 @@ def test_local_keys_hold_the_whole_file_the_context_size_and_the_library_version
     ids = {cache_identity(backend(one)), cache_identity(backend(two)), cache_identity(backend(one, 1024))}
     assert len(ids) == 3
     assert all("llama-cpp-python=" in i and ":n_ctx=" in i for i in ids)
+
+
+def test_the_audit_counts_each_failure_route_apart_from_the_labels():
+    from bridge.core.label_records import LabelRecord
+    from bridge.judging.quality.audit import AuditPair, AuditRecord, lane_result
+
+    def audit(i: int, label, route: str) -> AuditRecord:
+        pair = AuditPair("q1", f"d{i}", i % 2, "qrels-relevant" if i % 2 else "easy-negative")
+        return AuditRecord("pipeline", pair, LabelRecord("q1", f"d{i}", label, route, "cascade", "cfg", "m"))
+
+    records = [audit(1, 1, "cascade"), audit(2, 0, "cascade"), audit(3, None, "too-long")]
+    records += [audit(4, None, "parse-failure"), audit(5, None, "parse-failure")]
+    lane = lane_result("pipeline", records, resamples=50, seed=0)
+    assert lane.agreement.undecided == 3 and lane.agreement.pairs == 5
+    assert lane.undecided_by_route == {"parse-failure": 2, "too-long": 1}
+    assert lane.to_json()["undecided_by_route"] == {"parse-failure": 2, "too-long": 1}
+    assert lane.by_stage == {"cascade": 2}  # failures are never counted as a stage's decisions

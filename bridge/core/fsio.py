@@ -57,6 +57,18 @@ def write_json_atomic(path: str | Path, obj: Any) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, sort_keys=True, ensure_ascii=False) + "\n")
 
 
+def copy_atomic(source: str | Path, target: str | Path) -> bool:
+    """Copy ``source`` to ``target`` unless ``target`` already holds the same bytes; a kill mid-copy leaves
+    ``target`` as it was (never half a file). Returns whether it wrote."""
+    data = Path(source).read_bytes()
+    target = Path(target)
+    if target.exists() and target.read_bytes() == data:
+        return False
+    with atomic_write(target, "wb") as handle:
+        handle.write(data)
+    return True
+
+
 class JsonlAppender:
     """Append-only JSONL log that survives ``kill -9``: each record is flushed and fsynced.
 

@@ -1,8 +1,9 @@
 """labels.jsonl (one judged pair per line, with provenance) and augmented qrels built from it.
 
 Every judge (DREAM, the baselines, the prefilter, human review) writes the same record.
-``label`` is 1 (relevant), 0 (not relevant) or null (undecided: escalated or parse failure,
-waiting for a human). ``route`` says how the label was reached.
+``label`` is 1 (relevant), 0 (not relevant) or null (undecided: ``escalated``, or a model failure,
+``parse-failure`` / ``too-long``; open for the estimate and waiting for a human). ``route`` says how the label was
+reached.
 """
 
 from __future__ import annotations
@@ -16,7 +17,6 @@ from bridge.core.errors import InputError
 from bridge.core.fsio import read_jsonl
 from bridge.core.trec import Qrels, write_qrels
 
-UNDECIDED_ROUTES = frozenset({"escalated", "parse-failure"})
 HUMAN_JUDGE = "human"
 """``judge`` (and ``route``) of a label decided by people in ``bridge review``."""
 

@@ -1,7 +1,7 @@
 """What annotators judge: escalated cases from labels.jsonl, a random share of the holes, and known-answer
 attention checks.
 
-Cases are the pairs whose latest record is undecided (``escalated`` / ``parse-failure``), shown
+Cases are the pairs whose latest record is undecided (``escalated``, ``parse-failure``, ``too-long``), shown
 with the record's debate history, and a random sample of the pairs a model labelled with an uncertain P
 (:func:`random_holes`: each pair drawn with a known probability, recorded with the case), whose answers the
 hole model calibrates on. Attention checks come from the dataset's original judgments:

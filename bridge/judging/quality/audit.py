@@ -360,10 +360,14 @@ class LaneResult:
     pool stands): AUC, bAcc, kappa, ECE, coverage, with intervals (:mod:`bridge.datasets.kinds`)."""
     weakest_kind: str | None = None
     """The reference lane: the kind of hole its headline agreement covers (None: one kind, or every pair)."""
+    undecided_by_route: dict[str, int] = field(default_factory=dict)
+    """Why the undecided pairs have no label (``escalated``, ``parse-failure``, ``too-long``): a model failure is
+    counted here, never as a label."""
 
     def to_json(self) -> dict[str, Any]:
         return {
             **self.agreement.to_json(),
+            **({"undecided_by_route": self.undecided_by_route} if self.undecided_by_route else {}),
             "population": self.population,
             "by_stage": self.by_stage,
             "sources": self.sources,
@@ -490,7 +494,7 @@ class AuditReport:
                 f"judge audit, {titles.get(name, name)}: {a.pairs} known pairs ({lane.population}){decisive}",
                 f"  balanced accuracy {a.describe('balanced_accuracy')}   Cohen's kappa {a.describe('kappa')}",
                 f"  sensitivity {a.describe('sensitivity')}   specificity {a.describe('specificity')}   "
-                f"undecided {a.undecided}",
+                f"undecided {a.undecided}{_routes_note(lane.undecided_by_route)}",
                 "  decided by stage: " + ", ".join(f"{k} {v}" for k, v in sorted(lane.by_stage.items())),
             ]
             out += [f"  {line}" for line in hole_kind_lines(lane.hole_kinds)]
@@ -578,6 +582,10 @@ def reference_lane(quality: Mapping[str, Any], population: str, config: AuditCon
     return LaneResult(REFERENCE, agreement, {}, reference_pairs, {}, where, hole_kinds, weakest)
 
 
+def _routes_note(routes: Mapping[str, int]) -> str:
+    return " (" + ", ".join(f"{route} {n}" for route, n in routes.items()) + ")" if routes else ""
+
+
 def lane_result(
     lane: str,
     records: Sequence[AuditRecord],
@@ -595,6 +603,7 @@ def lane_result(
         dict(Counter(a.pair.source for a in records)),
         kind_results(records),
         population,
+        undecided_by_route=dict(sorted(Counter(a.record.route for a in chosen if a.record.label is None).items())),
     )
 
 
