@@ -42,6 +42,14 @@ def test_bytes_that_are_not_utf8_are_one_error_naming_file_and_line(tmp_path, na
     assert str(error) == f"{path}, line {line}: not UTF-8 text (byte {bad.index(LATIN1) + 4} of the line)"
 
 
+def test_a_reference_file_with_bad_bytes_names_its_line(tmp_path):
+    from bridge.judging.quality.reference_labels import read_reference
+
+    path = tmp_path / "labels.tsv"
+    path.write_bytes(b"qid\tdocid\tlabel\nq1\td1\t1\nq" + LATIN1 + b"\td2\t0\n")
+    assert str(error_of(read_reference, path)) == f"{path}, line 3: not UTF-8 text (byte 5 of the line)"
+
+
 def test_a_torn_last_line_cut_inside_a_character_is_skipped_like_any_cut(tmp_path):
     path = tmp_path / "labels.jsonl"
     path.write_bytes(b'{"a": 1}\n{"a": "caf' + "é".encode()[:1])

@@ -127,6 +127,15 @@ def test_missing_column_is_named(db, tmp_path):
         import_csv(db, path)
 
 
+def test_a_csv_in_a_windows_code_page_is_one_error_naming_its_line(db, tmp_path):
+    case = db.items("case")[0].public_id
+    path = tmp_path / "excel.csv"
+    path.write_bytes(f"item_id,worker,label,comment\r\n{case},w1,1,ok\r\n{case},w2,0,caf\xe9\r\n".encode("cp1252"))
+    with pytest.raises(InputError, match=r"excel.csv, line 3: not UTF-8 text"):
+        import_csv(db, path)
+    assert db.judgments() == []
+
+
 def test_a_passage_that_starts_like_a_formula_is_exported_inert(tiny_beir, tmp_path):
     """A spreadsheet runs a cell that starts with = + - @; the export puts a single quote before such text."""
     import json

@@ -164,6 +164,14 @@ def _warn_torn(path: Path, lineno: int) -> None:
         log.warning("%s line %d was cut by an interrupted write; ignored, it will be judged again", path, lineno)
 
 
+def read_utf8(path: str | Path) -> str:
+    """A text file's content; bytes that are not UTF-8 are one :class:`InputError` naming the line."""
+    try:
+        return Path(path).read_text(encoding="utf-8")
+    except UnicodeDecodeError:
+        raise decode_error(path) from None
+
+
 def decode_error(path: str | Path) -> Exception:
     """A text file's bad bytes as one :class:`InputError` naming the first line that is not UTF-8 (the readers
     decode whole files for speed and look for the line only when that fails)."""

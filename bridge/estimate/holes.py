@@ -35,7 +35,7 @@ from typing import Any
 import numpy as np
 
 from bridge.core.errors import InputError
-from bridge.core.fsio import decode_error, write_json_atomic
+from bridge.core.fsio import read_utf8, write_json_atomic
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.core.trec import Qrels
 from bridge.datasets.kinds import FACTS as KIND_FACTS
@@ -231,9 +231,7 @@ def read_calibrations(path: Path) -> dict[str, Calibration]:
     if not path.exists():
         return {}
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
-    except UnicodeDecodeError:
-        raise decode_error(path) from None
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg}); re-run `bridge label`", path=path, line=exc.lineno) from None
     if not isinstance(data, dict):

@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.core.errors import InputError
-from bridge.core.fsio import atomic_write
+from bridge.core.fsio import atomic_write, decode_error
 from bridge.review import render
 from bridge.review.aggregate import annotator_stats, excluded_annotators, tally
 from bridge.review.store import ImportRow, ImportSummary, ReviewDB
@@ -77,51 +77,55 @@ def export_csv(db: ReviewDB, path: Path, include_decided: bool = False) -> Expor
 def read_judgments_csv(path: Path) -> tuple[list[ImportRow], int]:
     """Validated judgment rows of a CSV, and how many unfilled rows were passed over.
 
-    Every problem is an ``InputError`` naming the file, the row's first line and the column.
+    Every problem (bytes that are not UTF-8 included) is an ``InputError`` naming the file, the row's first line and
+    the column.
     """
     try:
         handle = open(path, encoding="utf-8-sig", newline="")  # noqa: SIM115 - closed below
     except OSError as exc:
         raise InputError(f"cannot read ({exc.strerror})", path=path) from None
-    with handle:
-        reader = csv.DictReader(handle)
-        header = reader.fieldnames or []
-        columns = {}
-        for name, fallback in FALLBACK_COLUMNS.items():
-            if name in header:
-                columns[name] = name
-            elif fallback in header:
-                columns[name] = fallback
-            elif name != "comment":
-                raise InputError(
-                    f"missing column {name!r} (or {fallback!r}); found {', '.join(header)}", path=path, line=1
-                )
-        rows: list[ImportRow] = []
-        unfilled = 0
-        start = reader.line_num + 1
-        for number, record in enumerate(reader, start=1):
-            line, start = start, reader.line_num + 1
-            if None in record:
-                raise InputError(f"row {number} has more fields than the header", path=path, line=line)
+    try:
+        with handle:
+            reader = csv.DictReader(handle)
+            header = reader.fieldnames or []
+            columns = {}
+            for name, fallback in FALLBACK_COLUMNS.items():
+                if name in header:
+                    columns[name] = name
+                elif fallback in header:
+                    columns[name] = fallback
+                elif name != "comment":
+                    raise InputError(
+                        f"missing column {name!r} (or {fallback!r}); found {', '.join(header)}", path=path, line=1
+                    )
+            rows: list[ImportRow] = []
+            unfilled = 0
+            start = reader.line_num + 1
+            for number, record in enumerate(reader, start=1):
+                line, start = start, reader.line_num + 1
+                if None in record:
+                    raise InputError(f"row {number} has more fields than the header", path=path, line=line)
 
-            def cell(name: str, record: dict[str, str] = record) -> str:
-                return (record.get(columns[name]) or "").strip() if name in columns else ""
+                def cell(name: str, record: dict[str, str] = record) -> str:
+                    return (record.get(columns[name]) or "").strip() if name in columns else ""
 
-            item_id, worker, label = cell("item_id"), cell("worker"), cell("label")
-            if not worker and not label:
-                unfilled += 1
-                continue
-            for name, value in (("item_id", item_id), ("worker", worker), ("label", label)):
-                if not value:
-                    raise InputError(f"row {number}: empty {name}", path=path, line=line, field=columns[name])
-            if label.casefold() not in LABELS:
-                raise InputError(
-                    f"row {number}: label {label!r} is not 1/0, relevant/not relevant or yes/no",
-                    path=path,
-                    line=line,
-                    field=columns["label"],
-                )
-            rows.append(ImportRow(line, number, item_id, worker, LABELS[label.casefold()], cell("comment")))
+                item_id, worker, label = cell("item_id"), cell("worker"), cell("label")
+                if not worker and not label:
+                    unfilled += 1
+                    continue
+                for name, value in (("item_id", item_id), ("worker", worker), ("label", label)):
+                    if not value:
+                        raise InputError(f"row {number}: empty {name}", path=path, line=line, field=columns[name])
+                if label.casefold() not in LABELS:
+                    raise InputError(
+                        f"row {number}: label {label!r} is not 1/0, relevant/not relevant or yes/no",
+                        path=path,
+                        line=line,
+                        field=columns["label"],
+                    )
+                rows.append(ImportRow(line, number, item_id, worker, LABELS[label.casefold()], cell("comment")))
+    except UnicodeDecodeError:  # e.g. a spreadsheet's export in a Windows code page
+        raise decode_error(path) from None
     return rows, unfilled
 
 

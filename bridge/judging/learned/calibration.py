@@ -23,7 +23,7 @@ from typing import Any, Literal
 import numpy as np
 
 from bridge.core.errors import InputError
-from bridge.core.fsio import write_json_atomic
+from bridge.core.fsio import read_utf8, write_json_atomic
 
 Method = Literal["isotonic", "platt"]
 
@@ -81,7 +81,7 @@ class Calibrator:
     @classmethod
     def load(cls, path: Path) -> Calibrator:
         try:
-            return cls.from_json(json.loads(path.read_text(encoding="utf-8")), path)
+            return cls.from_json(json.loads(read_utf8(path)), path)
         except json.JSONDecodeError as exc:
             raise InputError(f"not valid JSON ({exc.msg})", path=path) from None
 

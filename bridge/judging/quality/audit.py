@@ -26,7 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.core.errors import InputError
-from bridge.core.fsio import read_jsonl
+from bridge.core.fsio import read_jsonl, read_utf8
 from bridge.core.label_records import LabelRecord
 from bridge.datasets import Dataset
 from bridge.judging.free.answer_swap import answer_swaps
@@ -265,7 +265,7 @@ def read_audit_report(path: Path) -> dict[str, Any] | None:
     if not path.exists():
         return None
     try:
-        data = json.loads(path.read_text(encoding="utf-8"))
+        data = json.loads(read_utf8(path))
     except json.JSONDecodeError as exc:
         raise InputError(f"not valid JSON ({exc.msg}); re-run `bridge label` to rewrite it", path=path) from None
     if not isinstance(data, dict) or "trusted" not in data:

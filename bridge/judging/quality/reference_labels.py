@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.core.errors import BridgeError
+from bridge.core.fsio import read_utf8
 from bridge.pool.pooling import PoolEntry, read_pool
 
 
@@ -46,7 +47,7 @@ def read_reference_design(path: Path) -> dict[tuple[str, str], Inclusion]:
     if not design_path.exists():
         return {}
     out: dict[tuple[str, str], Inclusion] = {}
-    lines = design_path.read_text(encoding="utf-8").splitlines()
+    lines = read_utf8(design_path).splitlines()
     if not lines or lines[0].split("\t") != ["qid", "docid", "kind", "inclusion"]:
         raise BridgeError(f"{design_path}:1: expected the header qid<TAB>docid<TAB>kind<TAB>inclusion")
     for number, line in enumerate(lines[1:], start=2):
@@ -78,7 +79,7 @@ def read_reference(path: Path) -> list[HumanPair]:
         raise BridgeError(f"reference file {path} not found")
     pairs: list[HumanPair] = []
     seen: dict[tuple[str, str], int] = {}
-    for number, line in enumerate(path.read_text(encoding="utf-8").splitlines(), start=1):
+    for number, line in enumerate(read_utf8(path).splitlines(), start=1):
         if not line.strip() or line.startswith("#"):
             continue
         fields = line.split("\t")
