@@ -31,9 +31,12 @@ LABEL_MODEL_nq := qwen2.5-coder-1.5b
 REFERENCE ?= $(REFERENCE_$(DATASET))
 LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
 ANSWER_JUDGE ?= $(ANSWER_JUDGE_$(DATASET))
-# A LIMIT slice is a quick look: no costly judge unless LABEL_MINUTES says so (answer-lexical's calibrated P covers
-# every answer-bearing pair; loading Qwen and 2 minutes of judging would double a 50-question job).
-LABEL_MINUTES ?= $(if $(LIMIT),0,$(LABEL_MINUTES_$(DATASET)))
+# Every dataset's main job is bounded: LABEL_MINUTES of pool judging by the costly judge. The default is 0 wherever no
+# embedded judge measured above chance on the dataset (scifact, nfcorpus, dl19's fallback, any beir:/irds: folder;
+# bridge/data/judge-quality.tsv): the free stages decide what they can, every other hole keeps the estimate's prior P,
+# and the label stage's first lines say so. A LIMIT slice is a quick look: no costly judge unless LABEL_MINUTES says
+# so (nq: answer-lexical's calibrated P covers every answer-bearing pair).
+LABEL_MINUTES ?= $(if $(LIMIT),0,$(or $(LABEL_MINUTES_$(DATASET)),0))
 REFINE ?= $(if $(filter-out 0,$(LABEL_MINUTES)),$(REFINE_$(DATASET)))
 LABEL_ARGS ?=
 REVIEW_ARGS ?=
@@ -64,7 +67,7 @@ pool: retrieve
 	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)
 
 label: install
-	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(filter-out 0,$(LABEL_MINUTES)),--max-minutes $(LABEL_MINUTES)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(if $(REFINE),--refine $(REFINE)) $(LABEL_ARGS)
+	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(LABEL_MINUTES),--max-minutes $(LABEL_MINUTES)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(if $(REFINE),--refine $(REFINE)) $(LABEL_ARGS)
 
 # Human review of escalated pairs: serves the review page on 127.0.0.1 (prints the URL).
 # Create annotators first: $(PY) -m bridge review add-annotator NAME --dataset $(DATASET)

@@ -100,4 +100,5 @@ def test_the_judge_registry_answers_every_question_about_a_judge():
         judge = build_judge(JudgeSpec(name=name, constant_label=1), None, {"q1": {"d1": 1}})
         records = []
         judge.judge([case], lambda r, records=records: records.append(r))
-        assert [r.label for r in records] in ([0], [1]), name
+        expected = ([],) if name == "open" else ([0], [1])  # the open judge decides nothing: the pair stays open
+        assert [r.label for r in records] in expected, name

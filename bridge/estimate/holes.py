@@ -15,7 +15,8 @@ stage that labelled it, through a :class:`Calibration`:
   audit's known pairs): known pairs are not like holes, so its logit is shifted by a draw from
   N(0, ``transfer_sd``) (measured on dl19's removed pairs, bench/RESULTS.md);
 * no usable calibration (an undecided pair, an unjudged one, a label of a judge nobody measured): the
-  **prior**, the mean P of the topic's other open pairs with a wide logit shift.
+  **prior**, the mean P of the topic's other open pairs (where no pair was calibrated at all: the topic's share of
+  ranked pairs judged relevant) with a wide logit shift.
 
 People's answers to a **random** share of the open pairs (``details["sampling"] == "random"``) are a sample of
 holes: each calibration is updated by them (a logit shift with its posterior over a grid, the calibration's
@@ -585,7 +586,9 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
     for name, idx in groups.items():
         if name in applied and name not in (GATE, PRIOR, UNPOOLED):
             p_mean[idx] = applied[name].mean(applied[name].rows([opened.facts[i] for i in idx]))
-    _apply_prior(opened, groups, p_mean, applied, people, config, rng)
+    like = seen if evidence.graded_like is None else list(evidence.graded_like)
+    prevalence = topic_prevalence([*like, *opened.pairs], fixed, threshold)
+    _apply_prior(opened, groups, p_mean, applied, people, prevalence, config, rng)
     bound = None
     if GATE in groups:
         zeros = len(groups[GATE])
@@ -610,7 +613,6 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         if not used[name].hole_like and name not in (GATE, PRIOR, UNPOOLED) and config.transfer_sd > 0
     }
     people_random = sum(len(v) for v in people.values())
-    like = seen if evidence.graded_like is None else evidence.graded_like
     grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, opened.pairs, threshold, like,
                             sd=config.grade_sd)  # fmt: skip
     return HoleModel(
@@ -685,31 +687,55 @@ def _applied_calibrations(
     return applied
 
 
+def topic_prevalence(ranked: Iterable[Pair], fixed: Qrels, threshold: int) -> dict[str, float]:
+    """Per topic, the share of the pairs the systems rank (judged or not) that people judged relevant, smoothed
+    ((relevant + 1/2) / (pairs + 1)): the closed-world precision of the ranked pairs, what a hole of the topic is
+    taken to be worth where no stage calibrated any pair (a dataset whose judge is not asked or not trusted). It
+    knows nothing of how holes differ from judged pairs; the prior's wide shift says so."""
+    pairs: dict[str, set[str]] = {}
+    for qid, docid in ranked:
+        pairs.setdefault(qid, set()).add(docid)
+    out = {}
+    for qid, docs in pairs.items():
+        judged = fixed.get(qid, {})
+        relevant = sum(1 for d in docs if judged.get(d, 0) >= threshold)
+        out[qid] = (relevant + 0.5) / (len(docs) + 1)
+    return out
+
+
 def _apply_prior(
     opened: _OpenPairs,
     groups: Mapping[str, list[int]],
     p_mean: np.ndarray,
     applied: dict[str, Calibration],
     people: Mapping[str, list[tuple[PairFacts, int]]],
+    prevalence: Mapping[str, float],
     config: HoleModelConfig,
     rng: np.random.Generator,
 ) -> None:
     """Pairs nobody could calibrate (and those outside the pool) get the mean P of their topic's calibrated open
-    pairs (else of all; 0.5 with none) and the prior's wide calibration."""
+    pairs (else of all; where no pair was calibrated, the topic's :func:`topic_prevalence`) and the prior's wide
+    calibration."""
     topic_mean: dict[str, list[float]] = {}
     for (qid, _), p in zip(opened.pairs, p_mean, strict=True):
         if not math.isnan(p):  # a calibrated model's P (not the gate's zeros, known to be unlike other holes)
             topic_mean.setdefault(qid, []).append(p)
     known = [p for values in topic_mean.values() for p in values]
-    overall = float(np.mean(known)) if known else 0.5
+    overall = float(np.mean(known)) if known else None
+    share = float(np.mean(list(prevalence.values()))) if prevalence else 0.5
     for name in (PRIOR, UNPOOLED):
         if name not in groups:
             continue
         for i in groups[name]:
-            values = topic_mean.get(opened.pairs[i][0])
-            opened.facts[i] = PairFacts(p=float(np.mean(values)) if values else overall)
+            qid = opened.pairs[i][0]
+            values = topic_mean.get(qid)
+            fallback = overall if overall is not None else prevalence.get(qid, share)
+            opened.facts[i] = PairFacts(p=float(np.mean(values)) if values else fallback)
             p_mean[i] = opened.facts[i].p
-        what = "the mean P of the topic's other labelled open pairs (else of all; 0.5 with none): nobody measured these"
+        what = (
+            "the mean P of the topic's other labelled open pairs (else of all; with none, the topic's share of ranked "
+            "pairs judged relevant): nobody measured these"
+        )
         applied[name] = _with_people(
             shift_calibration(name, config.prior_sd, config.draws, config.seed + 1, what),
             people.get(name), config.prior_sd, rng,

@@ -35,8 +35,9 @@ def _add_judge_choice(p: argparse.ArgumentParser) -> None:
         help="auto (default): topic adapters where topics have enough human judgments, --fallback-judge for "
         "the rest; adapter: the same even if no topic qualifies; or one judge for every pair: cascade, dream, "
         "a single-call baseline (llmjudge, umbrela), or a reference judge that calls no model: qrels (answers "
-        "from --judge-qrels), constant (--constant-label for every pair) or random (relevant with the topic's "
-        "share of relevant judgments, --random-seed)",
+        "from --judge-qrels), constant (--constant-label for every pair), random (relevant with the topic's "
+        "share of relevant judgments, --random-seed) or open (no judge: the free stages alone; every other pair "
+        "keeps the estimate's prior P, as with --max-minutes 0)",
     )
     p.add_argument(
         "--fallback-judge",
@@ -107,7 +108,9 @@ def _add_budget_options(p: argparse.ArgumentParser) -> None:
         help="start no new batch of pool pairs for a costly judge once the label runs of this configuration have "
         "spent M minutes judging pool pairs in all (kept in budget.json beside labels.jsonl: a re-run after the "
         "budget is spent asks nothing new; raise M to go on; --restart resets it). Fixed costs (a judge's fit on "
-        "the reference, the audit) are paid first, reported apart and reused by later runs",
+        "the reference, the audit) are paid first, reported apart and reused by later runs. M = 0: the costly "
+        "judge is not loaded, fitted or audited at all; the free stages decide what they can and every other pair "
+        "keeps the estimate's prior P",
     )
     g.add_argument(
         "--refine",

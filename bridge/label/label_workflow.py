@@ -13,6 +13,9 @@ from bridge.core.layout import Workspace
 from bridge.core.stamp import StageStamp, stage_stamp
 from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
+from bridge.judging import judge_traits
+from bridge.judging.free.reference import OPEN_JUDGE
+from bridge.judging.quality.measured import measured_quality
 from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, Pricing, label_pool
 from bridge.label.value import ValueConfig
@@ -62,12 +65,12 @@ def label_stage(
     if stamp is not None and (skipped := stamp.skip_message(settings.force or settings.restart)) is not None:
         say(skipped)
         return None
-    spec = settings.spec
+    spec, budget = costly_judge_within_budget(settings, ds)
     chain, choice, llm = build_chain(spec, ds)
     options = _label_options(ws, ds, settings, llm, say)
     refine = settings.refine
     head = f"{ds.name}: {choice}" + (f"; costly answer judge {refine} in value order" if refine else "")
-    say(head)
+    say("\n".join([head, *budget]))
     if ds.has_answers and not settings.reference and spec.evidence != "off":
         say(
             f"note: {ds.name}'s answer-bearing pairs go to {spec.judge.name}; with --reference FILE (labelled "
@@ -81,6 +84,35 @@ def label_stage(
     if stamp is not None and settings.max_pairs is None:  # a pair cap is per invocation: never up to date
         stamp.write(f"{head}\n{text}")
     return summary
+
+
+def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tuple[ChainSpec, list[str]]:
+    """The chain to run within the budget, and what the run's first lines say about its costly judge: the quality
+    measured on this dataset (or that none was), and the budget. A zero budget (``--max-minutes 0`` or
+    ``--max-pairs 0``) leaves the costly judge out altogether (not loaded, calibrated or audited): the free stages
+    decide what they can and every other pair keeps the estimate's prior P."""
+    spec = settings.spec
+    name = spec.judge.name
+    if not judge_traits(name).calls_llm:
+        return spec, []
+    who = f"{name} ({spec.llm.model})"
+    measured = measured_quality(ds.name, name, spec.llm.model)
+    unmeasured = f"{who} was never measured on {ds.name}: this run's audit measures it"
+    quality = f"{who} {measured.line()}" if measured else unmeasured
+    if settings.max_minutes == 0 or settings.max_pairs == 0:
+        budget = (
+            f"budget 0: {who} is not asked; every pair the free stages leave keeps the estimate's prior P "
+            "(what narrows it: a budget, --max-minutes M; a served model, --backend openai; people answering the "
+            "review queue's random share)"
+        )
+        return replace(spec, judge=replace(spec.judge, name=OPEN_JUDGE)), [quality, budget]
+    if settings.max_minutes is not None:
+        budget = f"budget: {settings.max_minutes:g} minutes of pool judging by {who} (its fixed costs apart)"
+    elif settings.max_pairs is not None:
+        budget = f"budget: {settings.max_pairs} pool pairs for {who}"
+    else:
+        budget = f"budget: none; every pair the free stages leave goes to {who} (--max-minutes M bounds it)"
+    return spec, [quality, budget]
 
 
 def _label_stamp(ws: Workspace, ds: Dataset, paths: LabelPaths, settings: LabelStageSettings) -> StageStamp | None:
@@ -128,7 +160,8 @@ def _label_options(
 
 def endpoint_lines(llm: Any) -> list[str]:
     """Per-endpoint calls, errors and tokens/s of an ``openai`` backend (none for embedded backends)."""
-    rows = llm.backend.summary() if llm is not None and hasattr(llm.backend, "summary") else []
+    backend = getattr(llm, "backend", llm)
+    rows = backend.summary() if backend is not None and hasattr(backend, "summary") else []
     return [
         f"endpoint {r['endpoint']}: {r['calls']} calls, {r['errors']} errors, "
         f"{r['prompt_tokens'] + r['completion_tokens']} tokens, {r['tokens_per_s']:.0f} tokens/s"

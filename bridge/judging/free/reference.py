@@ -1,5 +1,5 @@
-"""Reference judges that call no model: answers from a qrels file, one fixed answer, or a coin at the
-topic's prevalence.
+"""Reference judges that call no model: answers from a qrels file, one fixed answer, a coin at the topic's
+prevalence, or no answer at all (``open``: the pair keeps the estimate's prior).
 
 They check the protocol around a judge rather than judge anything: with the ``qrels`` judge
 answering from the hidden human labels, the leave-one-system-out test must give back the full
@@ -99,6 +99,22 @@ class ConstantJudge:
             on_record(_record(case, self.label, self.name, self.name, self.config_id, {}))
 
 
+OPEN_JUDGE = "open"
+
+
+class OpenJudge:
+    """Decides no pair: every pair it is given stays open and keeps the estimate's prior P (or what people answer).
+    The judge of a zero budget, where a costly judge would be neither loaded, calibrated nor audited, and of
+    ``--judge open`` (the free stages alone). It writes no record, so a later run with a budget finds every pair
+    still to do."""
+
+    name = OPEN_JUDGE
+    config_id = OPEN_JUDGE
+
+    def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
+        return None
+
+
 class RandomJudge:
     """Relevant with the probability of the topic's share of relevant judgments (topics without judgments: the
     share over all topics). Each pair's coin depends only on the seed and the pair, so the labels are the same
@@ -148,6 +164,11 @@ def make_qrels_judge(spec: JudgeSpec, llm: Any = None, qrels: Qrels | None = Non
 @register_judge("constant")
 def make_constant_judge(spec: JudgeSpec, llm: Any = None, **_: Any) -> ConstantJudge:
     return ConstantJudge(spec.constant_label)
+
+
+@register_judge(OPEN_JUDGE)
+def make_open_judge(spec: JudgeSpec, llm: Any = None, **_: Any) -> OpenJudge:
+    return OpenJudge()
 
 
 @register_judge("random")

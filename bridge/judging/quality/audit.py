@@ -31,6 +31,7 @@ from bridge.core.label_records import LabelRecord
 from bridge.datasets import Dataset
 from bridge.judging.free.answer_swap import answer_swaps
 from bridge.judging.free.evidence import matched_answers
+from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.quality.metrics import (
     BOOTSTRAP_RESAMPLES,
     CHANCE_LINE,
@@ -459,7 +460,8 @@ class AuditReport:
 
     @property
     def warning(self) -> str | None:
-        return None if self.trusted else UNTRUSTED_WARNING
+        """None where the judge is trusted, or where no judge made a label (nothing to warn about)."""
+        return None if self.trusted or self.judge == OPEN_JUDGE else UNTRUSTED_WARNING
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -662,7 +664,12 @@ def audit_report(
     elif PIPELINE in lanes:
         decisive = PIPELINE
     trusted = decisive is not None and lanes[decisive].agreement.better_than_chance(config.chance_line)
-    if decisive is None:
+    if run.judge == OPEN_JUDGE:
+        notes.append(
+            "no judge decides pairs in this run (a zero budget, or --judge open): no label to audit; every pair the "
+            "free stages leave keeps the estimate's prior P"
+        )
+    elif decisive is None:
         notes.append("no audit pairs were judged (--audit-pairs 0?): the labels' quality is unmeasured")
     if decisive == REFERENCE and not trusted and reference is not None and reference.weakest_kind:
         notes.append(

@@ -1,0 +1,102 @@
+"""A dataset without answers and without topic adapters (BEIR-style qrels: one relevant document per topic) gets a
+bounded main job: the costly judge makes at most the budget's calls, a zero budget loads no model at all, and every
+hole still has a P and every score an interval."""
+
+from __future__ import annotations
+
+import csv
+import json
+import re
+from pathlib import Path
+
+import pytest
+from conftest import ScriptedLLM
+
+from bridge.cli import main
+from bridge.core.trec import write_run
+from bridge.estimate.holes import topic_prevalence
+
+TOPICS = [f"q{i}" for i in range(1, 7)]
+SYSTEMS = {
+    "lexical": {q: {f"{q}-gold": 5.0, f"{q}-a": 4.0, f"{q}-b": 3.0, f"{q}-c": 2.0} for q in TOPICS},
+    "dense": {q: {f"{q}-a": 5.0, f"{q}-d": 4.0, f"{q}-gold": 3.0, f"{q}-e": 2.0} for q in TOPICS},
+}
+LIMIT = 4
+
+
+@pytest.fixture
+def beir_folder(tmp_path, monkeypatch):
+    monkeypatch.chdir(tmp_path)
+    data = tmp_path / "plain"
+    (data / "qrels").mkdir(parents=True)
+    docs = sorted({d for run in SYSTEMS.values() for ranked in run.values() for d in ranked})
+    (data / "corpus.jsonl").write_text(
+        "".join(json.dumps({"_id": d, "title": "", "text": f"passage {d}"}) + "\n" for d in docs)
+    )
+    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": f"question {q}"}) + "\n" for q in TOPICS))
+    (data / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{q}-gold\t1\n" for q in TOPICS)
+    )
+    for system, run in SYSTEMS.items():
+        write_run(run, tmp_path / f"runs/beir-plain/{system}.run", tag=system)
+    dataset = ["--dataset", f"beir:{data}", "--limit", str(LIMIT)]
+    assert main(["pool", *dataset, "--depth", "4", "-q"]) == 0
+    return dataset
+
+
+def pool_pairs() -> int:
+    return len(Path("qrels/beir-plain/pool.tsv").read_text().splitlines()) - 1
+
+
+def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_an_interval(
+    beir_folder, monkeypatch, capsys
+):
+    def no_model(*_args, **_kwargs):
+        raise AssertionError("a zero budget must not load the costly judge's model")
+
+    monkeypatch.setattr("bridge.label.chain.open_llm", no_model)
+    assert main(["label", *beir_folder, "--max-minutes", "0"]) == 0
+    said = capsys.readouterr()
+    first = (said.out + said.err).splitlines()
+    assert "judge open" in first[0]
+    assert first[1].startswith("cascade (smollm2-135m) was never measured on beir:")
+    assert first[2].startswith("budget 0: cascade (smollm2-135m) is not asked")
+    assert not any(line.startswith("WARNING") for line in first)  # no label was made: nothing to distrust
+    assert Path("qrels/beir-plain/labels.jsonl").read_text() == ""  # nothing decided, nothing paid
+    assert pool_pairs() == LIMIT * 5  # a, b, c, d, e: the gold passage is judged
+
+    assert main(["eval", *beir_folder]) == 0
+    out = capsys.readouterr().out
+    # no pair calibrated: each hole is centred on its topic's share of ranked pairs judged relevant, 1.5 / 7,
+    # not on 0.5 (the old fallback: 9.6 of 20 expected relevant); the prior's wide shift moves the mean a little
+    expected = float(re.search(r"20 open pairs \(20 prior \(([\d.]+) expected relevant\)\)", out).group(1))
+    assert 20 * 1.5 / 7 <= expected < 6
+
+
+    with open("reports/beir-plain/leaderboard.csv") as handle:
+        rows = list(csv.DictReader(handle))
+    assert {r["system"] for r in rows} == set(SYSTEMS)
+    for row in (r for r in rows if not r["measure"].startswith("Judged@")):  # the judged share has no estimate
+        low, estimate, high = float(row["estimate_low"]), float(row["estimate"]), float(row["estimate_high"])
+        assert float(row["lower"]) <= low <= estimate <= high <= float(row["upper"])
+        assert high > low or float(row["lower"]) == float(row["upper"])  # uncertain P: an interval, unless bounds meet
+
+
+def test_the_prior_is_the_topics_share_of_ranked_pairs_judged_relevant():
+    ranked = [("q1", d) for d in ("g", "a", "b", "c")] + [("q2", d) for d in ("g", "h", "a")]
+    fixed = {"q1": {"g": 1, "b": 0}, "q2": {"g": 2, "h": 1}}
+    assert topic_prevalence(ranked, fixed, threshold=1) == {"q1": 1.5 / 5, "q2": 2.5 / 4}
+    assert topic_prevalence(ranked, fixed, threshold=2)["q2"] == 1.5 / 4
+
+
+def test_a_pair_budget_bounds_the_costly_judges_calls(beir_folder, monkeypatch, capsys):
+    llm = ScriptedLLM(lambda _request: json.dumps({"is_supported": False}))
+    monkeypatch.setattr("bridge.label.chain.open_llm", lambda *_args, **_kwargs: llm)
+    budget = 3
+    options = ["--judge", "llmjudge", "--max-pairs", str(budget), "--audit-pairs", "0", "--gate-audit", "0", "-q"]
+    assert main(["label", *beir_folder, *options]) == 0
+    assert pool_pairs() > budget
+    assert 0 < len(llm.requests) <= budget
+    with open("qrels/beir-plain/labels.jsonl") as handle:
+        records = [json.loads(line) for line in handle]
+    assert len(records) == len(llm.requests)
