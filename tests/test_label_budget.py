@@ -72,7 +72,6 @@ def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_a
     expected = float(re.search(r"20 open pairs \(20 prior \(([\d.]+) expected relevant\)\)", out).group(1))
     assert 20 * 1.5 / 7 <= expected < 6
 
-
     with open("reports/beir-plain/leaderboard.csv") as handle:
         rows = list(csv.DictReader(handle))
     assert {r["system"] for r in rows} == set(SYSTEMS)
@@ -100,3 +99,29 @@ def test_a_pair_budget_bounds_the_costly_judges_calls(beir_folder, monkeypatch, 
     with open("qrels/beir-plain/labels.jsonl") as handle:
         records = [json.loads(line) for line in handle]
     assert len(records) == len(llm.requests)
+
+
+def test_the_shipped_judge_quality_table_reads_and_names_registered_datasets_and_judges():
+    from bridge.datasets.core import NAMED
+    from bridge.judging import JUDGES
+    from bridge.judging.quality.measured import measured_quality, read_quality_table
+
+    rows = read_quality_table()
+    assert rows and all(r.dataset in NAMED and r.judge in JUDGES for r in rows)
+    for r in rows:
+        assert r.bacc[1] <= r.bacc[0] <= r.bacc[2] and r.auc[1] <= r.auc[0] <= r.auc[2]
+    assert measured_quality("nq", "answer-reader", "qwen2.5-coder-1.5b").above_chance
+    assert not measured_quality("dl19", "cascade", "smollm2-135m").above_chance
+    assert measured_quality("beir:/any/folder", "cascade", "smollm2-135m") is None
+
+
+def test_a_malformed_quality_row_names_its_line(tmp_path):
+    from bridge.core.errors import InputError
+    from bridge.judging.quality.measured import COLUMNS, read_quality_table
+
+    path = tmp_path / "q.tsv"
+    path.write_text(
+        "\t".join(COLUMNS) + "\n" + "\t".join(["dl19", "cascade", "m", "x", "200", "0.5", "n/a"] + ["1"] * 6) + "\n"
+    )
+    with pytest.raises(InputError, match=r"q.tsv, line 2: not a number"):
+        read_quality_table(path)

@@ -65,7 +65,8 @@ def label_stage(
     if stamp is not None and (skipped := stamp.skip_message(settings.force or settings.restart)) is not None:
         say(skipped)
         return None
-    spec, budget = costly_judge_within_budget(settings, ds)
+    settings, budget = costly_judge_within_budget(settings, ds)
+    spec = settings.spec
     chain, choice, llm = build_chain(spec, ds)
     options = _label_options(ws, ds, settings, llm, say)
     refine = settings.refine
@@ -86,15 +87,16 @@ def label_stage(
     return summary
 
 
-def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tuple[ChainSpec, list[str]]:
-    """The chain to run within the budget, and what the run's first lines say about its costly judge: the quality
-    measured on this dataset (or that none was), and the budget. A zero budget (``--max-minutes 0`` or
-    ``--max-pairs 0``) leaves the costly judge out altogether (not loaded, calibrated or audited): the free stages
-    decide what they can and every other pair keeps the estimate's prior P."""
+def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tuple[LabelStageSettings, list[str]]:
+    """The settings to run within the budget, and what the run's first lines say about its costly judge (``--refine``,
+    else the chain's judge where it calls an LLM): the quality measured on this dataset (or that none was), and the
+    budget. A zero budget (``--max-minutes 0`` or ``--max-pairs 0``) leaves the costly judge out altogether (not
+    loaded, fitted or audited): the free stages decide what they can and every other pair keeps the estimate's
+    prior P."""
     spec = settings.spec
-    name = spec.judge.name
+    name = settings.refine or spec.judge.name
     if not judge_traits(name).calls_llm:
-        return spec, []
+        return settings, []
     who = f"{name} ({spec.llm.model})"
     measured = measured_quality(ds.name, name, spec.llm.model)
     unmeasured = f"{who} was never measured on {ds.name}: this run's audit measures it"
@@ -105,14 +107,16 @@ def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tup
             "(what narrows it: a budget, --max-minutes M; a served model, --backend openai; people answering the "
             "review queue's random share)"
         )
-        return replace(spec, judge=replace(spec.judge, name=OPEN_JUDGE)), [quality, budget]
+        if settings.refine:
+            return replace(settings, refine=None), [quality, budget]
+        return replace(settings, spec=replace(spec, judge=replace(spec.judge, name=OPEN_JUDGE))), [quality, budget]
     if settings.max_minutes is not None:
         budget = f"budget: {settings.max_minutes:g} minutes of pool judging by {who} (its fixed costs apart)"
     elif settings.max_pairs is not None:
         budget = f"budget: {settings.max_pairs} pool pairs for {who}"
     else:
         budget = f"budget: none; every pair the free stages leave goes to {who} (--max-minutes M bounds it)"
-    return spec, [quality, budget]
+    return settings, [quality, budget]
 
 
 def _label_stamp(ws: Workspace, ds: Dataset, paths: LabelPaths, settings: LabelStageSettings) -> StageStamp | None:

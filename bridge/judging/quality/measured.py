@@ -17,7 +17,7 @@ from bridge.core.fsio import read_utf8
 
 QUALITY_FILE = Path(__file__).parents[2] / "data" / "judge-quality.tsv"
 COLUMNS = ("dataset", "judge", "model", "measured_as", "pairs", "bacc", "bacc_low", "bacc_high", "auc", "auc_low",
-           "auc_high", "cpu_s_per_pair", "source")  # fmt: skip
+           "auc_high", "s_per_pair", "source")  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -34,7 +34,8 @@ class MeasuredQuality:
     """Balanced accuracy and its interval."""
     auc: tuple[float, float, float]
     """AUC of the judge's P(relevant) and its interval."""
-    cpu_s_per_pair: float
+    s_per_pair: float
+    """Wall seconds per judged pair on the project's 2-core CPU machine."""
     source: str
 
     @property
@@ -47,7 +48,7 @@ class MeasuredQuality:
         return (
             f"measured on {self.dataset} ({self.measured_as}, {self.pairs} labelled pairs; {self.source}): "
             f"bAcc {self.bacc[0]:.2f} [{self.bacc[1]:.2f}, {self.bacc[2]:.2f}], AUC {self.auc[0]:.2f} "
-            f"[{self.auc[1]:.2f}, {self.auc[2]:.2f}], {self.cpu_s_per_pair:.1f} CPU s per pair: {verdict}"
+            f"[{self.auc[1]:.2f}, {self.auc[2]:.2f}], {self.s_per_pair:.1f} s per pair on 2 cores: {verdict}"
         )
 
 
@@ -64,7 +65,7 @@ def read_quality_table(path: Path = QUALITY_FILE) -> list[MeasuredQuality]:
             bacc = (float(f["bacc"]), float(f["bacc_low"]), float(f["bacc_high"]))
             auc = (float(f["auc"]), float(f["auc_low"]), float(f["auc_high"]))
             out.append(MeasuredQuality(f["dataset"], f["judge"], f["model"], f["measured_as"], int(f["pairs"]), bacc,
-                                       auc, float(f["cpu_s_per_pair"]), f["source"]))  # fmt: skip
+                                       auc, float(f["s_per_pair"]), f["source"]))  # fmt: skip
         except ValueError as exc:
             raise InputError(f"not a number ({exc})", path=path, line=number) from None
     return out
