@@ -36,6 +36,7 @@ from bridge.core.layout import (
 )
 from bridge.estimate.holes import ADAPTER, GATE, LLM, PRIOR, UNPOOLED
 from bridge.estimate.leaderboard import LIKELY, OPEN, SETTLED, SystemEstimate
+from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.hole_calibration import weakest_kind
 from eval import plots
 from eval.curves import write_curves
@@ -323,6 +324,12 @@ def _judge_quality(audit: Mapping[str, Any]) -> str:
     decisive audit lane."""
     if not audit:
         return "No judge audit was found: the labels were never measured against known answers."
+    if audit.get("judge") == OPEN_JUDGE:
+        return (
+            "No judge was asked (a zero budget, or --judge open): the holes no free stage decided rest on the prior, "
+            "their topic's share of ranked pairs judged relevant with a wide spread; a budget for the costly judge "
+            "(`bridge label --max-minutes M`) would label the most valuable of them."
+        )
     lanes = audit.get("lanes", {})
     kinds = (lanes.get("reference") or {}).get("hole_kinds") or []
     weakest = weakest_kind(kinds)
