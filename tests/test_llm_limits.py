@@ -13,6 +13,7 @@ import pytest
 from conftest import ScriptedLLM, run_label
 from test_answer_bearing import company_dataset
 from test_openai_backend import FakeServer
+from test_reader import ScoringLLM
 
 from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
@@ -156,30 +157,22 @@ def _p_true(broken: set[str]):
     return script
 
 
-class GappyScorer:
+class GappyScorer(ScoringLLM):
     """Reader log-probabilities as :class:`test_reader.ScoringLLM`, but none for a passage holding ``broken``."""
 
     model_id = "gappy"
 
     def __init__(self, broken: set[str]) -> None:
+        super().__init__()
         self.broken = broken
 
     def generate(self, requests, progress=False):
-        out = []
-        for r in requests:
-            user = r.messages[-1].content
-            if any(b in user for b in self.broken):
-                out.append(LLMResponse("", prompt_tokens=5, finish_reason="scored"))
-                continue
-            rows = []
-            for c in r.continuations:
-                n = len(c.split())
-                if "Passage" not in user:
-                    rows.append((-1.0,) * n)
-                else:
-                    rows.append((-0.25,) * n if f"founded by {c}" in user else (-2.0,) * n)
-            out.append(LLMResponse("", prompt_tokens=5, latency_s=0.01, continuation_logprobs=tuple(rows)))
-        return out
+        return [
+            LLMResponse("", prompt_tokens=5, finish_reason="scored")
+            if any(b in r.messages[-1].content for b in self.broken)
+            else super(GappyScorer, self).generate([r])[0]
+            for r in requests
+        ]
 
 
 @pytest.mark.parametrize("kind", ["answer-context", "answer-reader"])
