@@ -567,6 +567,12 @@ def _free_answer(chain: JudgeChain, case: Case) -> bool:
     return view is not None and bool(view.evidence) and not getattr(chain.judge, "llm", None)
 
 
+def counted_config_ids(chain: JudgeChain, refine: JudgeChain | None) -> list[str]:
+    """The configurations whose records a run counts, in the order later ones win: the chain's, then the costly
+    answer judge's that re-judges its pairs."""
+    return [chain.pipeline.config_id, *([refine.llm.config_id] if refine else [])]
+
+
 def chain_calibrations(*chains: JudgeChain | None) -> dict[str, Calibration]:
     """The hole-like calibrations the chains' judges fitted (the records name them)."""
     out: dict[str, Calibration] = {}
@@ -700,10 +706,10 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
     after the pool so that a judge whose pool pairs set its state is audited as it judged them)."""
     with folder_lock(paths.labels.parent, "bridge label"), sigterm_interrupts():
         plan = plan_label_run(dataset, chain, paths, options)
-        order_ids = [chain.pipeline.config_id, *([options.refine.llm.config_id] if options.refine else [])]
+        order_ids = counted_config_ids(chain, options.refine)
         calibrations = chain_calibrations(chain, options.refine)
         try:
-            order_ids, calibrations, runner = judge_pool(dataset, chain, paths, options, plan)
+            runner = judge_pool(dataset, chain, paths, options, plan, calibrations)
             judge_audit(chain, paths, options, plan, runner)
         except BaseException:  # Ctrl+C, SIGTERM, a model server's error: keep what was paid for, then stop
             _finish_interrupted(dataset, chain, paths, options, plan, order_ids, calibrations)
@@ -797,19 +803,22 @@ def plan_label_run(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, optio
 
 
 def judge_pool(
-    dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: LabelOptions, plan: LabelPlan
-) -> tuple[list[str], dict[str, Calibration], Callable[..., int]]:
+    dataset: Dataset,
+    chain: JudgeChain,
+    paths: LabelPaths,
+    options: LabelOptions,
+    plan: LabelPlan,
+    calibrations: dict[str, Calibration],
+) -> Callable[..., int]:
     """The pool's pairs: the free stages, then (the budget's clock running) the costly judges in value order.
-    Returns the counted configurations, the calibrations so far and the runner the audit uses."""
-    summary, extra, refine, pipeline = plan.summary, plan.extra, options.refine, chain.pipeline
+    ``calibrations``: the chains' (:func:`chain_calibrations`). Returns the runner the audit uses."""
+    summary, extra, refine = plan.summary, plan.extra, options.refine
     pool_items = plan.pool_items
     free_start = time.perf_counter()
     pool = [(e.qid, e.docid) for e in plan.entries]
-    calibrations = chain_calibrations(chain, refine)
-    order_ids = [pipeline.config_id, *([refine.llm.config_id] if refine else [])]
     if options.runs:
         paid = _judge_free(chain, paths, options, pool_items, summary)
-        records = current_records(read_labels(paths.labels), order_ids)
+        records = current_records(read_labels(paths.labels), counted_config_ids(chain, refine))
         pool_items, found = _value_order(dataset, options, records, pool, paid, calibrations, plan.gate)
         if paid or refine is None:  # with a free answer judge and --refine, the refine's value line says it
             summary.evidence_lines.append(found.line())
@@ -827,7 +836,7 @@ def judge_pool(
     finally:  # an interrupt or a failure: the seconds spent so far count against the budget all the same
         summary.pool_s = ledger.spent_now()
         ledger.flush()
-    return order_ids, calibrations, runner
+    return runner
 
 
 def _judge_costly(
@@ -843,7 +852,7 @@ def _judge_costly(
     """The costly judges on the pool's pairs, the budget's clock running (``ledger`` rewritten after each record).
     Returns the runner the audit uses."""
     summary, refine, pipeline = plan.summary, options.refine, chain.pipeline
-    order_ids = [pipeline.config_id, *([refine.llm.config_id] if refine else [])]
+    order_ids = counted_config_ids(chain, refine)
     budget_end = None
     if options.max_minutes is not None:  # what earlier runs of this configuration spent counts against the budget
         budget_end = time.monotonic() + 60 * options.max_minutes - ledger.before
