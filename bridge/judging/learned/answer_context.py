@@ -473,7 +473,6 @@ class AnswerContextJudge:
         mine = [c for c in cases if c.evidence]
         rest = [c for c in cases if not c.evidence]
         if mine:
-            config_id = self.config_id
             probabilities, x, scores, read, missing = self.probabilities(mine)  # raises unless fitted
             calibration = cast(Calibration, self.calibration)
             for case, p, row, score, reads, gaps in zip(mine, probabilities, x, scores, read, missing, strict=True):
@@ -498,22 +497,8 @@ class AnswerContextJudge:
                     lost = [n for n, gap in zip(self.features, gaps, strict=True) if gap]
                     on_record(self._failed(case, details, lost, responses, score))
                     continue
-                record = LabelRecord(
-                    qid=case.qid,
-                    docid=case.docid,
-                    label=int(p >= self.thresholds.get(details["kind"], self.threshold)),
-                    route=STAGE,
-                    judge=self.name,
-                    config_id=config_id,
-                    model=self.llm.model_id if self.llm is not None else "",
-                    details=details,
-                    systems=list(case.systems),
-                    min_rank=case.min_rank,
-                    stage=self.stage,
-                    p_yes=float(p),
-                    usage=usage_of(responses),
-                )
-                on_record(record)
+                label = int(p >= self.thresholds.get(details["kind"], self.threshold))
+                on_record(self._record(case, label, STAGE, details, responses, float(p)))
         if rest:
             if self.fallback is None:
                 for case in rest:
@@ -533,34 +518,39 @@ class AnswerContextJudge:
         read = {n: v for n, v in details["features"].items() if n not in lost}
         kept = {k: v for k, v in details.items() if k not in ("calibration", "p", "features")}  # not drawn from it
         failed = {**kept, "features": read, "failed_features": lost, "error": error}
+        return self._record(case, None, route, failed, responses)
+
+    def _undecided(self, case: Case) -> LabelRecord:
+        reason = {"reason": "the answer-context judge decides only pairs that hold an answer string"}
+        return self._record(case, None, "no-answer-match", reason, model="")
+
+    def _record(
+        self,
+        case: Case,
+        label: int | None,
+        route: str,
+        details: dict[str, Any],
+        responses: Sequence[LLMResponse] = (),
+        p_yes: float | None = None,
+        model: str | None = None,
+    ) -> LabelRecord:
+        """The judge's record of a pair (``model``: default the LLM's id, if it has one)."""
+        if model is None:
+            model = self.llm.model_id if self.llm is not None else ""
         return LabelRecord(
             qid=case.qid,
             docid=case.docid,
-            label=None,
+            label=label,
             route=route,
             judge=self.name,
             config_id=self.config_id,
-            model=self.llm.model_id if self.llm is not None else "",
-            details=failed,
+            model=model,
+            details=details,
             systems=list(case.systems),
             min_rank=case.min_rank,
             stage=self.stage,
+            p_yes=p_yes,
             usage=usage_of(responses),
-        )
-
-    def _undecided(self, case: Case) -> LabelRecord:
-        return LabelRecord(
-            qid=case.qid,
-            docid=case.docid,
-            label=None,
-            route="no-answer-match",
-            judge=self.name,
-            config_id=self.config_id,
-            model="",
-            details={"reason": "the answer-context judge decides only pairs that hold an answer string"},
-            systems=list(case.systems),
-            min_rank=case.min_rank,
-            stage=self.stage,
         )
 
 
