@@ -587,7 +587,8 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         if name in applied and name not in (GATE, PRIOR, UNPOOLED):
             p_mean[idx] = applied[name].mean(applied[name].rows([opened.facts[i] for i in idx]))
     like = seen if evidence.graded_like is None else list(evidence.graded_like)
-    prevalence = topic_prevalence([*like, *opened.pairs], fixed, threshold)
+    calibrated = not np.isnan(p_mean).all()  # else the prior falls back on each topic's prevalence
+    prevalence = {} if calibrated else topic_prevalence([*like, *opened.pairs], fixed, threshold)
     _apply_prior(opened, groups, p_mean, applied, people, prevalence, config, rng)
     bound = None
     if GATE in groups:
