@@ -12,7 +12,9 @@ DATASET ?= nq
 DATA_DIR ?= ../shared/data
 LIMIT ?=
 DEPTH ?= 10
-POOL ?= default
+# The pool file retrieve runs (retrievers/pools/): the 10-system default; on a LIMIT slice the quick pool, which
+# encodes no whole corpus (a slice keeps the whole corpus). POOL=default runs the 10 systems on a slice too.
+POOL ?= $(if $(LIMIT),quick,default)
 SYSTEMS ?=
 BACKEND ?= llamacpp-batched
 MODEL ?= smollm2-135m

@@ -307,16 +307,31 @@ def _trust_blocks(result: EvalResult) -> list[Block]:
         f"The estimate fills {total:,} holes, each with a calibrated P(relevant): {stages}. People's labels and the "
         "original qrels are fixed.",
         _judge_quality(audit),
-        "What would narrow the intervals: people answering the review queue's random share (`bridge review`: each "
-        "answer fixes a hole and recalibrates the judge on holes), the most valuable open pairs judged first "
-        f"(valuable-pairs.tsv: {len(estimated.valuable)} listed), or a stronger judge served through "
-        "`--backend openai`.",
+        _what_would_narrow(estimated),
         f"Adjacent comparisons: {counts.get(SETTLED, 0)} settled, {counts.get(LIKELY, 0)} likely, "
         f"{counts.get(OPEN, 0)} open of {len(estimated.comparisons)}. {estimated.bounds_assume}",
     ]
     if estimated.people_random:
         items.insert(1, f"People's answers on {estimated.people_random} random holes updated the calibrations.")
     return [*blocks, Bullets(tuple(items))]
+
+
+def _what_would_narrow(estimated: EstimatedLeaderboard) -> str:
+    """The remedies, with the one expected effect the estimate can compute: the listed valuable pairs' values (the
+    expected number of open comparisons each label would decide) summed, an upper bound where pairs share one."""
+    listed = estimated.valuable
+    effect = sum(value for _, value, _ in listed)
+    valuable = (
+        f"the most valuable open pairs judged first (valuable-pairs.tsv: {len(listed)} listed; labelling them is "
+        f"expected to decide up to {effect:.1f} of the {estimated.counts().get(OPEN, 0)} open comparisons)"
+        if listed
+        else "no open pair whose label could move a comparison"
+    )
+    return (
+        "What would narrow the intervals: people answering the review queue's random share (`bridge review`: each "
+        f"answer fixes a hole and recalibrates the judge on holes), {valuable}, or a stronger judge served through "
+        "`--backend openai` (its effect is not computed before it is measured on this dataset)."
+    )
 
 
 def _judge_quality(audit: Mapping[str, Any]) -> str:

@@ -6,7 +6,8 @@ Families (each reads the run of ``first_stage``, a system listed in the same poo
   folder or hub id, e.g. ms-marco-MiniLM-L12-v2), or a monoT5 model (``kind = "monot5"``,
   score = log P("true") at the first decoded token).
 - ``rerank-dense``: bi-encoder rerank, the cosine of a sentence-transformers model's query and
-  passage embeddings (passage embeddings shared with the dense system of that model).
+  passage embeddings (passage embeddings shared with the dense system of that model; with
+  ``passages = "window"``, only the windows' passages are encoded: the quick pool's cost).
 - ``rerank-llm``: LLM pointwise rerank, score = P("yes") of ``{"relevant": "yes"|"no"}`` where the
   backend exposes log-probabilities, else the answer as 1/0.
 - ``rerank-rebel``: multi-criteria LLM rerank in the style of REBEL: score = relevance (0-10)
@@ -242,37 +243,62 @@ def make_rerank_ce(params: Mapping[str, Any], context: RetrievalContext) -> Cros
 
 
 class BiEncoderReranker(WindowReranker):
-    """Cosine of query and passage embeddings; passages come from the shared embedding cache."""
+    """Cosine of query and passage embeddings. Passages come from the shared corpus embedding cache
+    (``passages="corpus"``: the whole corpus is encoded once, for every system of that encoder), or only the
+    windows' passages are encoded (``passages="window"``): a few thousand passages instead of the corpus, for a
+    ``LIMIT`` slice of a large corpus. Both give the same embeddings up to float rounding of the batching."""
 
     family = "rerank-dense"
+    PASSAGES = ("corpus", "window")
 
-    def __init__(self, context: RetrievalContext, first_stage: str, dense_params: Mapping[str, Any], depth: int = 100):
+    def __init__(
+        self,
+        context: RetrievalContext,
+        first_stage: str,
+        dense_params: Mapping[str, Any],
+        depth: int = 100,
+        passages: str = "corpus",
+    ):
         super().__init__(context, first_stage, depth)
+        if passages not in self.PASSAGES:
+            raise BridgeError(f"rerank-dense: passages must be one of {', '.join(self.PASSAGES)}, got {passages!r}")
         self.dense = dense_from_params(dense_params, context)
+        self.passages = passages
 
     def scorer_fingerprint(self) -> dict[str, Any]:
-        return {"encoder": self.dense.encoding_fingerprint(), "query_prefix": self.dense.config.query_prefix}
+        window = {"passages": "window"} if self.passages == "window" else {}  # corpus: the keys runs always had
+        return {"encoder": self.dense.encoding_fingerprint(), "query_prefix": self.dense.config.query_prefix, **window}
 
     def index(self, corpus: Corpus, workdir: Path) -> None:
         super().index(corpus, workdir)
-        assert self.dense.embeddings_dir is not None
-        self.dense.load_embeddings(corpus, self.dense.embeddings_dir)
+        if self.passages == "corpus":
+            assert self.dense.embeddings_dir is not None
+            self.dense.load_embeddings(corpus, self.dense.embeddings_dir)
 
     def score(self, pairs: Sequence[tuple[Query, str]]) -> list[float]:
         if not pairs:
             return []
         queries = list({q.qid: q for q, _ in pairs}.values())
         vectors = dict(zip([q.qid for q in queries], self.dense.encode_queries([q.text for q in queries]), strict=True))
-        docs = self.dense.doc_vectors([docid for _, docid in pairs])
+        docids = [docid for _, docid in pairs]
+        if self.passages == "corpus":
+            docs = self.dense.doc_vectors(docids)
+        else:
+            unique = list(dict.fromkeys(docids))
+            log.info("%s: encoding the %d passages of the windows", self.family, len(unique))
+            encoded = self.dense.encode([self.passage(d) for d in unique], self.dense.config.passage_prefix, None)
+            rows = {docid: i for i, docid in enumerate(unique)}
+            docs = encoded[[rows[d] for d in docids]]
         return [float(vectors[q.qid] @ d) for (q, _), d in zip(pairs, docs, strict=True)]
 
 
 @register_family("rerank-dense")
 def make_rerank_dense(params: Mapping[str, Any], context: RetrievalContext) -> BiEncoderReranker:
-    check_params("rerank-dense", params, ("first_stage", "depth", *DENSE_PARAMS))
+    check_params("rerank-dense", params, ("first_stage", "depth", "passages", *DENSE_PARAMS))
     require_params(params, "rerank-dense", "first_stage")
     dense_params = {k: v for k, v in params.items() if k in DENSE_PARAMS}
-    return BiEncoderReranker(context, str(params["first_stage"]), dense_params, depth=int(params.get("depth", 100)))
+    first_stage, depth, passages = str(params["first_stage"]), int(params.get("depth", 100)), params.get("passages")
+    return BiEncoderReranker(context, first_stage, dense_params, depth, str(passages or "corpus"))
 
 
 # --- LLM rerankers ---------------------------------------------------------------------------

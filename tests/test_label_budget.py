@@ -80,6 +80,14 @@ def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_a
         assert float(row["lower"]) <= low <= estimate <= high <= float(row["upper"])
         assert high > low or float(row["lower"]) == float(row["upper"])  # uncertain P: an interval, unless bounds meet
 
+    # the report's first section names the remedies with the one effect it can compute: the listed pairs' values
+    with open("reports/beir-plain/valuable-pairs.tsv") as handle:
+        values = [float(row["value"]) for row in csv.DictReader(handle, delimiter="\t")]
+    trust = Path("reports/beir-plain/report.md").read_text().split("## How far to trust it")[1].split("\n## ")[0]
+    said = re.search(r"valuable-pairs.tsv: (\d+) listed; labelling them is expected to decide up to ([\d.]+) of", trust)
+    assert said and int(said.group(1)) == len(values) > 0
+    assert float(said.group(2)) == pytest.approx(sum(values), abs=0.05)
+
 
 def test_the_prior_is_the_topics_share_of_ranked_pairs_judged_relevant():
     ranked = [("q1", d) for d in ("g", "a", "b", "c")] + [("q2", d) for d in ("g", "h", "a")]

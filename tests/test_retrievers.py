@@ -237,6 +237,21 @@ def test_pools_by_cost_default_makes_no_llm_call_and_full_adds_the_llm_systems()
             assert all(ordered.index(dep) < ordered.index(spec.name) for dep in spec.inputs)
 
 
+def test_the_quick_pool_encodes_no_whole_corpus_and_builds(tmp_path):
+    """A LIMIT slice's pool: no first stage that encodes every passage (dense, splade), every bi-encoder rerank
+    encodes only its window, no LLM; each system builds, and inputs run before their consumers."""
+    quick = load_pool_config("quick")
+    families = {s.family for s in quick}
+    assert not families & {"dense", "splade", *LLM_FAMILIES} and {"bm25", "bm25s", "rerank-dense"} <= families
+    assert all(s.params.get("passages") == "window" for s in quick if s.family == "rerank-dense")
+    default = {s.name: s for s in load_pool_config("default")}
+    assert all(default[s.name] == s for s in quick if s.name in default)  # one name, one system across pool files
+    ordered = [s.name for s in select_systems(quick, None)]
+    for spec in quick:
+        assert all(ordered.index(dep) < ordered.index(spec.name) for dep in spec.inputs)
+        assert make_retriever(spec, RetrievalContext(tmp_path)).fingerprint()
+
+
 def test_pool_files_extend_and_override(tmp_path):
     (tmp_path / "a.toml").write_text('[systems.x]\nfamily = "bm25"\nk1 = 0.9\n')
     (tmp_path / "b.toml").write_text(

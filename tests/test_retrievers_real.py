@@ -91,6 +91,35 @@ def test_bi_encoder_rerank_lifts_the_relevant_document(ds, tmp_path):
     assert best(run, "q2") == "d3"
 
 
+def test_bi_encoder_rerank_of_the_window_only_encodes_its_passages(ds, tmp_path, monkeypatch):
+    """``passages = "window"`` (the quick pool): the same order as with the corpus embeddings, no corpus encoding
+    written, and only the windows' distinct passages encoded (depth 2: q1 d5 d2, q2 d5 d4 -> 3 of the 5 passages)."""
+    from bridge.encoders.embeddings import SentenceEncoder
+
+    corpus_ctx = context(tmp_path / "corpus", ds, runs={"first": FIRST_STAGE})
+    corpus_run = build(SystemSpec("r", "rerank-dense", {"first_stage": "first", "depth": 2}), corpus_ctx, ds, tmp_path)
+    encoded: list[str] = []
+    real_encode = SentenceEncoder.encode
+
+    def counting(self, texts, prefix, progress):
+        encoded.extend(texts)
+        return real_encode(self, texts, prefix, progress)
+
+    monkeypatch.setattr(SentenceEncoder, "encode", counting)
+    ctx = context(tmp_path / "window", ds, runs={"first": FIRST_STAGE})
+    spec = SystemSpec("r", "rerank-dense", {"first_stage": "first", "depth": 2, "passages": "window"})
+    window = build(spec, ctx, ds, tmp_path)
+    run, by_corpus = window.search(ds.queries, k=10), corpus_run.search(ds.queries, k=10)
+    assert ranking(run, "q1") == ranking(by_corpus, "q1") and ranking(run, "q2") == ranking(by_corpus, "q2")
+    assert ranking(run, "q1")[:2] != top_k(FIRST_STAGE["q1"], 2)  # it reranks
+    passages = {d.contents(): d.docid for d in ds.corpus}
+    assert len(passages) == 5 and sorted(passages[t] for t in encoded if t in passages) == ["d2", "d4", "d5"]
+    assert not list(ctx.cache_dir.glob("**/embeddings.npy"))
+    assert window.fingerprint() != corpus_run.fingerprint()
+    with pytest.raises(BridgeError, match="passages must be one of corpus, window"):
+        make_retriever(SystemSpec("r", "rerank-dense", {"first_stage": "first", "passages": "all"}), ctx)
+
+
 def tiny_cross_encoder(folder: Path) -> Path:
     """A random 1-layer BERT cross-encoder with MiniLM's tokenizer (no model hub needed)."""
     import torch
