@@ -46,7 +46,8 @@ def cmd_sample(args: argparse.Namespace) -> int:
     out.parent.mkdir(parents=True, exist_ok=True)
     write_pairs(out, [entries[i] for i in chosen])
     topics = len({e.qid for e in entries})
-    print(f"{len(entries)} holes over {topics} topics in {args.pool}; sampled {len(chosen)} (seed {args.seed}) -> {out}")
+    print(f"{len(entries)} holes over {topics} topics in {args.pool}; sampled {len(chosen)} (seed {args.seed})")
+    print(f"-> {out}")
     return 0
 
 
@@ -56,7 +57,8 @@ def cmd_sheet(args: argparse.Namespace) -> int:
     pairs = read_pairs(folder(args.dataset) / "pairs.tsv")
     if args.second:
         pairs = [pairs[i] for i in sorted(random.Random(args.seed + 1).sample(range(len(pairs)), args.second))]
-    out = Path(args.out) if args.out else folder(args.dataset) / ("sheet-second.md" if args.second else "sheet-first.md")
+    name = "sheet-second.md" if args.second else "sheet-first.md"
+    out = Path(args.out) if args.out else folder(args.dataset) / name
     with atomic_write(out) as handle:
         for n, (qid, docid) in enumerate(pairs, 1):
             doc = ds.corpus.get(docid)
