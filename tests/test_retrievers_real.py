@@ -344,8 +344,8 @@ def probe_result(encoder: str, choice: str):
 
 
 def test_the_precision_probe_measures_every_path_once_and_caches_it(ds, tmp_path, monkeypatch):
-    """The real probe on MiniLM: every shipped path timed, bf16 at parity with fp32, the choice the rule's, and a
-    second retriever on the same CPU reads the file instead of measuring."""
+    """The real probe on MiniLM: every path this CPU runs natively timed, bf16 (where probed) at parity with fp32, the
+    choice the rule's, and a second retriever on the same CPU reads the file instead of measuring."""
     from bridge.encoders import precision
 
     texts = precision.probe_passages(16, words=40)
@@ -354,11 +354,32 @@ def test_the_precision_probe_measures_every_path_once_and_caches_it(ds, tmp_path
     dense = make_retriever(SystemSpec("dense", "dense"), ctx)
     probes = precision.read_probes(precision.probe_file(ctx.cache_dir))
     (result,) = probes.values()
-    assert set(result.rates) == set(precision.PATHS) and all(r > 0 for r in result.rates.values())
-    assert result.min_cosine["fp32"] == pytest.approx(1.0, abs=1e-6) and result.min_cosine["bf16"] > 0.999
+    assert set(result.rates) == set(precision.native_paths()) and all(r > 0 for r in result.rates.values())
+    assert result.min_cosine["fp32"] == pytest.approx(1.0, abs=1e-6)
+    assert result.min_cosine.get("bf16", 1.0) > 0.999
     assert result.choice == precision.choose(result.rates, result.min_cosine) == dense.encoder.precision
     monkeypatch.setattr(precision, "run_probe", lambda *a: pytest.fail("probed twice"))
     assert make_retriever(SystemSpec("dense", "dense"), ctx).encoder.precision == result.choice
+
+
+def test_bf16_is_probed_only_where_the_cpu_multiplies_it_natively():
+    from bridge.encoders.precision import native_paths
+
+    assert native_paths(["avx2", "fma"], "x86_64") == ("fp32",)  # torch would convert through fp32: always slower
+    assert native_paths(["avx2", "avx512f", "avx512_bf16"], "x86_64") == ("fp32", "bf16")
+    assert native_paths(["avx512f", "amx_bf16", "amx_tile"], "x86_64") == ("fp32", "bf16")
+    assert native_paths([], "aarch64") == ("fp32", "bf16")  # flags not read: measured, not guessed
+
+
+def test_a_bf16_encoding_stays_at_parity_with_fp32(ds):
+    """bf16 on any CPU (the probe may skip it here): every embedding's cosine to fp32's at least PARITY_COSINE."""
+    from bridge.encoders.embeddings import SentenceEncoder
+    from bridge.encoders.precision import PARITY_COSINE, min_row_cosine
+
+    texts = [d.contents() for d in ds.corpus]
+    fp32 = SentenceEncoder(precision="fp32").encode_passages(texts)
+    bf16 = SentenceEncoder(precision="bf16").encode_passages(texts)
+    assert min_row_cosine(fp32, bf16) >= PARITY_COSINE
 
 
 def test_the_probe_choice_rule():

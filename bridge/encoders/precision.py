@@ -3,10 +3,12 @@
 Whether bfloat16 pays depends on the CPU, not only on its flags: with AMX tiles MiniLM encodes ~3x faster in
 bf16, while a CPU with AVX512_BF16 but no AMX multiplies bf16 at about half its fp32 rate (bench/RESULTS.md). So
 ``auto`` does not guess from flags: on first use it encodes a few batches of fixed probe passages with every
-shipped path, and takes the fastest path whose embeddings agree with fp32's (cosine >= ``PARITY_COSINE`` on every
-passage) and whose speed beats fp32 by ``SPEED_MARGIN`` (timing noise must not flip the choice). The result is
-kept under ``<cache>/precision-probe/`` in a file named by the CPU model and the torch version, one entry per
-encoder, so the probe runs once per machine type and model, and ``bench encoders`` prints the same table.
+shipped path the CPU can run natively (bf16 only where an x86 CPU has AVX512_BF16 or AMX: without either, torch
+converts bfloat16 through fp32, at 0.08-0.16x fp32's rate on an AVX2 AMD EPYC, and probing it cost a cold run about
+36 s), and takes the fastest path whose embeddings agree with fp32's (cosine >= ``PARITY_COSINE`` on every passage)
+and whose speed beats fp32 by ``SPEED_MARGIN`` (timing noise must not flip the choice). The result is kept under
+``<cache>/precision-probe/`` in a file named by the CPU model and the torch version, one entry per encoder, so the
+probe runs once per machine type and model, and ``bench encoders`` prints the same table.
 """
 
 from __future__ import annotations
@@ -79,6 +81,16 @@ def cpu_label() -> str:
     return f"{cpu_model()} ({base}{bf16}{fp16}, {amx})"
 
 
+def native_paths(flags: Sequence[str] | None = None, machine: str | None = None) -> tuple[str, ...]:
+    """The shipped paths worth probing here: fp32, and bf16 unless an x86 CPU lacks both AVX512_BF16 and AMX (a CPU
+    that is not x86 is probed on every path: its flags are not read)."""
+    machine = (machine or platform.machine()).lower()
+    if machine not in ("x86_64", "amd64", "i386", "i686"):
+        return PATHS
+    flags = cpu_flags() if flags is None else flags
+    return PATHS if any(f == "avx512_bf16" or f.startswith("amx") for f in flags) else ("fp32",)
+
+
 def probe_passages(count: int = PROBE_PASSAGES, words: int = PROBE_WORDS) -> list[str]:
     """Fixed, seeded passages of common English words (``bridge/data/probe-words.txt``)."""
     vocabulary = (Path(__file__).parents[1] / "data" / "probe-words.txt").read_text().split()
@@ -114,21 +126,22 @@ def choose(rates: dict[str, float], min_cosine: dict[str, float]) -> str:
 
 
 def run_probe(encoder: str, encode: Encode, passages: Sequence[str] | None = None) -> ProbeResult:
-    """Encode the probe passages with every path (after a warm-up batch each) and choose."""
+    """Encode the probe passages with every path this CPU runs natively (after a warm-up batch each) and choose."""
     import torch
 
     texts = list(passages if passages is not None else probe_passages())
-    for path in PATHS:
+    paths = native_paths()
+    for path in paths:
         encode(path, texts[:8])  # load the model, warm the kernels
-    seconds: dict[str, float] = {p: float("inf") for p in PATHS}
+    seconds: dict[str, float] = {p: float("inf") for p in paths}
     vectors: dict[str, np.ndarray] = {}
     for _ in range(2):
-        for path in PATHS:
+        for path in paths:
             start = time.perf_counter()
             vectors[path] = np.asarray(encode(path, texts), dtype=np.float32)
             seconds[path] = min(seconds[path], time.perf_counter() - start)
-    rates = {p: len(texts) / seconds[p] for p in PATHS}
-    min_cosine = {p: min_row_cosine(vectors["fp32"], vectors[p]) for p in PATHS}
+    rates = {p: len(texts) / seconds[p] for p in paths}
+    min_cosine = {p: min_row_cosine(vectors["fp32"], vectors[p]) for p in paths}
     return ProbeResult(encoder, rates, min_cosine, choose(rates, min_cosine), cpu_model(), torch.__version__)
 
 
