@@ -29,9 +29,10 @@ REFERENCE_nq := bench/data/nq-answer-reference/labels-first.tsv
 ANSWER_JUDGE_nq := answer-lexical
 REFINE_nq := answer-reader
 LABEL_MINUTES_nq := 2
-LABEL_MODEL_nq := qwen2.5-coder-1.5b
 REFERENCE ?= $(REFERENCE_$(DATASET))
-LABEL_MODEL ?= $(or $(LABEL_MODEL_$(DATASET)),$(MODEL))
+# The costly judge's model on every dataset: Qwen2.5-Coder-1.5B, the fallback judge measured above chance where
+# SmolLM2-135M is not (bridge/data/judge-quality.tsv; docs/label.md). With a zero budget it is named, not loaded.
+LABEL_MODEL ?= qwen2.5-coder-1.5b
 ANSWER_JUDGE ?= $(ANSWER_JUDGE_$(DATASET))
 # Every dataset's main job is bounded: LABEL_MINUTES of pool judging by the costly judge, 0 unless the dataset sets it
 # (bridge/data/judge-quality.tsv has what each judge measured): SmolLM2's cascade is at chance on dl19 and nfcorpus;

@@ -133,3 +133,23 @@ def test_a_malformed_quality_row_names_its_line(tmp_path):
     )
     with pytest.raises(InputError, match=r"q.tsv, line 2: not a number"):
         read_quality_table(path)
+
+
+def test_a_model_at_chance_is_told_of_the_one_measured_above_chance(tmp_path):
+    from bridge.judging.quality.measured import COLUMNS, better_measured
+
+    def row(dataset, model, bacc_low, auc_low, auc):
+        return [dataset, "cascade", model, "x", "100", "0.6", str(bacc_low), "0.7", str(auc), str(auc_low), "0.9"]
+
+    path = tmp_path / "q.tsv"
+    rows = [
+        row("dl19", "small", 0.45, 0.45, 0.55),
+        row("dl19", "big", 0.55, 0.60, 0.75),
+        row("dl19", "bigger", 0.52, 0.55, 0.70),
+        row("nfcorpus", "big", 0.40, 0.40, 0.50),
+    ]
+    path.write_text("\n".join("\t".join(r) for r in [list(COLUMNS), *([*r, "1", "s"] for r in rows)]) + "\n")
+    assert better_measured("dl19", "cascade", "small", path).model == "big"  # the higher AUC of the two above chance
+    assert better_measured("dl19", "cascade", "unmeasured", path).model == "big"
+    assert better_measured("dl19", "cascade", "bigger", path) is None  # itself above chance
+    assert better_measured("nfcorpus", "cascade", "small", path) is None  # nobody above chance there

@@ -15,7 +15,7 @@ from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
 from bridge.judging import judge_traits
 from bridge.judging.free.reference import OPEN_JUDGE
-from bridge.judging.quality.measured import measured_quality
+from bridge.judging.quality.measured import better_measured, measured_quality
 from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, Pricing, label_pool
 from bridge.label.value import ValueConfig
@@ -101,6 +101,9 @@ def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tup
     measured = measured_quality(ds.name, name, spec.llm.model)
     unmeasured = f"{who} was never measured on {ds.name}: this run's audit measures it"
     quality = f"{who} {measured.line()}" if measured else unmeasured
+    better = better_measured(ds.name, name, spec.llm.model)
+    if better is not None:
+        quality += f"; {better.model} measured AUC {better.auc[0]:.2f} here: --model {better.model}"
     if settings.max_minutes == 0 or settings.max_pairs == 0:
         budget = (
             f"budget 0: {who} is not asked; every pair the free stages leave keeps the estimate's prior P "

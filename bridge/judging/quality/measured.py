@@ -77,3 +77,14 @@ def measured_quality(dataset: str, judge: str, model: str, path: Path = QUALITY_
         if (row.dataset, row.judge, row.model) == (dataset, judge, model):
             return row
     return None
+
+
+def better_measured(dataset: str, judge: str, model: str, path: Path = QUALITY_FILE) -> MeasuredQuality | None:
+    """Another model measured above chance as ``judge`` on ``dataset`` (the highest AUC), where ``model`` was not
+    measured above chance there: what the label run's first lines suggest instead."""
+    rows = read_quality_table(path)
+    own = next((r for r in rows if (r.dataset, r.judge, r.model) == (dataset, judge, model)), None)
+    if own is not None and own.above_chance:
+        return None
+    others = [r for r in rows if r.dataset == dataset and r.judge == judge and r.model != model and r.above_chance]
+    return max(others, key=lambda r: r.auc[0], default=None)
