@@ -201,6 +201,7 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     """Each system's estimate, the interval to quote, its rank and verdict against the next system; the figure."""
     estimated = result.estimated
     assert estimated is not None
+    holes, rest_on = _what_holes_rest_on(estimated)
     blocks: list[Block] = [
         Heading("The answer"),
         Para(
@@ -212,6 +213,10 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
             "P(better) >= 0.95 either way, **open** otherwise. The bounds are the lowest and highest score the "
             f"holes allow; the holey score: under the {result.reference} qrels, where every hole counts as not "
             "relevant."
+        ),
+        Para(
+            f"What the intervals rest on: {holes:,} holes, {rest_on}. How far to trust each stage, and what would "
+            "narrow the intervals: **How far to trust it**, below."
         ),
     ]
     original = _holey_scores(result)
@@ -283,6 +288,16 @@ _STAGE_TEXT = {
 }
 
 
+def _what_holes_rest_on(estimated: EstimatedLeaderboard) -> tuple[int, str]:
+    """The holes' count, and by which stage's calibration how many were filled (largest first)."""
+    total = sum(n for n, _ in estimated.stages.values())
+    stages = "; ".join(
+        f"{n:,} by {_STAGE_TEXT.get(stage, f'{stage} (calibrated on read holes)')}, {e:.1f} expected relevant"
+        for stage, (n, e) in sorted(estimated.stages.items(), key=lambda x: -x[1][0])
+    )
+    return total, stages
+
+
 def _trust_blocks(result: EvalResult) -> list[Block]:
     """Which stages decided which holes, the judge's quality on the weakest kind of hole, what would narrow the
     intervals and what the bounds assume."""
@@ -297,11 +312,7 @@ def _trust_blocks(result: EvalResult) -> list[Block]:
                 "calibrated P instead: its intervals carry how little the judge separates."
             )
         )
-    total = sum(n for n, _ in estimated.stages.values())
-    stages = "; ".join(
-        f"{n:,} by {_STAGE_TEXT.get(stage, f'{stage} (calibrated on read holes)')}, {e:.1f} expected relevant"
-        for stage, (n, e) in sorted(estimated.stages.items(), key=lambda x: -x[1][0])
-    )
+    total, stages = _what_holes_rest_on(estimated)
     counts = estimated.counts()
     items = [
         f"The estimate fills {total:,} holes, each with a calibrated P(relevant): {stages}. People's labels and the "

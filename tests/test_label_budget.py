@@ -83,7 +83,10 @@ def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_a
     # the report's first section names the remedies with the one effect it can compute: the listed pairs' values
     with open("reports/beir-plain/valuable-pairs.tsv") as handle:
         values = [float(row["value"]) for row in csv.DictReader(handle, delimiter="\t")]
-    trust = Path("reports/beir-plain/report.md").read_text().split("## How far to trust it")[1].split("\n## ")[0]
+    report = Path("reports/beir-plain/report.md").read_text()
+    answer, trust = report.split("## The answer")[1].split("## How far to trust it")
+    assert "What the intervals rest on: 20 holes, 20 by no measured stage (the topic's prior)" in answer
+    trust = trust.split("\n## ")[0]
     said = re.search(r"valuable-pairs.tsv: (\d+) listed; labelling them is expected to decide up to ([\d.]+) of", trust)
     assert said and int(said.group(1)) == len(values) > 0
     assert float(said.group(2)) == pytest.approx(sum(values), abs=0.05)
