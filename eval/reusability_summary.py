@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 
+from bridge.judging.free.reference import OPEN_JUDGE
 from eval.reusability import ReusabilityResult
 
 
@@ -85,6 +86,8 @@ def summary_lines(result: ReusabilityResult) -> str:
 
 def audit_line(audit: Mapping) -> str:
     """The one audit of the test: each lane's balanced accuracy on its known pairs, and the verdict."""
+    if audit.get("judge") == OPEN_JUDGE:
+        return "audit (one for the test): none; the open judge labels no pair, every removed pair keeps the prior"
     lanes = []
     for name, lane in (audit.get("lanes") or {}).items():
         interval = (lane.get("intervals") or {}).get("balanced_accuracy")

@@ -375,3 +375,14 @@ def test_random_judge_runs_the_reusability_test_reproducibly(workspace):
     assert judge["tp"] + judge["fn"] + judge["fp"] + judge["tn"] == 24  # every removed pair decided
     again = reusability(dataset, *args)
     assert again["systems"] == data["systems"] and again["judges"] == data["judges"]
+
+
+def test_the_audit_line_of_an_open_judge_says_nothing_was_audited_not_untrusted():
+    from eval.reusability_summary import audit_line
+
+    line = audit_line({"judge": "open", "lanes": {}, "trusted": False, "warning": None})
+    assert "none; the open judge labels no pair" in line and "not trusted" not in line
+    lane = {"balanced_accuracy": 0.61, "pairs": 40, "intervals": {"balanced_accuracy": [0.5, 0.7]}}
+    assert audit_line({"judge": "cascade", "lanes": {"decisive": lane}, "trusted": False, "warning": "w"}).endswith(
+        "not trusted (w)"
+    )
