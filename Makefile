@@ -36,10 +36,11 @@ LABEL_MODEL ?= qwen2.5-coder-1.5b
 ANSWER_JUDGE ?= $(ANSWER_JUDGE_$(DATASET))
 # Every dataset's main job is bounded: LABEL_MINUTES of pool judging by the costly judge, 0 unless the dataset sets it
 # (bridge/data/judge-quality.tsv has what each judge measured): SmolLM2's cascade is at chance on dl19, nfcorpus and
-# scifact; Qwen's is above chance on dl19 but its calibration and audit (about 160 calls, fixed costs) do not fit a
-# bounded job; beir:/irds: folders have no measured judge. With 0 the free stages decide what they can, every other hole
-# keeps the estimate's prior P, and the label stage's first lines say so. A LIMIT slice is a quick look: no costly
-# judge unless LABEL_MINUTES says so (nq: answer-lexical's calibrated P covers every answer-bearing pair).
+# scifact; Qwen's is above chance on dl19 and scifact but its calibration and audit (about 160 calls, fixed costs) do
+# not fit a bounded job; beir:/irds: folders have no measured judge. With 0 the free stages decide what they can,
+# every other hole keeps the estimate's prior P, and the label stage's first lines say so. A LIMIT slice is a quick
+# look: no costly judge unless LABEL_MINUTES says so (nq: answer-lexical's calibrated P covers every answer-bearing
+# pair).
 LABEL_MINUTES ?= $(if $(LIMIT),0,$(or $(LABEL_MINUTES_$(DATASET)),0))
 REFINE ?= $(if $(filter-out 0,$(LABEL_MINUTES)),$(REFINE_$(DATASET)))
 LABEL_ARGS ?=
