@@ -82,9 +82,9 @@ def measured_quality(dataset: str, judge: str, model: str, path: Path = QUALITY_
 def better_measured(dataset: str, judge: str, model: str, path: Path = QUALITY_FILE) -> MeasuredQuality | None:
     """Another model measured above chance as ``judge`` on ``dataset`` (the highest AUC), where ``model`` was not
     measured above chance there: what the label run's first lines suggest instead."""
-    rows = read_quality_table(path)
-    own = next((r for r in rows if (r.dataset, r.judge, r.model) == (dataset, judge, model)), None)
+    own = measured_quality(dataset, judge, model, path)
     if own is not None and own.above_chance:
         return None
+    rows = read_quality_table(path)
     others = [r for r in rows if r.dataset == dataset and r.judge == judge and r.model != model and r.above_chance]
     return max(others, key=lambda r: r.auc[0], default=None)
