@@ -12,8 +12,8 @@ __version__ = "0.1.0"
 
 _API = (
     "EvaluateOptions", "Evaluation", "LabelingOptions", "Labels", "Reusability", "ScoreOptions", "Scored", "as_qrels",
-    "as_run", "evaluate", "label_pairs", "load_dataset", "pool_pairs", "qrels_frame", "read_labels_folder",
-    "read_qrels", "read_run", "retrieve", "reusability", "run_frame", "score",
+    "as_run", "evaluate", "hole_probabilities", "label_pairs", "load_dataset", "pool_pairs", "qrels_frame",
+    "read_labels_folder", "read_qrels", "read_run", "retrieve", "reusability", "run_frame", "score",
 )  # fmt: skip
 __all__ = ["__version__", *_API]
 

@@ -43,7 +43,7 @@ if TYPE_CHECKING:
 
     from bridge.label.chain import ChainSpec
     from bridge.label.run import LabelPaths
-    from eval.harness import EvalResult
+    from eval.harness import EvalInputs, EvalResult
     from eval.score import ScoreResult
 
 __all__ = [
@@ -57,6 +57,7 @@ __all__ = [
     "as_qrels",
     "as_run",
     "evaluate",
+    "hole_probabilities",
     "label_pairs",
     "load_dataset",
     "pool_pairs",
@@ -289,6 +290,9 @@ class LabelingOptions:
     runs: Mapping[str, Any] | None = None
     """The systems to estimate: the free stages decide first and the costly judge gets pairs in value order, as
     ``bridge label`` does (None: every pair, priority order)."""
+    ask_all: bool = False
+    """With ``runs``: the costly judge may also take the pairs that decide no comparison, after those that do
+    (``bridge label --ask-all``); the way to fill qrels rather than to compare systems."""
     cache_dir: str | Path = "cache"
     """Models, encodings and the LLM response cache."""
 
@@ -320,16 +324,19 @@ def label_pairs(
     """
     from bridge.label.chain import build_chain
     from bridge.label.run import LabelOptions, LabelPaths, label_pool
+    from bridge.label.value import ValueConfig
     from bridge.pool.pooling import write_pool
 
     spec = judge if not isinstance(judge, str) else _chain_spec(judge, reference, llm, progress, options)
+    spec = spec.within_budget(options.max_minutes)
     entries = _pool_entries(pairs)
     with tempfile.TemporaryDirectory(prefix="bridge-labels-") as scratch:
         paths = LabelPaths.in_folder(Path(folder) if folder is not None else Path(scratch))
         write_pool(entries, paths.pool)
         chain, _, _ = build_chain(spec, dataset)
         runs = _runs(options.runs) if options.runs else None
-        run_options = LabelOptions(audit=spec.audit, progress=progress, max_minutes=options.max_minutes, runs=runs)
+        run_options = LabelOptions(audit=spec.audit, progress=progress, max_minutes=options.max_minutes, runs=runs,
+                                   value=ValueConfig(ask_all=options.ask_all))  # fmt: skip
         label_pool(dataset, chain, paths, run_options)
         return Labels.read(paths)
 
@@ -485,7 +492,26 @@ def evaluate(
     True
     """
     from bridge.estimate.leaderboard import EstimateConfig
-    from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, run_evaluation
+    from eval.harness import EvalConfig, run_evaluation
+
+    inputs = _eval_inputs(runs, qrels, labels, options)
+    config = EvalConfig(
+        k=k,
+        measures=tuple(measures),
+        significance_test=options.significance,
+        orders=options.orders,
+        seed=options.seed,
+        estimate=EstimateConfig(draws=draws, seed=options.seed),
+    )
+    return Evaluation(run_evaluation(inputs, config, progress=progress))
+
+
+def _eval_inputs(
+    runs: Mapping[str, Any], qrels: Qrels | Dataset | pd.DataFrame | str | Path, labels: Labels | None,
+    options: EvaluateOptions,
+) -> EvalInputs:  # fmt: skip
+    """What :func:`evaluate` scores: the runs, the original qrels and, with labels, the augmented ones."""
+    from eval.harness import AUGMENTED, ORIGINAL, EvalInputs
 
     ds = qrels if isinstance(qrels, Dataset) else None
     original = as_qrels(qrels)
@@ -496,7 +522,7 @@ def evaluate(
     sets = {ORIGINAL: original}
     if labels is not None:
         sets[AUGMENTED] = lift_new_labels(original, labels.qrels(original), level)
-    inputs = EvalInputs(
+    return EvalInputs(
         dataset=ds.name if ds else "",
         topics=tuple(judged),
         runs=runs,
@@ -509,15 +535,41 @@ def evaluate(
         calibrations=labels.calibrations if labels else {},
         families={s: (options.families or {}).get(s, s) for s in runs},
     )
-    config = EvalConfig(
-        k=k,
-        measures=tuple(measures),
-        significance_test=options.significance,
-        orders=options.orders,
-        seed=options.seed,
-        estimate=EstimateConfig(draws=draws, seed=options.seed),
-    )
-    return Evaluation(run_evaluation(inputs, config, progress=progress))
+
+
+def hole_probabilities(
+    runs: Mapping[str, Any],
+    qrels: Qrels | Dataset | pd.DataFrame | str | Path,
+    labels: Labels,
+    *,
+    depth: int = 10,
+    options: EvaluateOptions = EvaluateOptions(),
+) -> pd.DataFrame:
+    """The pairs whose labels the estimate draws, in the runs' top ``depth`` (one run is enough), each with the P
+    it is drawn with: ``query_id, doc_id, stage`` (what the P rests on: a calibration, the prior, the gate),
+    ``p_relevant``, ``label`` (the stage's own label, the augmented qrels' floor; None: undecided). Pairs people
+    judged are not among them: their grade is fixed. ``options``: threshold and topics as :func:`evaluate` reads
+    them.
+
+    >>> from bridge.core.label_records import LabelRecord
+    >>> gate = LabelRecord("q1", "d2", 0, "answer-absent", "gate", "c", "m", stage="evidence")
+    >>> hole_probabilities({"a": {"q1": {"d1": 2.0, "d2": 1.0}}}, {"q1": {"d1": 1}},
+    ...                    Labels((gate,), (("q1", "d2"),)), depth=2)[["query_id", "doc_id", "label"]]
+      query_id doc_id  label
+    0       q1     d2      0
+    """
+    import pandas as pd
+
+    from eval.estimated import hole_model
+    from eval.harness import ORIGINAL
+
+    inputs = _eval_inputs(runs, qrels, labels, options)
+    model = hole_model(inputs, inputs.qrels_sets[ORIGINAL], depth)
+    rows = [
+        (q, d, stage, float(p), model.labels.get((q, d)))
+        for (q, d), stage, p in zip(model.pairs, model.stage, model.p, strict=True)
+    ]
+    return pd.DataFrame(rows, columns=["query_id", "doc_id", "stage", "p_relevant", "label"])
 
 
 # -- score new runs ------------------------------------------------------------------------------------------

@@ -19,7 +19,7 @@ import numpy as np
 from bridge.core.fsio import atomic_write
 from bridge.core.label_records import counted_configs, current_records
 from bridge.core.trec import Qrels
-from bridge.estimate.holes import GateBound, HoleEvidence, HoleModelConfig, Pair, build_hole_model
+from bridge.estimate.holes import GateBound, HoleEvidence, HoleModel, HoleModelConfig, Pair, build_hole_model
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,
@@ -130,16 +130,8 @@ def estimate_leaderboard(
     hole model from the label run's counted records, pool and calibrations, then every estimated measure of
     ``specs`` with ``valuable`` most valuable open pairs."""
     measures = estimate_measures(specs, inputs.threshold)
-    records = current_records(inputs.labels, counted_configs(inputs.audit, inputs.labels))
-    depth = max(m.k for m in measures)
-    runs, topics = inputs.runs, inputs.topics
-    seen = ranked_lists(runs, topics, depth)
-    evidence = HoleEvidence(
-        original, records, inputs.pool, topics, inputs.threshold, inputs.calibrations, gate_recall(inputs.audit),
-        seen, families=inputs.families,
-    )  # fmt: skip
-    model = build_hole_model(evidence, holes or HoleModelConfig())
-    board = Leaderboard(runs, model, topics, measures, config)
+    model = hole_model(inputs, original, max(m.k for m in measures), holes)
+    board = Leaderboard(inputs.runs, model, inputs.topics, measures, config)
     used = {name: c.description() for name, c in model.calibrations.items()}
     return EstimatedLeaderboard(
         board.scores(),
@@ -153,6 +145,18 @@ def estimate_leaderboard(
         config.draws,
         bounds_assumption(model.gate),
     )
+
+
+def hole_model(inputs: EvalInputs, original: Qrels, depth: int, holes: HoleModelConfig | None = None) -> HoleModel:
+    """The hole model of ``inputs``' label run over the pairs its runs rank in their top ``depth``: every open pair
+    with its P (the label run's counted records, pool and calibrations; ``original``: the qrels people gave)."""
+    records = current_records(inputs.labels, counted_configs(inputs.audit, inputs.labels))
+    seen = ranked_lists(inputs.runs, inputs.topics, depth)
+    evidence = HoleEvidence(
+        original, records, inputs.pool, inputs.topics, inputs.threshold, inputs.calibrations, gate_recall(inputs.audit),
+        seen, families=inputs.families,
+    )  # fmt: skip
+    return build_hole_model(evidence, holes or HoleModelConfig())
 
 
 def rank_stability(board: Leaderboard) -> list[RankStability]:

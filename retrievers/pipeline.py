@@ -27,7 +27,7 @@ from bridge.core.errors import BridgeError, InputError
 from bridge.core.stamp import StageStamp, stage_stamp
 from bridge.core.trec import Run, read_run, write_run
 from bridge.datasets import Dataset
-from retrievers.base import RetrievalContext, SystemSpec, make_retriever
+from retrievers.base import RetrievalContext, Retriever, SystemSpec, make_retriever
 
 log = logging.getLogger(__name__)
 
@@ -123,6 +123,40 @@ def run_stamp(runs_dir: Path, spec: SystemSpec, meta: Mapping[str, Any]) -> Stag
     return stage_stamp(runs_dir / ".meta", spec.name, meta, inputs, with_code=False)
 
 
+def retrieval_context(
+    dataset: Dataset,
+    cache_dir: Path,
+    runs: dict[str, Run] | None = None,
+    options: Mapping[str, Any] | None = None,
+    progress: bool = True,
+) -> RetrievalContext:
+    """What a retriever of ``dataset`` may need: its caches, the runs made so far, the qrels and the options."""
+    return RetrievalContext(
+        cache_dir=cache_dir,
+        runs=runs if runs is not None else {},
+        options={"qrels": dataset.qrels, "relevance_threshold": dataset.relevance_threshold, **(options or {})},
+        dataset_slug=dataset.slug,
+        dataset_fingerprint=dataset.fingerprint,
+        progress=progress,
+    )
+
+
+def open_first_stage(dataset: Dataset, spec: SystemSpec, cache_dir: Path, progress: bool = True) -> Retriever:
+    """A first-stage system of a pool file with its index built or loaded from ``cache_dir``, ready to search any
+    queries (a system that consumes other runs is refused: it has no index of its own)."""
+    if spec.inputs:
+        raise BridgeError(
+            f"system {spec.name!r} consumes the runs of {', '.join(spec.inputs)}: only a first-stage system (bm25, "
+            "bm25s, splade, dense, ...) searches queries on its own"
+        )
+    context = retrieval_context(dataset, cache_dir, progress=progress)
+    retriever = make_retriever(spec, context)
+    workdir = context.workdir(spec.family, retriever.fingerprint())
+    workdir.mkdir(parents=True, exist_ok=True)
+    retriever.index(dataset.corpus, workdir)
+    return retriever
+
+
 def retrieve(
     dataset: Dataset,
     specs: Sequence[SystemSpec],
@@ -142,14 +176,7 @@ def retrieve(
     results: list[RunResult] = []
     runs: dict[str, Run] = {}
     meta_hashes: dict[str, str] = {}
-    context = RetrievalContext(
-        cache_dir=cache_dir,
-        runs=runs,
-        options={"qrels": dataset.qrels, "relevance_threshold": dataset.relevance_threshold, **(options or {})},
-        dataset_slug=dataset.slug,
-        dataset_fingerprint=dataset.fingerprint,
-        progress=progress,
-    )
+    context = retrieval_context(dataset, cache_dir, runs, options, progress)
     bar = tqdm(specs, desc=f"retrieve {dataset.slug}", unit="system", disable=not progress)
     for spec in bar:
         bar.set_postfix_str(spec.name)

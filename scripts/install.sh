@@ -29,5 +29,5 @@ fi
 #    extras the tests exercise: Ray (the cluster executor) and llama-cpp-python's server, and
 #    Qwen2.5-Coder-1.5B (1.1 GB in 22 packages, ~30 s): the LLM of nq's default answer-bearing judge.
 echo "== bridge and its dependencies"
-"${PIP[@]}" install -e ".[dev,ray,server,qwen]"
+"${PIP[@]}" install -e ".[dev,ray,server,qwen,pyterrier]"
 echo "== environment ready: $VENV"

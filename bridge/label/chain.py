@@ -32,6 +32,7 @@ from bridge.judging import (
     judge_traits,
 )
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage
+from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.topic_models import AdapterConfig
 from bridge.judging.llm.cascade import ScoreRunner
@@ -74,6 +75,14 @@ class ChainSpec:
         traits = judge_traits(self.judge.name)
         fallback = self.judge.answer_context_fallback if traits.answer_bearing else None
         return traits.calls_llm or (fallback is not None and judge_traits(fallback).calls_llm) or bool(self.prefilter)
+
+    def within_budget(self, max_minutes: float | None) -> ChainSpec:
+        """The chain a budget runs: a zero budget leaves a judge that asks an LLM out altogether (not loaded, fitted
+        or audited), the open judge in its place, so the free stages decide what they can and every other pair keeps
+        the estimate's prior P."""
+        if max_minutes == 0 and judge_traits(self.judge.name).calls_llm:
+            return replace(self, judge=replace(self.judge, name=OPEN_JUDGE))
+        return self
 
 
 def evidence_mode(choice: str, has_answers: bool) -> str:

@@ -14,7 +14,6 @@ from bridge.core.stamp import StageStamp, stage_stamp
 from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
 from bridge.judging import judge_traits
-from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.quality.measured import better_measured, measured_quality
 from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, Pricing, label_pool
@@ -112,7 +111,7 @@ def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tup
         )
         if settings.refine:
             return replace(settings, refine=None), [quality, budget]
-        return replace(settings, spec=replace(spec, judge=replace(spec.judge, name=OPEN_JUDGE))), [quality, budget]
+        return replace(settings, spec=spec.within_budget(0)), [quality, budget]
     if settings.max_minutes is not None:
         budget = f"budget: {settings.max_minutes:g} minutes of pool judging by {who} (its fixed costs apart)"
     elif settings.max_pairs is not None:

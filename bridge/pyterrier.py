@@ -1,0 +1,474 @@
+"""bridge inside a PyTerrier experiment: fill the holes of ``pt.Experiment``'s systems, with intervals, in a notebook.
+
+Reached as ``bridge.pyterrier`` and, once bridge is installed, as ``pt.bridge``: PyTerrier loads the modules that
+packages register under its ``pyterrier.modules`` entry point, and bridge registers this one. An extension module of
+bridge itself rather than a second ``pyterrier_bridge`` package: there is one version to pin, and the figures are
+bridge's own (:func:`bridge.evaluate`), so they equal ``bridge eval``'s on the same inputs.
+
+- :func:`Experiment`: ``pt.Experiment``'s arguments plus the bridge dataset and the judge. It pools the systems'
+  unjudged pairs, labels them (the free stages by default; a costly judge only within a budget) and returns
+  PyTerrier's table with each measure's estimate, 95% interval and bounds, and the verdicts between adjacent systems.
+- :func:`infer_qrels`: a run and qrels in (autoqrels' shape), the filled qrels out with ``p_relevant`` and ``route``.
+- :class:`Judge`: a transformer that adds ``label``, ``p_relevant`` and ``route`` to a result frame (``bm25 >> judge``).
+- :class:`Retriever`: a first-stage system of a pool file as a transformer.
+
+PyTerrier's conventions throughout: ``qid, query`` topics, ``qid, docno, score, rank`` results (rank from 0),
+``qid, docno, label`` qrels (ir_measures' ``query_id, doc_id, relevance`` are read too), ``verbose`` for progress
+bars. Judges that call a model cache their responses in bridge's response cache (``JudgeConfig.cache_dir``).
+"""
+
+from __future__ import annotations
+
+import math
+from collections.abc import Mapping, Sequence
+from dataclasses import dataclass
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+import pandas as pd
+
+from bridge.core.errors import BridgeError, InputError
+
+try:
+    import pyterrier as pt
+except ImportError:
+    raise ModuleNotFoundError(
+        "bridge.pyterrier needs PyTerrier: pip install 'bridge-qrels[pyterrier]' (`make install` installs it)",
+        name="pyterrier",
+    ) from None
+
+if TYPE_CHECKING:
+    from bridge.api import Evaluation, Labels
+    from bridge.core.trec import Qrels, Run
+    from bridge.datasets import Dataset
+    from bridge.label.chain import ChainSpec
+
+__all__ = ["Experiment", "FillOptions", "FilledExperiment", "Judge", "JudgeConfig", "Retriever", "get_qrels",
+           "get_topics", "infer_qrels"]  # fmt: skip
+
+ORIGINAL_ROUTE = "qrels"
+"""The route of a judgment the given qrels hold."""
+RESULT_COLUMNS = ("qid", "docno", "score", "rank")
+JUDGE_COLUMNS = ("label", "p_relevant", "route")
+
+
+@dataclass(frozen=True)
+class JudgeConfig:
+    """Which judge fills the holes and what it may spend: by default the free stages alone (topic adapters where
+    topics have enough judgments), every other hole open with the hole model's P."""
+
+    judge: str | ChainSpec = "auto"
+    """A judge as ``bridge label --judge`` names it (``auto``, ``answer-lexical``, ``cascade``, ``llmjudge``, ...)
+    or a :class:`bridge.label.chain.ChainSpec`."""
+    reference: str | Path | None = None
+    """The labelled answer-bearing pairs an answer judge is calibrated on."""
+    llm: Any = None
+    """A :class:`bridge.llm.LLMConfig` for judges that call a model (default: the embedded llama.cpp model)."""
+    max_minutes: float | None = 0.0
+    """The costly judge's budget; pairs go to it in value order (0: none; None: every pair)."""
+    fallback: str | None = None
+    """The judge of pairs no earlier stage decides (``auto``'s default: cascade)."""
+    cache_dir: str | Path = "cache"
+    """Models, encodings and the LLM response cache."""
+
+    @classmethod
+    def of(cls, judge: str | ChainSpec | JudgeConfig) -> JudgeConfig:
+        return judge if isinstance(judge, JudgeConfig) else cls(judge)
+
+
+@dataclass(frozen=True)
+class FillOptions:
+    """How :func:`Experiment` fills and estimates."""
+
+    depth: int | None = None
+    """Unjudged pairs pooled per system and topic (default: the measures' deepest cutoff)."""
+    draws: int = 400
+    """Draws of the open labels behind the estimate."""
+    seed: int = 0
+
+
+@dataclass(frozen=True)
+class FilledExperiment:
+    """:func:`Experiment`'s result: ``table`` (PyTerrier's, with each measure's ``estimate``, ``estimate_low``,
+    ``estimate_high``, ``lower`` and ``upper``), ``verdicts`` (adjacent systems under the estimate: ``measure, upper,
+    lower, status`` settled / likely / open, ``verdict, p_upper``), and bridge's own objects behind them."""
+
+    table: pd.DataFrame
+    verdicts: pd.DataFrame
+    evaluation: Evaluation
+    labels: Labels
+
+    def __str__(self) -> str:
+        return f"{self.table.to_string(index=False)}\n\n{self.verdicts.to_string(index=False)}"
+
+    def _repr_html_(self) -> str:
+        return f"{self.table.to_html(index=False)}<br>{self.verdicts.to_html(index=False)}"
+
+
+# -- datasets, topics, qrels -----------------------------------------------------------------------------------
+
+
+def _dataset(dataset: Dataset | str) -> Dataset:
+    from bridge.api import load_dataset
+    from bridge.datasets import Dataset
+
+    return dataset if isinstance(dataset, Dataset) else load_dataset(str(dataset))
+
+
+def get_topics(dataset: Dataset | str) -> pd.DataFrame:
+    """A bridge dataset's queries as PyTerrier topics: ``qid, query``."""
+    ds = _dataset(dataset)
+    return pd.DataFrame({"qid": [q.qid for q in ds.queries], "query": [q.text for q in ds.queries]})
+
+
+def get_qrels(dataset: Dataset | str) -> pd.DataFrame:
+    """A bridge dataset's qrels in PyTerrier's columns: ``qid, docno, label``."""
+    rows = [(q, d, g) for q, docs in _dataset(dataset).qrels.items() for d, g in docs.items()]
+    return pd.DataFrame(rows, columns=["qid", "docno", "label"])
+
+
+def _qrels_columns(qrels: Any) -> tuple[str, str, str]:
+    """The column convention of a qrels frame: PyTerrier's, unless it uses ir_measures' names."""
+    if isinstance(qrels, pd.DataFrame) and "query_id" in qrels.columns:
+        return "query_id", "doc_id", "relevance"
+    return "qid", "docno", "label"
+
+
+def _pt_qrels(qrels: Qrels) -> pd.DataFrame:
+    rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
+    return pd.DataFrame(rows, columns=["qid", "docno", "label"])
+
+
+def _results(run: Run, topics: pd.DataFrame | None = None) -> pd.DataFrame:
+    """A run as a PyTerrier result frame (rank from 0, trec_eval's order), with the topics' columns."""
+    from bridge.core.trec import ranked
+
+    rows = [
+        (qid, docid, score, rank) for qid, scores in run.items() for rank, (docid, score) in enumerate(ranked(scores))
+    ]
+    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    if topics is None:
+        return frame
+    return topics.assign(qid=topics.qid.astype(str)).merge(frame, on="qid")
+
+
+def _as_run(frame: Any, what: str) -> Run:
+    """A run from a result frame (``score``, else ``rank``: a frame without scores ranks as given), a dict or a file."""
+    from bridge.api import as_run
+
+    if isinstance(frame, pd.DataFrame):
+        for column in ("qid", "docno") if "query_id" not in frame.columns else ():
+            if column not in frame.columns:
+                raise InputError(f"the {what} has no column {column} (it has {', '.join(map(str, frame.columns))})")
+        if "score" not in frame.columns:
+            order = frame["rank"] if "rank" in frame.columns else frame.groupby("qid").cumcount()
+            frame = frame.assign(score=-order.astype(float))
+    return as_run(frame)
+
+
+def _runs_of(run: Any) -> dict[str, Run]:
+    """One run (a frame, ``{qid: {docid: score}}`` or a file) as ``{"run": ...}``; ``{system: run}`` as it is."""
+    if isinstance(run, Mapping) and run:
+        first = next(iter(run.values()))
+        single = isinstance(first, Mapping) and all(isinstance(v, (int, float)) for v in list(first.values())[:1])
+        if not single:
+            return {str(name): _as_run(r, f"run {name}") for name, r in run.items()}
+    return {"run": _as_run(run, "run")}
+
+
+# -- the filling itself ----------------------------------------------------------------------------------------
+
+
+def _label(
+    ds: Dataset,
+    runs: Mapping[str, Run],
+    original: Qrels,
+    topics: Sequence[str],
+    judge: JudgeConfig,
+    depth: int,
+    verbose: bool,
+    compare: bool = True,
+) -> Labels:
+    """The runs' unjudged pairs to ``depth``, pooled and labelled as ``bridge pool`` and ``bridge label`` do: the
+    free stages first, then the costly judge within its budget on the pairs that could decide a comparison between
+    the runs, most valuable first; with ``compare=False`` (filling qrels, not comparing systems) on every pair."""
+    from bridge.api import LabelingOptions, label_pairs, pool_pairs
+
+    if not topics:
+        raise BridgeError("no topic of the runs is judged by the qrels: there is nothing to fill or estimate")
+    pairs = pool_pairs(runs, original, depth=depth, topics=topics)
+    options = LabelingOptions(judge.fallback, max_minutes=judge.max_minutes, runs=runs, ask_all=not compare,
+                              cache_dir=judge.cache_dir)  # fmt: skip
+    return label_pairs(ds, pairs, judge.judge, reference=judge.reference, llm=judge.llm, progress=verbose,
+                       options=options)  # fmt: skip
+
+
+def _filled_qrels(original: Qrels, labels: Labels, holes: pd.DataFrame, threshold: int) -> pd.DataFrame:
+    """The original judgments (P 1 or 0) and every pool pair: its label (None: undecided), P, route and what the P
+    rests on."""
+    rows = [
+        (q, d, grade, float(grade >= threshold), ORIGINAL_ROUTE, ORIGINAL_ROUTE)
+        for q, docs in original.items()
+        for d, grade in docs.items()
+    ]
+    records = {(r.qid, r.docid): r for r in labels.records}
+    p = {(h.query_id, h.doc_id): (h.p_relevant, h.stage) for h in holes.itertuples()}
+    for pair in dict.fromkeys([*labels.pool, *records]):
+        if pair[1] in original.get(pair[0], {}):
+            continue
+        r = records.get(pair)
+        label, route = (r.label, r.route) if r is not None else (None, "")
+        if pair in p:
+            p_relevant, source = p[pair]
+        elif r is not None and label is not None:  # a person's label: fixed, not drawn
+            p_relevant, source = float(label >= threshold), r.stage
+        else:
+            p_relevant, source = math.nan, ""
+        rows.append((*pair, label, p_relevant, route, source))
+    frame = pd.DataFrame(rows, columns=["qid", "docno", "label", "p_relevant", "route", "p_source"])
+    return frame.astype({"label": "Int64"})
+
+
+def infer_qrels(
+    run: Any,
+    qrels: Any,
+    *,
+    dataset: Dataset | str,
+    judge: str | JudgeConfig = "auto",
+    depth: int | None = 10,
+    keep_undecided: bool = False,
+    verbose: bool = False,
+) -> pd.DataFrame:
+    """The qrels filled from a run's unjudged pairs, ready for ``pt.Experiment`` or ``ir_measures``.
+
+    ``run``: a result frame (PyTerrier's ``qid, docno, score``, ir_measures' ``query_id, doc_id, score``), a
+    ``{system: run}`` mapping to pool several, or a TREC run file. ``qrels``: a frame in either convention, a dict or a
+    TREC qrels file; the output keeps its convention (``qid, docno, label`` unless it came as ``query_id, doc_id,
+    relevance``) and adds ``p_relevant`` (1 or 0 for the given judgments; the hole model's P for the pool's pairs,
+    the same P as the estimate draws), ``route`` (``qrels`` for a given judgment, else how the label was reached;
+    empty for an undecided pair) and ``p_source`` (what the P rests on: ``qrels``, a calibration, ``prior``,
+    ``gate``, ...). ``depth``: the pool depth per run (None: every row). Only topics the qrels judge are filled.
+    Pairs no stage decided are left out, as trec_eval reads them; ``keep_undecided=True`` keeps them with an empty
+    label and their P.
+    """
+    from bridge.api import EvaluateOptions, as_qrels, hole_probabilities
+
+    ds = _dataset(dataset)
+    runs = _runs_of(run)
+    original = as_qrels(qrels)
+    topics = [q for q in dict.fromkeys(q for r in runs.values() for q in r) if q in original]
+    cut = depth if depth is not None else max((len(docs) for r in runs.values() for docs in r.values()), default=1)
+    labels = _label(ds, runs, original, topics, JudgeConfig.of(judge), cut, verbose, compare=False)
+    options = EvaluateOptions(threshold=ds.relevance_threshold, topics=tuple(topics))
+    holes = hole_probabilities(runs, original, labels, depth=cut, options=options)
+    frame = _filled_qrels(original, labels, holes, ds.relevance_threshold)
+    if not keep_undecided:
+        frame = frame[frame.label.notna()].astype({"label": "int64"}).reset_index(drop=True)
+    return frame.set_axis([*_qrels_columns(qrels), "p_relevant", "route", "p_source"], axis=1)
+
+
+# -- the experiment ----------------------------------------------------------------------------------------------
+
+
+def _measure_names(eval_metrics: Sequence[Any]) -> list[str]:
+    """ir_measures objects, bridge's names (``Hit@10``) or trec_eval's (``ndcg_cut_10``), as bridge reads them."""
+    import ir_measures
+
+    from eval.measures import resolve_measure
+
+    names: list[str] = []
+    for m in map(str, eval_metrics):
+        try:
+            resolve_measure(m)
+            names.append(m)
+        except InputError:
+            try:
+                names += [str(x) for x in ir_measures.parse_trec_measure(m)]
+            except ValueError:
+                raise InputError(
+                    f"unknown measure {m!r} (ir_measures or trec_eval names)", field="eval_metrics"
+                ) from None
+    return names
+
+
+def _systems(retr_systems: Any, names: Sequence[str] | None) -> list[tuple[str, Any]]:
+    if isinstance(retr_systems, Mapping):
+        return [(str(k), v) for k, v in retr_systems.items()]
+    systems = list(retr_systems)
+    given = list(names) if names is not None else [str(s) if not isinstance(s, pd.DataFrame) else f"run{i}"
+                                                   for i, s in enumerate(systems)]  # fmt: skip
+    if len(given) != len(systems) or len(set(given)) != len(given):
+        raise BridgeError(f"names: {len(systems)} distinct names are needed, one per system (got {given})")
+    return list(zip(given, systems, strict=True))
+
+
+def _outcome(system: Any, topics: pd.DataFrame) -> pd.DataFrame:
+    """A system's result frame on ``topics``: a transformer is run once, a result frame is kept to the topics."""
+    if isinstance(system, pd.DataFrame):
+        return system[system.qid.astype(str).isin(set(topics.qid))]
+    return system.transform(topics)
+
+
+def _table(pt_table: pd.DataFrame, labels: Mapping[str, str], evaluation: Evaluation) -> pd.DataFrame:
+    """PyTerrier's table with bridge's measure labels and each measure's estimate columns after its own."""
+    renamed = {}
+    for column in pt_table.columns:
+        for pt_name, label in labels.items():
+            if column == pt_name or column.startswith(pt_name + " "):
+                renamed[column] = label + column[len(pt_name) :]
+    table = pt_table.rename(columns=renamed)
+    board = evaluation.leaderboard.query("qrels == 'augmented'").set_index(["system", "measure"])
+    extra = ("estimate", "estimate_low", "estimate_high", "lower", "upper")
+    ordered = ["name"]
+    for label in labels.values():
+        for column in extra:
+            table[f"{label} {column}"] = [board[column].get((name, label), float("nan")) for name in table.name]
+        ordered += [label, *(f"{label} {c}" for c in extra)]
+    return table[ordered + [c for c in table.columns if c not in ordered]]
+
+
+def Experiment(  # PyTerrier's name
+    retr_systems: Sequence[Any] | Mapping[str, Any],
+    topics: pd.DataFrame,
+    qrels: Any,
+    eval_metrics: Sequence[Any],
+    names: Sequence[str] | None = None,
+    *,
+    dataset: Dataset | str,
+    judge: str | JudgeConfig = "auto",
+    fill: FillOptions = FillOptions(),
+    **kwargs: Any,
+) -> FilledExperiment:
+    """``pt.Experiment`` with the holes filled: the same arguments (systems as transformers or result frames, a
+    topics frame, qrels, ``eval_metrics``, ``names``, and as keywords ``baseline``, ``correction``, ``verbose`` and the
+    rest of its own), plus the bridge ``dataset`` (a :class:`bridge.datasets.Dataset` or a name: ``nq``,
+    ``beir:PATH``, ``irds:ID``) whose passages the judge reads, the ``judge`` (a name or a :class:`JudgeConfig`) and
+    ``fill`` (pool depth, draws, seed: :class:`FillOptions`).
+
+    Each system runs once on the topics the qrels judge; its unjudged pairs are pooled and labelled, and the
+    estimate is bridge's. PyTerrier's table keeps its own columns (the original qrels' scores and its significance
+    tests), the measures named as bridge names them (``Hit@10`` for ``Success@10``; on graded qrels a binary measure
+    counts relevance from the dataset's threshold, as ``bridge eval`` does), each followed by ``estimate``,
+    ``estimate_low``, ``estimate_high`` (95% interval) and ``lower``, ``upper`` (bounds); measures bridge does not
+    estimate (MAP, ...) get empty estimate columns.
+    """
+    if kwargs.get("perquery") or kwargs.get("dataframe") is False:
+        raise BridgeError("bridge's Experiment returns the mean table: perquery and dataframe=False are not supported")
+    import ir_measures
+
+    from bridge.api import EvaluateOptions, as_qrels, evaluate
+    from eval.estimated import estimate_measures
+    from eval.measures import resolve_measures
+
+    ds = _dataset(dataset)
+    original = as_qrels(qrels)
+    asked = topics.assign(qid=topics.qid.astype(str))
+    judged = asked[asked.qid.isin(list(original))].drop_duplicates("qid")
+    outcomes = {name: _outcome(system, judged) for name, system in _systems(retr_systems, names)}
+    runs = {name: _as_run(frame, f"result frame of {name}") for name, frame in outcomes.items()}
+    specs = resolve_measures(_measure_names(eval_metrics), ds.relevance_threshold)
+    shown = {str(ir_measures.parse_measure(s.measure)): s.label for s in specs if not s.compat}
+    cut = fill.depth or max((m.k for m in estimate_measures(specs, ds.relevance_threshold)), default=10)
+    verbose = bool(kwargs.get("verbose", False))
+    labels = _label(ds, runs, original, list(judged.qid), JudgeConfig.of(judge), cut, verbose)
+    options = EvaluateOptions(threshold=ds.relevance_threshold, topics=tuple(judged.qid), seed=fill.seed)
+    evaluation = evaluate(runs, original, labels, measures=[s.label for s in specs], draws=fill.draws,
+                          progress=verbose, options=options)  # fmt: skip
+    pt_table = pt.Experiment(
+        [_results(run) for run in runs.values()],
+        judged,
+        _pt_qrels(original),
+        eval_metrics=[ir_measures.parse_measure(m) for m in shown],
+        names=list(runs),
+        **kwargs,
+    )
+    return FilledExperiment(_table(pt_table, shown, evaluation), evaluation.comparisons, evaluation, labels)
+
+
+# -- transformers ------------------------------------------------------------------------------------------------
+
+
+class Judge(pt.Transformer):
+    """Adds ``label``, ``p_relevant`` and ``route`` to a result frame, so ``bm25 >> judge`` is a pipeline: a judged
+    pair keeps its grade (route ``qrels``, P 1 or 0), every other pair of a judged topic gets the judge's label
+    (empty where no stage decided) and the hole model's P; pairs of topics the qrels do not judge get none."""
+
+    def __init__(
+        self,
+        dataset: Dataset | str,
+        qrels: Any = None,
+        *,
+        judge: str | JudgeConfig = "auto",
+        verbose: bool = False,
+    ) -> None:
+        self.dataset = _dataset(dataset)
+        self.qrels = qrels if qrels is not None else self.dataset.qrels
+        self.judge = JudgeConfig.of(judge)
+        self.verbose = verbose
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        pt.validate.columns(inp, includes=["qid", "docno"])
+        if inp.empty:
+            return inp.assign(label=pd.Series(dtype="Int64"), p_relevant=pd.Series(dtype=float), route="")
+        filled = infer_qrels(inp, self.qrels, dataset=self.dataset, judge=self.judge, depth=None,
+                             keep_undecided=True, verbose=self.verbose)  # fmt: skip
+        filled = filled.set_axis(["qid", "docno", "label", "p_relevant", "route", "p_source"], axis=1)
+        out = inp.drop(columns=[c for c in JUDGE_COLUMNS if c in inp.columns])
+        keys = out.assign(qid=out.qid.astype(str), docno=out.docno.astype(str))[["qid", "docno"]]
+        merged = keys.merge(filled[["qid", "docno", "label", "p_relevant", "route"]], on=["qid", "docno"], how="left")
+        return out.assign(label=merged.label.to_numpy(), p_relevant=merged.p_relevant.to_numpy(),
+                          route=merged.route.fillna("").to_numpy())  # fmt: skip
+
+    def transform_outputs(self, input_columns: list[str]) -> list[str]:
+        """PyTerrier's inspection: what a frame with these columns comes out with."""
+        pt.validate.columns(pd.DataFrame(columns=input_columns), includes=["qid", "docno"])
+        return [c for c in input_columns if c not in JUDGE_COLUMNS] + list(JUDGE_COLUMNS)
+
+    def __repr__(self) -> str:
+        return f"bridge.Judge({self.dataset.name!r}, judge={self.judge.judge!r})"
+
+
+class Retriever(pt.Transformer):
+    """A first-stage system of a pool file (``bm25``, ``bm25s``, ``splade-tiny``, ``dense-minilm``, ...) as a
+    transformer over topics: its index or encoding is built once, or loaded from ``cache_dir`` where ``bridge
+    retrieve`` left it."""
+
+    def __init__(
+        self,
+        dataset: Dataset | str,
+        system: str = "bm25s",
+        *,
+        pool_config: str = "default",
+        k: int = 100,
+        cache_dir: str | Path = "cache",
+        verbose: bool = False,
+    ) -> None:
+        from retrievers.pipeline import load_pool_config
+
+        self.dataset = _dataset(dataset)
+        specs = {s.name: s for s in load_pool_config(pool_config)}
+        if system not in specs:
+            raise BridgeError(f"no system {system!r} in the pool {pool_config!r} (it has {', '.join(specs)})")
+        self.spec, self.k, self.cache_dir, self.verbose = specs[system], k, Path(cache_dir), verbose
+        self._retriever: Any = None
+
+    def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        from bridge.datasets.core import Query
+        from retrievers.pipeline import open_first_stage
+
+        pt.validate.columns(inp, includes=["qid", "query"])
+        if inp.empty:
+            return pd.DataFrame(columns=self.transform_outputs(list(inp.columns)))
+        if self._retriever is None:
+            self._retriever = open_first_stage(self.dataset, self.spec, self.cache_dir, self.verbose)
+        topics = inp.drop_duplicates("qid")
+        queries = [Query(str(q), str(text)) for q, text in zip(topics.qid, topics["query"], strict=True)]
+        return _results(self._retriever.search(queries, self.k), topics)
+
+    def transform_outputs(self, input_columns: list[str]) -> list[str]:
+        """PyTerrier's inspection: topics in, results out."""
+        pt.validate.columns(pd.DataFrame(columns=input_columns), includes=["qid", "query"])
+        return [*input_columns, *(c for c in RESULT_COLUMNS if c not in input_columns)]
+
+    def __repr__(self) -> str:
+        return f"bridge.Retriever({self.dataset.name!r}, {self.spec.name!r})"

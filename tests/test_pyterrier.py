@@ -1,0 +1,181 @@
+"""bridge inside PyTerrier (``bridge.pyterrier``, ``pt.bridge``): the drop-in experiment against ``bridge eval``'s
+files, ``infer_qrels`` in both column conventions and through plain ``pt.Experiment``, the judge and retriever
+transformers in ``>>`` pipelines, the error without python-terrier, and docs/pyterrier.md's first python block."""
+
+from __future__ import annotations
+
+import csv
+import re
+import subprocess
+import sys
+from pathlib import Path
+
+import ir_measures
+import pandas as pd
+import pyterrier as pt
+import pytest
+
+import bridge
+from bridge.cli import main
+from bridge.core.errors import BridgeError
+from bridge.core.trec import read_qrels, write_run
+from bridge.pyterrier import Experiment, FillOptions, Judge, JudgeConfig, Retriever, get_qrels, get_topics, infer_qrels
+from tests.conftest import DATA_DIR, needs_shared_data
+from tests.test_api import TOPICS, small  # noqa: F401 - the fixture
+
+REPO = Path(__file__).resolve().parents[1]
+MEASURES = ["Hit@10", "nDCG@10", "Recall@10", "MRR@10"]
+
+
+def frames(runs: dict) -> list[pd.DataFrame]:
+    """The fixture's runs as PyTerrier result frames (qid, docno, score, rank from 0)."""
+    out = []
+    for run in runs.values():
+        rows = [(q, d, s) for q, docs in run.items() for d, s in docs.items()]
+        frame = pd.DataFrame(rows, columns=["qid", "docno", "score"])
+        frame["rank"] = frame.groupby("qid").score.rank(ascending=False, method="first").astype(int) - 1
+        out.append(frame)
+    return out
+
+
+def test_the_drop_in_experiment_equals_bridge_eval(small, monkeypatch):  # noqa: F811
+    """Result frames through ``pt.bridge.Experiment`` and the same runs through ``bridge pool``, ``label`` and
+    ``eval`` (the seeded random judge on every pair, no budget): every original score, estimate, interval, bound
+    and verdict agree to 1e-6."""
+    tmp, name, runs = small
+    ds = bridge.load_dataset(name)
+    assert pt.bridge is sys.modules["bridge.pyterrier"]  # the entry point: PyTerrier's namespace holds the module
+    result = pt.bridge.Experiment(
+        frames(runs), get_topics(ds), get_qrels(ds), [ir_measures.Success @ 10, "nDCG@10", "Recall@10", "MRR@10"],
+        names=list(runs), dataset=ds, judge=JudgeConfig("random", max_minutes=None),
+        fill=FillOptions(draws=200, seed=3), baseline=0,
+    )  # fmt: skip
+    table = result.table.set_index("name")
+    assert "Hit@10 p-value" in table.columns  # PyTerrier's own significance columns, under bridge's measure names
+
+    monkeypatch.chdir(tmp)
+    for system, run in runs.items():
+        write_run(run, tmp / f"runs/beir-small/{system}.run", tag=system)
+    common = ["--dataset", name, "--quiet"]
+    assert main(["pool", *common]) == 0
+    assert main(["label", *common, "--judge", "random", "--audit-pairs", "0", "--gate-audit", "0"]) == 0
+    assert main(["eval", *common, "--significance", "none", "--orders", "0", "--no-figures", "--draws", "200",
+                 "--seed", "3"]) == 0  # fmt: skip
+    with open(tmp / "reports/beir-small/leaderboard.csv", newline="") as handle:
+        cli = [row for row in csv.DictReader(handle) if row["measure"] in MEASURES]
+    assert len(cli) == len(runs) * len(MEASURES)
+    for row in cli:
+        mine = table.loc[row["system"]]
+        measure = row["measure"]
+        assert mine[measure] == pytest.approx(float(row["original"]), abs=1e-6)  # pt.Experiment's own score
+        for column in ("estimate", "estimate_low", "estimate_high", "lower", "upper"):
+            assert mine[f"{measure} {column}"] == pytest.approx(float(row[column]), abs=1e-6), (measure, column)
+    with open(tmp / "reports/beir-small/comparisons.csv", newline="") as handle:
+        comparisons = [c for c in csv.DictReader(handle) if c["measure"] in MEASURES]
+    mine = result.verdicts[result.verdicts.measure.isin(MEASURES)]
+    assert [(c["measure"], c["upper"], c["lower"], c["status"], c["verdict"]) for c in comparisons] == [
+        tuple(r) for r in mine[["measure", "upper", "lower", "status", "verdict"]].itertuples(index=False)
+    ]
+    assert [float(c["p_upper"]) for c in comparisons] == pytest.approx(mine.p_upper.tolist(), abs=1e-4)
+
+
+def test_transformers_run_once_and_bridge_names_its_columns(small):  # noqa: F811
+    """A transformer system is run on the judged topics only; a measure bridge does not estimate keeps empty
+    estimate columns; a rerank system is refused as a Retriever; names must be one per system."""
+    _, name, runs = small
+    ds = bridge.load_dataset(name)
+    calls = []
+
+    def system(topics: pd.DataFrame) -> pd.DataFrame:
+        calls.append(sorted(topics.qid))
+        return frames(runs)[0][lambda f: f.qid.isin(topics.qid)]
+
+    first = pt.apply.generic(system)
+    topics = pd.concat([get_topics(ds), pd.DataFrame({"qid": ["unjudged"], "query": ["nobody judged this"]})])
+    result = Experiment([first, frames(runs)[1]], topics, get_qrels(ds), ["nDCG@10", "AP"], names=["a", "b"],
+                        dataset=ds)  # fmt: skip
+    assert calls == [sorted(TOPICS)]
+    assert result.table["AP estimate"].isna().all() and result.table["nDCG@10 estimate"].notna().all()
+    estimate_columns = [f"nDCG@10 {c}" for c in ("estimate", "estimate_low", "estimate_high", "lower", "upper")]
+    assert list(result.table.columns[:7]) == ["name", "nDCG@10", *estimate_columns]
+    with pytest.raises(BridgeError, match="2 distinct names"):
+        Experiment([first, frames(runs)[1]], topics, get_qrels(ds), ["nDCG@10"], names=["a", "a"], dataset=ds)
+    with pytest.raises(BridgeError, match="consumes the runs of bm25"):
+        Retriever(ds, "bm25-minilm").transform(get_topics(ds))
+
+
+def test_infer_qrels_keeps_either_convention_and_scores_as_bridges_augmented_qrels(small, monkeypatch):  # noqa: F811
+    """PyTerrier's and ir_measures' qrels columns in, the same columns out with the same rows; the filled qrels
+    through plain ``pt.Experiment`` score the run as ``bridge label``'s augmented.qrels through ir_measures."""
+    tmp, name, runs = small
+    ds = bridge.load_dataset(name)
+    run = frames(runs)[1]
+    judge = JudgeConfig("random", max_minutes=None)
+    pt_qrels = get_qrels(ds)
+    irm_qrels = pt_qrels.set_axis(["query_id", "doc_id", "relevance"], axis=1)
+    filled = infer_qrels(run, pt_qrels, dataset=ds, judge=judge)
+    other = infer_qrels(run.rename(columns={"qid": "query_id", "docno": "doc_id"}), irm_qrels, dataset=ds, judge=judge)
+    assert list(filled.columns) == ["qid", "docno", "label", "p_relevant", "route", "p_source"]
+    assert list(other.columns) == ["query_id", "doc_id", "relevance", "p_relevant", "route", "p_source"]
+    assert filled.to_numpy().tolist() == other.to_numpy().tolist()
+    # the given judgments kept with P 1 or 0, and every unjudged pair of the run's top 10 labelled
+    given = filled[filled.route == "qrels"]
+    assert len(given) == len(pt_qrels) and set(zip(given.label, given.p_relevant, strict=True)) <= {(1, 1.0), (0, 0.0)}
+    new = filled[filled.route != "qrels"]
+    assert len(new) == 2 * len(TOPICS) and set(new.label) <= {0, 1} and new.p_relevant.between(0, 1).all()
+
+    monkeypatch.chdir(tmp)
+    write_run(bridge.as_run(run), tmp / "runs/beir-small/dense.run", tag="dense")
+    common = ["--dataset", name, "--quiet"]
+    assert main(["pool", *common]) == 0
+    label = ["label", *common, "--judge", "random", "--audit-pairs", "0", "--gate-audit", "0", "--ask-all"]
+    assert main(label) == 0  # one run decides no comparison: every pair is asked, as infer_qrels asks it
+    augmented = read_qrels(tmp / "qrels/beir-small/augmented.qrels")
+    measures = [ir_measures.nDCG @ 10, ir_measures.P @ 2, ir_measures.RR]
+    expected = ir_measures.calc_aggregate(measures, augmented, bridge.as_run(run))
+    table = pt.Experiment([run], get_topics(ds), filled, measures, names=["dense"]).iloc[0]
+    assert {str(m): table[str(m)] for m in measures} == pytest.approx({str(m): v for m, v in expected.items()})
+    assert augmented != bridge.as_qrels(pt_qrels)  # the fill changed something, so the agreement says something
+
+
+def test_the_judge_is_a_transformer_in_a_pipeline(tiny_beir):
+    """``Retriever >> Judge`` over a real BM25 (bm25s): judged pairs keep their grade, the rest get the free
+    stages' P (no judge decides them with the budget at zero), and a rank cutoff limits what is judged."""
+    ds = bridge.load_dataset(f"beir:{tiny_beir}")
+    pipeline = Retriever(ds, "bm25s", k=5, cache_dir=tiny_beir / "cache") % 3 >> Judge(ds)
+    out = pipeline(get_topics(ds))
+    assert {"qid", "query", "docno", "score", "rank", "label", "p_relevant", "route"} <= set(out.columns)
+    assert out.groupby("qid").size().max() <= 3
+    gold = out[(out.qid == "q1") & (out.docno == "d1")].iloc[0]
+    assert (gold.label, gold.p_relevant, gold.route) == (1, 1.0, "qrels")
+    holes = out[out.route != "qrels"]  # the free stages decide none here: undecided, with the prior's P
+    assert len(holes) > 0 and holes.label.isna().all() and holes.p_relevant.between(0.01, 0.99).all()
+    assert pt.inspect.transformer_outputs(Judge(ds), ["qid", "docno", "score"]) == [
+        "qid", "docno", "score", "label", "p_relevant", "route"
+    ]  # fmt: skip
+
+
+def test_without_python_terrier_the_error_names_the_extra():
+    lines = ["import sys", "sys.modules['pyterrier'] = None", "try:", "    import bridge.pyterrier"]
+    code = "\n".join([*lines, "except ImportError as e:", "    print(e)"])
+    done = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, cwd=REPO, timeout=120)
+    assert "pip install 'bridge-qrels[pyterrier]'" in done.stdout, done.stderr[-2000:]
+
+
+def docs_python_block() -> str:
+    match = re.search(r"```python\n(.*?)```", (REPO / "docs/pyterrier.md").read_text(encoding="utf-8"), re.DOTALL)
+    assert match, "docs/pyterrier.md has no python block"
+    return match.group(1)
+
+
+@pytest.mark.slow
+@needs_shared_data()
+def test_the_docs_first_python_block_runs_as_written():
+    """From the repository root, as a reader would paste it: nq's first 50 questions, two bridge retrievers and a
+    TREC file in PyTerrier, the filled experiment and ``infer_qrels`` feeding plain ``pt.Experiment``."""
+    assert DATA_DIR.is_dir()
+    done = subprocess.run(
+        [sys.executable, "-c", docs_python_block()], cwd=REPO, capture_output=True, text=True, timeout=900
+    )
+    assert done.returncode == 0, done.stderr[-3000:]
+    assert "nDCG@10 estimate_low" in done.stdout and "settled" in done.stdout and "answer-absent" in done.stdout
