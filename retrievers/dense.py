@@ -18,7 +18,7 @@ from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
 from bridge.encoders.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
 from bridge.encoders.precision import precision_key
-from bridge.encoders.sources import MINILM, resolve_model
+from bridge.encoders.sources import MINILM, default_passage_length, resolve_model
 from retrievers.base import RetrievalContext, check_params, config_from_params, config_params, register_family
 
 __all__ = ["MINILM", "DenseConfig", "DenseRetriever"]
@@ -42,7 +42,8 @@ class DenseConfig:
     """Candidates kept while searching the graph; at least k is used (faiss's default, 16, loses recall)."""
     batch_size: int = 64
     max_length: int | None = None
-    """Tokens per text; None: the model's own limit."""
+    """Word pieces per text; None: the shipped model's default (192 for all-MiniLM-L6-v2,
+    :data:`bridge.encoders.sources.PASSAGE_LENGTHS`), else the model's own limit."""
     device: str = "cpu"
     precision: str = "fp32"
     """The encoder's precision; :func:`dense_from_params` settles a pool's ``auto`` (or ``--encoder-precision``)."""
@@ -159,6 +160,8 @@ DENSE_PARAMS = config_params(DenseConfig)
 def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> DenseRetriever:
     """A dense retriever whose passage embeddings live in the dataset's shared cache folder."""
     config = config_from_params(DenseConfig, params)
+    if config.max_length is None:
+        config = replace(config, max_length=default_passage_length(config.model))
 
     def encode(precision: str, texts: Sequence[str]) -> np.ndarray:
         encoder = SentenceEncoder(

@@ -82,6 +82,24 @@ def test_dense_hnsw_and_flat_share_the_embeddings(ds, tmp_path):
     assert len(list(ctx.cache_dir.glob(f"{ds.slug}/dense-*/hnsw.faiss"))) == 1
 
 
+def test_minilm_reads_192_word_pieces_unless_the_pool_says_otherwise(ds, tmp_path):
+    """The shipped MiniLM encodes 192 word pieces of a passage by default (dense and rerank-dense alike); a pool's
+    own max_length wins. A passage longer than 192 word pieces gets the embedding of its first 192."""
+    ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE})
+    dense = make_retriever(SystemSpec("f", "dense"), ctx)
+    rerank = make_retriever(SystemSpec("r", "rerank-dense", {"first_stage": "first"}), ctx)
+    wide = make_retriever(SystemSpec("w", "dense", {"max_length": 256}), ctx)
+    assert dense.encoder.max_length == rerank.dense.encoder.max_length == 192 and wide.encoder.max_length == 256
+    assert dense.encoder.model.max_seq_length == 192
+    assert dense.encoding_fingerprint() == rerank.dense.encoding_fingerprint() != wide.encoding_fingerprint()
+    tokenizer = dense.encoder.model.tokenizer
+    long = " ".join(f"word{i}" for i in range(400))
+    head = tokenizer.convert_tokens_to_string(tokenizer.tokenize(long)[:190])  # 190 + [CLS] + [SEP] = 192
+    at_192, head_vector = dense.encode([long, head], "", False)
+    at_256 = wide.encode([long], "", False)[0]
+    assert np.dot(at_192, head_vector) > 0.999 and np.dot(at_192, at_256) < 0.999
+
+
 def test_bi_encoder_rerank_lifts_the_relevant_document(ds, tmp_path):
     ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE})
     reranker = build(SystemSpec("r", "rerank-dense", {"first_stage": "first", "depth": 3}), ctx, ds, tmp_path)
