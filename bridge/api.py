@@ -24,6 +24,7 @@ used settings as keywords and the rarer ones as one frozen ``options`` value (:c
 from __future__ import annotations
 
 import tempfile
+import warnings
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
@@ -328,7 +329,14 @@ def label_pairs(
     from bridge.pool.pooling import write_pool
 
     spec = judge if not isinstance(judge, str) else _chain_spec(judge, reference, llm, progress, options)
-    spec = spec.within_budget(options.max_minutes)
+    budgeted = spec.within_budget(options.max_minutes)
+    if budgeted != spec and judge != "auto":  # auto's fallback stands aside quietly: the free stages are what it asks
+        warnings.warn(
+            f"{spec.judge.name} asks an LLM and the budget is 0 (max_minutes=0): it is not asked; the free stages "
+            "decide what they can and every other pair keeps the estimate's prior P",
+            stacklevel=2,
+        )
+    spec = budgeted
     entries = _pool_entries(pairs)
     with tempfile.TemporaryDirectory(prefix="bridge-labels-") as scratch:
         paths = LabelPaths.in_folder(Path(folder) if folder is not None else Path(scratch))

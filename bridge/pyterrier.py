@@ -1,9 +1,10 @@
 """bridge inside a PyTerrier experiment: fill the holes of ``pt.Experiment``'s systems, with intervals, in a notebook.
 
-Reached as ``bridge.pyterrier`` and, once bridge is installed, as ``pt.bridge``: PyTerrier loads the modules that
-packages register under its ``pyterrier.modules`` entry point, and bridge registers this one. An extension module of
-bridge itself rather than a second ``pyterrier_bridge`` package: there is one version to pin, and the figures are
-bridge's own (:func:`bridge.evaluate`), so they equal ``bridge eval``'s on the same inputs.
+Reached as ``bridge.pyterrier`` and as ``pt.bridge``: PyTerrier imports the modules that packages register under its
+``pyterrier.modules`` entry point when it is imported, and bridge registers this one (so this module's top level
+stays small: an error here would break ``import pyterrier``). An extension module of bridge itself rather than a
+second ``pyterrier_bridge`` package: there is one version to pin, and the figures are bridge's own
+(:func:`bridge.evaluate`), so they equal ``bridge eval``'s on the same inputs.
 
 - :func:`Experiment`: ``pt.Experiment``'s arguments plus the bridge dataset and the judge. It pools the systems'
   unjudged pairs, labels them (the free stages by default; a costly judge only within a budget) and returns
@@ -20,6 +21,8 @@ bars. Judges that call a model cache their responses in bridge's response cache 
 from __future__ import annotations
 
 import math
+import numbers
+import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
@@ -31,14 +34,16 @@ from bridge.core.errors import BridgeError, InputError
 
 try:
     import pyterrier as pt
-except ImportError:
+except ModuleNotFoundError as exc:
+    if exc.name != "pyterrier":
+        raise
     raise ModuleNotFoundError(
         "bridge.pyterrier needs PyTerrier: pip install 'bridge-qrels[pyterrier]' (`make install` installs it)",
         name="pyterrier",
     ) from None
 
 if TYPE_CHECKING:
-    from bridge.api import Evaluation, Labels
+    from bridge.api import Evaluation, LabelingOptions, Labels
     from bridge.core.trec import Qrels, Run
     from bridge.datasets import Dataset
     from bridge.label.chain import ChainSpec
@@ -47,15 +52,24 @@ __all__ = ["Experiment", "FillOptions", "FilledExperiment", "Judge", "JudgeConfi
            "get_topics", "infer_qrels"]  # fmt: skip
 
 ORIGINAL_ROUTE = "qrels"
-"""The route of a judgment the given qrels hold."""
+"""The route (and P source) of a judgment the given qrels hold."""
+QRELS_COLUMNS = ("qid", "docno", "label")
+IR_MEASURES_COLUMNS = ("query_id", "doc_id", "relevance")
 RESULT_COLUMNS = ("qid", "docno", "score", "rank")
 JUDGE_COLUMNS = ("label", "p_relevant", "route")
+FILLED_EXTRA = ("p_relevant", "route", "p_source")
+REFUSED = {
+    "perquery": "bridge's Experiment returns the mean table",
+    "dataframe": "bridge's Experiment returns the mean table",
+    "highlight": "it turns the table into a Styler: style result.table instead",
+}
 
 
 @dataclass(frozen=True)
 class JudgeConfig:
     """Which judge fills the holes and what it may spend: by default the free stages alone (topic adapters where
-    topics have enough judgments), every other hole open with the hole model's P."""
+    topics have enough judgments, answer evidence where queries have answers), every other hole open with the hole
+    model's P. A judge that asks an LLM runs only with a budget: ``JudgeConfig("llmjudge", max_minutes=10)``."""
 
     judge: str | ChainSpec = "auto"
     """A judge as ``bridge label --judge`` names it (``auto``, ``answer-lexical``, ``cascade``, ``llmjudge``, ...)
@@ -65,26 +79,40 @@ class JudgeConfig:
     llm: Any = None
     """A :class:`bridge.llm.LLMConfig` for judges that call a model (default: the embedded llama.cpp model)."""
     max_minutes: float | None = 0.0
-    """The costly judge's budget; pairs go to it in value order (0: none; None: every pair)."""
+    """The costly judge's budget (0: it is not asked; None: every pair)."""
     fallback: str | None = None
     """The judge of pairs no earlier stage decides (``auto``'s default: cascade)."""
+    audit_pairs: int = 0
+    """Known pairs judged to measure the judge (``bridge label``'s default is 60; 0 here, for speed)."""
     cache_dir: str | Path = "cache"
     """Models, encodings and the LLM response cache."""
 
     @classmethod
     def of(cls, judge: str | ChainSpec | JudgeConfig) -> JudgeConfig:
+        """A judge's name (or chain spec) with the default budget, or a config as it is."""
         return judge if isinstance(judge, JudgeConfig) else cls(judge)
+
+    def labeling(self, runs: Mapping[str, Run], compare: bool) -> LabelingOptions:
+        """:func:`bridge.label_pairs`' options for these runs (``compare``: the costly judge takes only the pairs that
+        could decide a comparison between them, most valuable first; else every pair, most valuable first)."""
+        from bridge.api import LabelingOptions
+
+        return LabelingOptions(self.fallback, self.audit_pairs, self.max_minutes, runs, ask_all=not compare,
+                               cache_dir=self.cache_dir)  # fmt: skip
 
 
 @dataclass(frozen=True)
 class FillOptions:
-    """How :func:`Experiment` fills and estimates."""
+    """How :func:`Experiment` pools and estimates."""
 
     depth: int | None = None
-    """Unjudged pairs pooled per system and topic (default: the measures' deepest cutoff)."""
+    """Unjudged pairs pooled per system and topic (default: the measures' deepest cutoff; ``bridge pool``'s is 10)."""
     draws: int = 400
     """Draws of the open labels behind the estimate."""
     seed: int = 0
+    families: Mapping[str, str] | None = None
+    """System -> retrieval family, the strata of the estimate's transfer shift (default: each system its own;
+    ``bridge eval`` reads them from the pool file)."""
 
 
 @dataclass(frozen=True)
@@ -105,10 +133,11 @@ class FilledExperiment:
         return f"{self.table.to_html(index=False)}<br>{self.verdicts.to_html(index=False)}"
 
 
-# -- datasets, topics, qrels -----------------------------------------------------------------------------------
+# -- datasets, topics, qrels, runs -----------------------------------------------------------------------------
 
 
 def _dataset(dataset: Dataset | str) -> Dataset:
+    """A loaded dataset, or one loaded by name (``nq``, ``beir:PATH``, ``irds:ID``) from the default data folder."""
     from bridge.api import load_dataset
     from bridge.datasets import Dataset
 
@@ -123,45 +152,46 @@ def get_topics(dataset: Dataset | str) -> pd.DataFrame:
 
 def get_qrels(dataset: Dataset | str) -> pd.DataFrame:
     """A bridge dataset's qrels in PyTerrier's columns: ``qid, docno, label``."""
-    rows = [(q, d, g) for q, docs in _dataset(dataset).qrels.items() for d, g in docs.items()]
-    return pd.DataFrame(rows, columns=["qid", "docno", "label"])
+    return _pt_qrels(_dataset(dataset).qrels)
+
+
+def _pt_qrels(qrels: Qrels) -> pd.DataFrame:
+    from bridge.api import qrels_frame
+
+    return qrels_frame(qrels).set_axis(list(QRELS_COLUMNS), axis=1)
 
 
 def _qrels_columns(qrels: Any) -> tuple[str, str, str]:
     """The column convention of a qrels frame: PyTerrier's, unless it uses ir_measures' names."""
-    if isinstance(qrels, pd.DataFrame) and "query_id" in qrels.columns:
-        return "query_id", "doc_id", "relevance"
-    return "qid", "docno", "label"
-
-
-def _pt_qrels(qrels: Qrels) -> pd.DataFrame:
-    rows = [(q, d, g) for q, docs in qrels.items() for d, g in docs.items()]
-    return pd.DataFrame(rows, columns=["qid", "docno", "label"])
+    if isinstance(qrels, pd.DataFrame) and IR_MEASURES_COLUMNS[0] in qrels.columns:
+        return IR_MEASURES_COLUMNS
+    return QRELS_COLUMNS
 
 
 def _results(run: Run, topics: pd.DataFrame | None = None) -> pd.DataFrame:
     """A run as a PyTerrier result frame (rank from 0, trec_eval's order), with the topics' columns."""
-    from bridge.core.trec import ranked
+    from bridge.api import run_frame
 
-    rows = [
-        (qid, docid, score, rank) for qid, scores in run.items() for rank, (docid, score) in enumerate(ranked(scores))
-    ]
-    frame = pd.DataFrame(rows, columns=list(RESULT_COLUMNS))
+    frame = run_frame({"run": run}).drop(columns="system").set_axis(list(RESULT_COLUMNS), axis=1)
+    frame["rank"] -= 1
     if topics is None:
         return frame
     return topics.assign(qid=topics.qid.astype(str)).merge(frame, on="qid")
 
 
 def _as_run(frame: Any, what: str) -> Run:
-    """A run from a result frame (``score``, else ``rank``: a frame without scores ranks as given), a dict or a file."""
+    """A run from a result frame (``score``, else ``rank``: a frame without scores ranks as given; a pair's first
+    row counts), a ``{qid: {docid: score}}`` dict or a TREC run file."""
     from bridge.api import as_run
 
     if isinstance(frame, pd.DataFrame):
-        for column in ("qid", "docno") if "query_id" not in frame.columns else ():
+        qid, docno = ("query_id", "doc_id") if "query_id" in frame.columns else ("qid", "docno")
+        for column in (qid, docno):
             if column not in frame.columns:
                 raise InputError(f"the {what} has no column {column} (it has {', '.join(map(str, frame.columns))})")
+        frame = frame.drop_duplicates([qid, docno])
         if "score" not in frame.columns:
-            order = frame["rank"] if "rank" in frame.columns else frame.groupby("qid").cumcount()
+            order = frame["rank"] if "rank" in frame.columns else frame.groupby(qid).cumcount()
             frame = frame.assign(score=-order.astype(float))
     return as_run(frame)
 
@@ -170,7 +200,7 @@ def _runs_of(run: Any) -> dict[str, Run]:
     """One run (a frame, ``{qid: {docid: score}}`` or a file) as ``{"run": ...}``; ``{system: run}`` as it is."""
     if isinstance(run, Mapping) and run:
         first = next(iter(run.values()))
-        single = isinstance(first, Mapping) and all(isinstance(v, (int, float)) for v in list(first.values())[:1])
+        single = isinstance(first, Mapping) and all(isinstance(v, numbers.Real) for v in list(first.values())[:1])
         if not single:
             return {str(name): _as_run(r, f"run {name}") for name, r in run.items()}
     return {"run": _as_run(run, "run")}
@@ -190,42 +220,39 @@ def _label(
     compare: bool = True,
 ) -> Labels:
     """The runs' unjudged pairs to ``depth``, pooled and labelled as ``bridge pool`` and ``bridge label`` do: the
-    free stages first, then the costly judge within its budget on the pairs that could decide a comparison between
-    the runs, most valuable first; with ``compare=False`` (filling qrels, not comparing systems) on every pair."""
-    from bridge.api import LabelingOptions, label_pairs, pool_pairs
+    free stages first, then the costly judge within its budget (:meth:`JudgeConfig.labeling`)."""
+    from bridge.api import label_pairs, pool_pairs
 
-    if not topics:
-        raise BridgeError("no topic of the runs is judged by the qrels: there is nothing to fill or estimate")
     pairs = pool_pairs(runs, original, depth=depth, topics=topics)
-    options = LabelingOptions(judge.fallback, max_minutes=judge.max_minutes, runs=runs, ask_all=not compare,
-                              cache_dir=judge.cache_dir)  # fmt: skip
     return label_pairs(ds, pairs, judge.judge, reference=judge.reference, llm=judge.llm, progress=verbose,
-                       options=options)  # fmt: skip
+                       options=judge.labeling(runs, compare))  # fmt: skip
 
 
 def _filled_qrels(original: Qrels, labels: Labels, holes: pd.DataFrame, threshold: int) -> pd.DataFrame:
-    """The original judgments (P 1 or 0) and every pool pair: its label (None: undecided), P, route and what the P
-    rests on."""
-    rows = [
-        (q, d, grade, float(grade >= threshold), ORIGINAL_ROUTE, ORIGINAL_ROUTE)
-        for q, docs in original.items()
-        for d, grade in docs.items()
-    ]
+    """The original judgments and every pool pair: its label as ``bridge eval``'s augmented qrels count it (a new 1
+    lifted to a graded dataset's threshold; None: undecided), its P, route and what the P rests on."""
+    from bridge.core.label_records import lift_new_labels
+
+    augmented = lift_new_labels(original, labels.qrels(original), threshold)
     records = {(r.qid, r.docid): r for r in labels.records}
     p = {(h.query_id, h.doc_id): (h.p_relevant, h.stage) for h in holes.itertuples()}
-    for pair in dict.fromkeys([*labels.pool, *records]):
-        if pair[1] in original.get(pair[0], {}):
+    rows = []
+    for pair in dict.fromkeys([*((q, d) for q, docs in augmented.items() for d in docs), *labels.pool]):
+        q, d = pair
+        label = augmented.get(q, {}).get(d)
+        if d in original.get(q, {}):
+            rows.append((q, d, label, float(label >= threshold), ORIGINAL_ROUTE, ORIGINAL_ROUTE))
             continue
         r = records.get(pair)
-        label, route = (r.label, r.route) if r is not None else (None, "")
+        route, decided_by = (r.route, r.stage) if r is not None else ("", "")
         if pair in p:
             p_relevant, source = p[pair]
-        elif r is not None and label is not None:  # a person's label: fixed, not drawn
-            p_relevant, source = float(label >= threshold), r.stage
+        elif label is not None:  # a person's label: fixed, not drawn
+            p_relevant, source = float(label >= threshold), decided_by
         else:
             p_relevant, source = math.nan, ""
-        rows.append((*pair, label, p_relevant, route, source))
-    frame = pd.DataFrame(rows, columns=["qid", "docno", "label", "p_relevant", "route", "p_source"])
+        rows.append((q, d, label, p_relevant, route, source))
+    frame = pd.DataFrame(rows, columns=[*QRELS_COLUMNS, *FILLED_EXTRA])
     return frame.astype({"label": "Int64"})
 
 
@@ -244,8 +271,9 @@ def infer_qrels(
     ``run``: a result frame (PyTerrier's ``qid, docno, score``, ir_measures' ``query_id, doc_id, score``), a
     ``{system: run}`` mapping to pool several, or a TREC run file. ``qrels``: a frame in either convention, a dict or a
     TREC qrels file; the output keeps its convention (``qid, docno, label`` unless it came as ``query_id, doc_id,
-    relevance``) and adds ``p_relevant`` (1 or 0 for the given judgments; the hole model's P for the pool's pairs,
-    the same P as the estimate draws), ``route`` (``qrels`` for a given judgment, else how the label was reached;
+    relevance``). New labels count as ``bridge eval``'s augmented qrels count them (on a graded dataset a new 1 is
+    the threshold grade). It adds ``p_relevant`` (1 or 0 for a person's judgment; the hole model's P for the pool's
+    pairs, the P the estimate draws), ``route`` (``qrels`` for a given judgment, else how the label was reached;
     empty for an undecided pair) and ``p_source`` (what the P rests on: ``qrels``, a calibration, ``prior``,
     ``gate``, ...). ``depth``: the pool depth per run (None: every row). Only topics the qrels judge are filled.
     Pairs no stage decided are left out, as trec_eval reads them; ``keep_undecided=True`` keeps them with an empty
@@ -257,6 +285,8 @@ def infer_qrels(
     runs = _runs_of(run)
     original = as_qrels(qrels)
     topics = [q for q in dict.fromkeys(q for r in runs.values() for q in r) if q in original]
+    if not topics:
+        raise BridgeError("no topic of the run is judged by the qrels: there is nothing to fill")
     cut = depth if depth is not None else max((len(docs) for r in runs.values() for docs in r.values()), default=1)
     labels = _label(ds, runs, original, topics, JudgeConfig.of(judge), cut, verbose, compare=False)
     options = EvaluateOptions(threshold=ds.relevance_threshold, topics=tuple(topics))
@@ -264,7 +294,7 @@ def infer_qrels(
     frame = _filled_qrels(original, labels, holes, ds.relevance_threshold)
     if not keep_undecided:
         frame = frame[frame.label.notna()].astype({"label": "int64"}).reset_index(drop=True)
-    return frame.set_axis([*_qrels_columns(qrels), "p_relevant", "route", "p_source"], axis=1)
+    return frame.set_axis([*_qrels_columns(qrels), *FILLED_EXTRA], axis=1)
 
 
 # -- the experiment ----------------------------------------------------------------------------------------------
@@ -292,6 +322,7 @@ def _measure_names(eval_metrics: Sequence[Any]) -> list[str]:
 
 
 def _systems(retr_systems: Any, names: Sequence[str] | None) -> list[tuple[str, Any]]:
+    """(name, system) pairs: a dict's keys, else ``names`` (default: a transformer's repr, ``run<i>`` for a frame)."""
     if isinstance(retr_systems, Mapping):
         return [(str(k), v) for k, v in retr_systems.items()]
     systems = list(retr_systems)
@@ -340,23 +371,27 @@ def Experiment(  # PyTerrier's name
     **kwargs: Any,
 ) -> FilledExperiment:
     """``pt.Experiment`` with the holes filled: the same arguments (systems as transformers or result frames, a
-    topics frame, qrels, ``eval_metrics``, ``names``, and as keywords ``baseline``, ``correction``, ``verbose`` and the
-    rest of its own), plus the bridge ``dataset`` (a :class:`bridge.datasets.Dataset` or a name: ``nq``,
-    ``beir:PATH``, ``irds:ID``) whose passages the judge reads, the ``judge`` (a name or a :class:`JudgeConfig`) and
-    ``fill`` (pool depth, draws, seed: :class:`FillOptions`).
+    topics frame, qrels, ``eval_metrics``, ``names``, and as keywords ``baseline``, ``correction``, ``test``,
+    ``verbose`` and the rest of its own but ``perquery``, ``dataframe`` and ``highlight``), plus the bridge
+    ``dataset`` (a :class:`bridge.datasets.Dataset` or a name: ``nq``, ``beir:PATH``, ``irds:ID``) whose passages
+    the judge reads, the ``judge`` (a name or a :class:`JudgeConfig`) and ``fill`` (:class:`FillOptions`).
 
-    Each system runs once on the topics the qrels judge; its unjudged pairs are pooled and labelled, and the
-    estimate is bridge's. PyTerrier's table keeps its own columns (the original qrels' scores and its significance
-    tests), the measures named as bridge names them (``Hit@10`` for ``Success@10``; on graded qrels a binary measure
-    counts relevance from the dataset's threshold, as ``bridge eval`` does), each followed by ``estimate``,
-    ``estimate_low``, ``estimate_high`` (95% interval) and ``lower``, ``upper`` (bounds); measures bridge does not
-    estimate (MAP, ...) get empty estimate columns.
+    Each system runs once on the topics the qrels judge; PyTerrier's own table is computed first (so a wrong keyword
+    fails before any judging), on trec_eval's tie order as bridge scores; then the systems' unjudged pairs are
+    pooled and labelled, and the estimate is bridge's. The table keeps PyTerrier's columns (the original qrels'
+    scores, its significance tests), the measures named as bridge names them (``Hit@10`` for ``Success@10``; on
+    graded qrels a binary measure counts relevance from the dataset's threshold, as ``bridge eval`` does), each
+    followed by ``estimate``, ``estimate_low``, ``estimate_high`` (95% interval) and ``lower``, ``upper`` (bounds).
+    Measures bridge does not estimate (MAP, ...) get empty estimate columns, and so does every measure with fewer
+    than two systems.
     """
-    if kwargs.get("perquery") or kwargs.get("dataframe") is False:
-        raise BridgeError("bridge's Experiment returns the mean table: perquery and dataframe=False are not supported")
+    for key, why in REFUSED.items():
+        if key in kwargs:
+            raise BridgeError(f"{key}= is not supported by bridge's Experiment: {why}")
     import ir_measures
 
     from bridge.api import EvaluateOptions, as_qrels, evaluate
+    from bridge.core.trec import canonical_scores
     from eval.estimated import estimate_measures
     from eval.measures import resolve_measures
 
@@ -364,24 +399,29 @@ def Experiment(  # PyTerrier's name
     original = as_qrels(qrels)
     asked = topics.assign(qid=topics.qid.astype(str))
     judged = asked[asked.qid.isin(list(original))].drop_duplicates("qid")
+    if judged.empty:
+        raise BridgeError("no topic is judged by the qrels: there is nothing to score or fill")
     outcomes = {name: _outcome(system, judged) for name, system in _systems(retr_systems, names)}
     runs = {name: _as_run(frame, f"result frame of {name}") for name, frame in outcomes.items()}
     specs = resolve_measures(_measure_names(eval_metrics), ds.relevance_threshold)
     shown = {str(ir_measures.parse_measure(s.measure)): s.label for s in specs if not s.compat}
-    cut = fill.depth or max((m.k for m in estimate_measures(specs, ds.relevance_threshold)), default=10)
-    verbose = bool(kwargs.get("verbose", False))
-    labels = _label(ds, runs, original, list(judged.qid), JudgeConfig.of(judge), cut, verbose)
-    options = EvaluateOptions(threshold=ds.relevance_threshold, topics=tuple(judged.qid), seed=fill.seed)
-    evaluation = evaluate(runs, original, labels, measures=[s.label for s in specs], draws=fill.draws,
-                          progress=verbose, options=options)  # fmt: skip
     pt_table = pt.Experiment(
-        [_results(run) for run in runs.values()],
+        {name: _results(canonical_scores(run)) for name, run in runs.items()},
         judged,
         _pt_qrels(original),
         eval_metrics=[ir_measures.parse_measure(m) for m in shown],
-        names=list(runs),
         **kwargs,
     )
+    if len(runs) < 2:
+        warnings.warn("one system: bridge estimates a leaderboard of two or more, so the estimate columns are empty",
+                      stacklevel=2)  # fmt: skip
+    cut = fill.depth or max((m.k for m in estimate_measures(specs, ds.relevance_threshold)), default=10)
+    verbose = kwargs.get("verbose") is True
+    labels = _label(ds, runs, original, list(judged.qid), JudgeConfig.of(judge), cut, verbose)
+    options = EvaluateOptions(threshold=ds.relevance_threshold, topics=tuple(judged.qid), seed=fill.seed,
+                              families=fill.families)  # fmt: skip
+    evaluation = evaluate(runs, original, labels, measures=[s.label for s in specs], draws=fill.draws,
+                          progress=verbose, options=options)  # fmt: skip
     return FilledExperiment(_table(pt_table, shown, evaluation), evaluation.comparisons, evaluation, labels)
 
 
@@ -391,7 +431,8 @@ def Experiment(  # PyTerrier's name
 class Judge(pt.Transformer):
     """Adds ``label``, ``p_relevant`` and ``route`` to a result frame, so ``bm25 >> judge`` is a pipeline: a judged
     pair keeps its grade (route ``qrels``, P 1 or 0), every other pair of a judged topic gets the judge's label
-    (empty where no stage decided) and the hole model's P; pairs of topics the qrels do not judge get none."""
+    (empty where no stage decided) and the hole model's P; pairs of topics the qrels do not judge get none. Every row
+    it receives is judged: cut the ranking first (``bm25 % 10 >> judge``)."""
 
     def __init__(
         self,
@@ -407,17 +448,23 @@ class Judge(pt.Transformer):
         self.verbose = verbose
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """``inp`` with ``label`` (nullable integer), ``p_relevant`` and ``route``."""
+        from bridge.api import as_qrels
+
         pt.validate.columns(inp, includes=["qid", "docno"])
-        if inp.empty:
-            return inp.assign(label=pd.Series(dtype="Int64"), p_relevant=pd.Series(dtype=float), route="")
-        filled = infer_qrels(inp, self.qrels, dataset=self.dataset, judge=self.judge, depth=None,
-                             keep_undecided=True, verbose=self.verbose)  # fmt: skip
-        filled = filled.set_axis(["qid", "docno", "label", "p_relevant", "route", "p_source"], axis=1)
         out = inp.drop(columns=[c for c in JUDGE_COLUMNS if c in inp.columns])
         keys = out.assign(qid=out.qid.astype(str), docno=out.docno.astype(str))[["qid", "docno"]]
-        merged = keys.merge(filled[["qid", "docno", "label", "p_relevant", "route"]], on=["qid", "docno"], how="left")
-        return out.assign(label=merged.label.to_numpy(), p_relevant=merged.p_relevant.to_numpy(),
-                          route=merged.route.fillna("").to_numpy())  # fmt: skip
+        filled = pd.DataFrame(columns=[*QRELS_COLUMNS, *FILLED_EXTRA])
+        if keys.qid.isin(list(as_qrels(self.qrels))).any():
+            found = infer_qrels(out, self.qrels, dataset=self.dataset, judge=self.judge, depth=None,
+                                keep_undecided=True, verbose=self.verbose)  # fmt: skip
+            filled = found.set_axis(filled.columns, axis=1)
+        merged = keys.merge(filled[["qid", "docno", *JUDGE_COLUMNS]], on=["qid", "docno"], how="left")
+        return out.assign(
+            label=pd.array(merged.label, dtype="Int64"),
+            p_relevant=merged.p_relevant.astype(float).to_numpy(),
+            route=merged.route.fillna("").to_numpy(),
+        )
 
     def transform_outputs(self, input_columns: list[str]) -> list[str]:
         """PyTerrier's inspection: what a frame with these columns comes out with."""
@@ -453,6 +500,7 @@ class Retriever(pt.Transformer):
         self._retriever: Any = None
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
+        """The top ``k`` passages of each topic, PyTerrier's result columns after the topics'."""
         from bridge.datasets.core import Query
         from retrievers.pipeline import open_first_stage
 

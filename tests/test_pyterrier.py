@@ -8,6 +8,7 @@ import csv
 import re
 import subprocess
 import sys
+from dataclasses import replace
 from pathlib import Path
 
 import ir_measures
@@ -18,6 +19,7 @@ import pytest
 import bridge
 from bridge.cli import main
 from bridge.core.errors import BridgeError
+from bridge.core.label_records import lift_new_labels
 from bridge.core.trec import read_qrels, write_run
 from bridge.pyterrier import Experiment, FillOptions, Judge, JudgeConfig, Retriever, get_qrels, get_topics, infer_qrels
 from tests.conftest import DATA_DIR, needs_shared_data
@@ -36,6 +38,17 @@ def frames(runs: dict) -> list[pd.DataFrame]:
         frame["rank"] = frame.groupby("qid").score.rank(ascending=False, method="first").astype(int) - 1
         out.append(frame)
     return out
+
+
+def _results_of(run: dict) -> pd.DataFrame:
+    return frames({"run": run})[0]
+
+
+def infer_labels_as_qrels(filled: pd.DataFrame) -> dict:
+    """The filled frame's labels with each new 1 put back to 1 (what the judge said), as bridge's qrels dict."""
+    new = filled.route != "qrels"
+    raw = filled.assign(label=filled.label.where(~new | (filled.label == 0), 1))
+    return bridge.as_qrels(raw)
 
 
 def test_the_drop_in_experiment_equals_bridge_eval(small, monkeypatch):  # noqa: F811
@@ -179,3 +192,48 @@ def test_the_docs_first_python_block_runs_as_written():
     )
     assert done.returncode == 0, done.stderr[-3000:]
     assert "nDCG@10 estimate_low" in done.stdout and "settled" in done.stdout and "answer-absent" in done.stdout
+
+
+def test_ties_graded_qrels_and_pyterriers_own_keywords(small):  # noqa: F811
+    """Tied scores are scored in trec_eval's order, as bridge scores them; on a graded dataset (relevant from grade
+    2) a new label counts at the threshold, as in bridge's augmented qrels; ``baseline`` may name a system of a
+    dict; a keyword bridge cannot honour fails before any judging."""
+    _, name, runs = small
+    plain = bridge.load_dataset(name)
+    ds = replace(plain, relevance_threshold=2, qrels={q: {d: 2 * g for d, g in docs.items()} for q, docs in
+                                                      plain.qrels.items()})  # gold 2, f 0  # fmt: skip
+    graded = get_qrels(ds)
+    tied = {q: {f"{q}-a": 5.0, f"{q}-gold": 5.0, f"{q}-c": 4.0} for q in TOPICS}  # trec_eval: q-gold before q-a
+    systems = {"tied": _results_of(tied), "dense": frames(runs)[1]}
+    judge = JudgeConfig("random", max_minutes=None)
+    result = Experiment(systems, get_topics(ds), graded, ["MRR@10", "P@10"], dataset=ds, judge=judge, baseline="dense")
+    original = result.evaluation.leaderboard.query("qrels == 'original'").set_index(["system", "measure"]).value
+    table = result.table.set_index("name")
+    assert table.loc["tied", "MRR@10"] == original["tied", "MRR@10"] == 1.0
+    assert table.loc["dense", "P@10"] == pytest.approx(original["dense", "P@10"])
+    assert "MRR@10 p-value" in table.columns
+    with pytest.raises(BridgeError, match="highlight"):
+        Experiment(systems, get_topics(ds), graded, ["P@10"], dataset=ds, highlight="bold")
+
+    run = frames(runs)[1]
+    filled = infer_qrels(run, graded, dataset=ds, judge=judge)
+    new = filled[filled.route != "qrels"]
+    assert set(new.label) == {0, 2}  # the judge's 1s, lifted
+    lifted = lift_new_labels(ds.qrels, infer_labels_as_qrels(filled), 2)
+    measures = [ir_measures.P(rel=2) @ 10, ir_measures.nDCG @ 10]
+    expected = ir_measures.calc_aggregate(measures, lifted, bridge.as_run(run))
+    scored = pt.Experiment([run], get_topics(ds), filled, measures, names=["dense"]).iloc[0]
+    assert {str(m): scored[str(m)] for m in measures} == pytest.approx({str(m): v for m, v in expected.items()})
+
+
+def test_the_judge_answers_every_frame(small):  # noqa: F811
+    """Topics the qrels do not judge get empty columns, not an error; duplicate rows are judged once."""
+    _, name, runs = small
+    ds = bridge.load_dataset(name)
+    unjudged = pd.DataFrame({"qid": ["x1", "x1"], "docno": ["q1-a", "q1-b"], "score": [2.0, 1.0]})
+    out = Judge(ds)(unjudged)
+    assert out.label.isna().all() and out.p_relevant.isna().all() and str(out.label.dtype) == "Int64"
+    frame = frames(runs)[1]
+    doubled = pd.concat([frame, frame.head(2)])
+    judged = Judge(ds, judge=JudgeConfig("random", max_minutes=None))(doubled)
+    assert len(judged) == len(doubled) and judged.label.notna().all()
