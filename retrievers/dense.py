@@ -18,7 +18,7 @@ from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
 from bridge.encoders.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
 from bridge.encoders.precision import precision_key
-from bridge.encoders.sources import MINILM, default_passage_length, resolve_model
+from bridge.encoders.sources import MINILM, resolve_model
 from retrievers.base import RetrievalContext, check_params, config_from_params, config_params, register_family
 
 __all__ = ["MINILM", "DenseConfig", "DenseRetriever"]
@@ -87,7 +87,7 @@ class DenseRetriever:
             "model": self.model_ref.identity(),
             "query_prefix": config.query_prefix,
             "passage_prefix": config.passage_prefix,
-            "max_length": config.max_length,
+            "max_length": self.encoder.max_length,
             "index_type": config.index_type,
             **precision_key(self.encoder.precision),
             "hnsw": [config.hnsw_m, config.hnsw_ef_construction, config.hnsw_ef_search]
@@ -160,8 +160,6 @@ DENSE_PARAMS = config_params(DenseConfig)
 def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> DenseRetriever:
     """A dense retriever whose passage embeddings live in the dataset's shared cache folder."""
     config = config_from_params(DenseConfig, params)
-    if config.max_length is None:
-        config = replace(config, max_length=default_passage_length(config.model))
 
     def encode(precision: str, texts: Sequence[str]) -> np.ndarray:
         encoder = SentenceEncoder(

@@ -100,6 +100,17 @@ def test_minilm_reads_192_word_pieces_unless_the_pool_says_otherwise(ds, tmp_pat
     assert np.dot(at_192, head_vector) > 0.999 and np.dot(at_192, at_256) < 0.999
 
 
+def test_the_topic_adapters_read_the_dense_retrievers_corpus_encoding(ds, tmp_path, monkeypatch):
+    """One MiniLM encoding per corpus: the adapters' passage embeddings are the dense system's, not encoded again."""
+    from bridge.encoders.embeddings import PassageEmbeddings, SentenceEncoder
+
+    ctx = context(tmp_path, ds)
+    dense = build(SystemSpec("f", "dense"), ctx, ds, tmp_path)
+    monkeypatch.setattr(SentenceEncoder, "encode", lambda *a, **k: pytest.fail("encoded again"))
+    vectors = PassageEmbeddings(ds, ctx.cache_dir).passages(["d1", "d3"])
+    assert np.allclose(vectors, dense.doc_vectors(["d1", "d3"]))
+
+
 def test_bi_encoder_rerank_lifts_the_relevant_document(ds, tmp_path):
     ctx = context(tmp_path, ds, runs={"first": FIRST_STAGE})
     reranker = build(SystemSpec("r", "rerank-dense", {"first_stage": "first", "depth": 3}), ctx, ds, tmp_path)

@@ -24,7 +24,7 @@ import numpy as np
 from bridge.core.fsio import artifact_dir, atomic_write, write_json_atomic
 from bridge.datasets import Corpus, Dataset
 from bridge.encoders.precision import inference_precision, precision_key, shipped_path
-from bridge.encoders.sources import MINILM, ModelRef, hub_error, resolve_model
+from bridge.encoders.sources import MINILM, ModelRef, default_passage_length, hub_error, resolve_model
 
 log = logging.getLogger(__name__)
 
@@ -65,7 +65,9 @@ class SentenceEncoder:
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
         self.batch_size = batch_size
-        self.max_length = max_length
+        self.max_length = max_length if max_length is not None else default_passage_length(model)
+        """Word pieces read of a text (None: the model's own limit); a shipped model's default where none is given,
+        so the retriever's corpus encoding and the topic adapters' passage embeddings stay one encoding."""
         self.device = device
         """torch device (``cpu``, ``cuda``); not part of the cache key: it does not change results."""
         self.params = {

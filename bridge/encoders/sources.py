@@ -55,8 +55,9 @@ PASSAGE_LENGTHS = {minilm_path: 192}
 """Word pieces of a passage a shipped retrieval encoder reads when its pool table gives no ``max_length``.
 all-MiniLM-L6-v2 was trained on inputs cut at 128 word pieces and allows 256: at 192 it encodes scifact's
 abstracts in 0.6x the time with nDCG@10 unchanged, and on nq's and dl19's passages (under 1% longer than 192) it
-changes next to nothing (bench/RESULTS.md, "MiniLM reads 192 word pieces"). The judges' own embeddings keep the
-model's limit: their fits were made with it."""
+changes next to nothing (bench/RESULTS.md, "MiniLM reads 192 word pieces"). It holds for every encoding of the
+model (:class:`bridge.encoders.embeddings.SentenceEncoder`): the retriever's corpus embeddings and the topic adapters'
+passage embeddings stay one encoding."""
 
 
 def default_passage_length(model: str) -> int | None:
