@@ -33,15 +33,15 @@ from bridge.core.trec import read_run, top_k
 from bridge.datasets import load_dataset
 from bridge.encoders.embeddings import SentenceEncoder
 from bridge.encoders.precision import PATHS, ProbeResult, cpu_label, min_row_cosine, probe_file, probed_precision
-from bridge.encoders.sources import MINILM, SPLADE_TINY, resolve_model
+from bridge.encoders.sources import MINILM, SPLADE_TINY, default_passage_length, resolve_model
 from eval.measures import evaluate
 from retrievers.base import SystemSpec
 from retrievers.pipeline import retrieve
 from retrievers.splade import SpladeRetriever, load_splade
 
 SYSTEMS = [SystemSpec("dense-minilm", "dense"), SystemSpec("splade-tiny", "splade")]
-MAX_LENGTH = 256
-"""Both encoders' passage length cap (MiniLM's max_seq_length, SPLADE's max_length)."""
+PASSAGE_LENGTH = {"MiniLM": default_passage_length(MINILM) or 256, "SPLADE-tiny": 256}
+"""Each encoder's passage length cap as the retrievers use it (MiniLM's shipped default, SPLADE's max_length)."""
 
 
 def matmul_gflops(precision: str, size: int = 2048, seconds: float = 3.0) -> float:
@@ -74,8 +74,8 @@ def encoder_flops(config: Any, lengths: np.ndarray, vocabulary_head: bool) -> fl
     return 2 * float(macs)
 
 
-def token_lengths(tokenizer: Any, texts: Sequence[str]) -> np.ndarray:
-    ids = tokenizer(list(texts), truncation=True, max_length=MAX_LENGTH)["input_ids"]
+def token_lengths(tokenizer: Any, texts: Sequence[str], max_length: int) -> np.ndarray:
+    ids = tokenizer(list(texts), truncation=True, max_length=max_length)["input_ids"]
     return np.array([len(x) for x in ids])
 
 
@@ -84,7 +84,7 @@ def minilm_encode(precision: str, texts: Sequence[str]) -> np.ndarray:
 
 
 def splade_encode(precision: str, texts: Sequence[str]) -> np.ndarray:
-    return SpladeRetriever(precision=precision).encode(texts, MAX_LENGTH, False).toarray()
+    return SpladeRetriever(precision=precision).encode(texts, PASSAGE_LENGTH["SPLADE-tiny"], False).toarray()
 
 
 ENCODERS: dict[str, tuple[str, Callable[[str, Sequence[str]], np.ndarray]]] = {
@@ -145,7 +145,9 @@ def onnx_int8_minilm(texts: Sequence[str], folder: Path) -> tuple[float, np.ndar
         out = np.zeros((len(batch), 384), dtype=np.float32)
         for start in range(0, len(order), 64):
             rows = order[start : start + 64]
-            e = tokenizer([batch[i] for i in rows], padding=True, truncation=True, max_length=256, return_tensors="np")
+            chunk = [batch[i] for i in rows]
+            cap = PASSAGE_LENGTH["MiniLM"]
+            e = tokenizer(chunk, padding=True, truncation=True, max_length=cap, return_tensors="np")
             out[rows] = session.run(None, {"ids": e["input_ids"], "mask": e["attention_mask"]})[0]
         return out
 
@@ -167,7 +169,7 @@ def throughput(
     whole, by_encoder = [], {}
     for name, (_, encode) in ENCODERS.items():
         config, tokenizer, head = encoder_shapes(name)
-        flops = encoder_flops(config, token_lengths(tokenizer, texts), head)
+        flops = encoder_flops(config, token_lengths(tokenizer, texts, PASSAGE_LENGTH[name]), head)
         vectors, rates = {}, by_encoder.setdefault(name, {})
         for path in PATHS:
             encode(path, texts[:16])
@@ -181,7 +183,7 @@ def throughput(
                 f"{flops / len(texts) / 1e9:10.2f} {flops / seconds / 1e9:8.1f} {floor:8.1f} {seconds:9.1f} "
                 f"{seconds / floor:7.2f}x {min_row_cosine(vectors['fp32'], vectors[path]):11.5f}"
             )
-        corpus_flops = encoder_flops(config, token_lengths(tokenizer, corpus), head)
+        corpus_flops = encoder_flops(config, token_lengths(tokenizer, corpus, PASSAGE_LENGTH[name]), head)
         floors = ", ".join(f"{p} {corpus_flops / (gflops[p] * 1e9):.0f} s" for p in PATHS)
         whole.append(f"{name:12s} {corpus_flops / 1e12:7.1f} TFLOP; floor at the measured throughput: {floors}")
     if onnx:
@@ -190,7 +192,7 @@ def throughput(
             r8, v8 = onnx_int8_minilm(texts, Path(tmp))
         cos8 = min_row_cosine(minilm_encode("fp32", texts), v8)
         lines.append(f"{'MiniLM':12s} int8  {r8:8.1f} {r8 / r32:6.2f}x  (ONNX Runtime dynamic int8; cosine {cos8:.5f})")
-    lines += ["", f"{dataset}: the whole corpus ({len(corpus)} passages, <= {MAX_LENGTH} tokens each)", *whole]
+    lines += ["", f"{dataset}: the whole corpus ({len(corpus)} passages, word pieces at most {PASSAGE_LENGTH})", *whole]
     return lines, by_encoder
 
 

@@ -93,14 +93,14 @@ def run_scenario(scenario: Scenario, make_vars: list[str]) -> Scenario:
 
 def floor_lines(scenario: Scenario, dataset: str, data_dir: Path) -> list[str]:
     """Each encoder's corpus encode time (the retrieve stage's log) over its arithmetic floor in its precision."""
-    from bench.bench_encoders import encoder_flops, encoder_shapes, matmul_gflops, token_lengths
+    from bench.bench_encoders import PASSAGE_LENGTH, encoder_flops, encoder_shapes, matmul_gflops, token_lengths
     from bridge.datasets import load_dataset
 
     texts = [d.contents() for d in load_dataset(dataset, data_dir).corpus]
     lines = []
     for family, (precision, seconds) in scenario.encoded.items():
         config, tokenizer, head = encoder_shapes(ENCODERS[family])
-        flops = encoder_flops(config, token_lengths(tokenizer, texts), head)
+        flops = encoder_flops(config, token_lengths(tokenizer, texts, PASSAGE_LENGTH[ENCODERS[family]]), head)
         gflops = matmul_gflops(precision)
         floor = flops / (gflops * 1e9)
         lines.append(
