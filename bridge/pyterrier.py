@@ -97,8 +97,8 @@ class JudgeConfig:
         could decide a comparison between them, most valuable first; else every pair, most valuable first)."""
         from bridge.api import LabelingOptions
 
-        return LabelingOptions(self.fallback, self.audit_pairs, self.max_minutes, runs, ask_all=not compare,
-                               cache_dir=self.cache_dir)  # fmt: skip
+        return LabelingOptions(fallback=self.fallback, audit_pairs=self.audit_pairs, max_minutes=self.max_minutes,
+                               runs=runs, ask_all=not compare, cache_dir=self.cache_dir)  # fmt: skip
 
 
 @dataclass(frozen=True)
@@ -442,20 +442,21 @@ class Judge(pt.Transformer):
         judge: str | JudgeConfig = "auto",
         verbose: bool = False,
     ) -> None:
+        from bridge.api import as_qrels
+
         self.dataset = _dataset(dataset)
-        self.qrels = qrels if qrels is not None else self.dataset.qrels
+        self.qrels: Qrels = as_qrels(qrels if qrels is not None else self.dataset.qrels)
+        """In bridge's form, read once: every transform looks up its topics in it."""
         self.judge = JudgeConfig.of(judge)
         self.verbose = verbose
 
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """``inp`` with ``label`` (nullable integer), ``p_relevant`` and ``route``."""
-        from bridge.api import as_qrels
-
         pt.validate.columns(inp, includes=["qid", "docno"])
         out = inp.drop(columns=[c for c in JUDGE_COLUMNS if c in inp.columns])
         keys = out.assign(qid=out.qid.astype(str), docno=out.docno.astype(str))[["qid", "docno"]]
         filled = pd.DataFrame(columns=[*QRELS_COLUMNS, *FILLED_EXTRA])
-        if keys.qid.isin(list(as_qrels(self.qrels))).any():
+        if keys.qid.isin(list(self.qrels)).any():
             found = infer_qrels(out, self.qrels, dataset=self.dataset, judge=self.judge, depth=None,
                                 keep_undecided=True, verbose=self.verbose)  # fmt: skip
             filled = found.set_axis(filled.columns, axis=1)

@@ -151,13 +151,16 @@ def open_first_stage(dataset: Dataset, spec: SystemSpec, cache_dir: Path, progre
         )
     context = retrieval_context(dataset, cache_dir, progress=progress)
     retriever = make_retriever(spec, context)
-    index_in_cache(retriever, spec, context, dataset)
+    index_in_cache(retriever, spec, retriever.fingerprint(), context, dataset)
     return retriever
 
 
-def index_in_cache(retriever: Retriever, spec: SystemSpec, context: RetrievalContext, dataset: Dataset) -> None:
-    """Build the system's index (or load it) in its cache folder, shared by the systems that need the same one."""
-    workdir = context.workdir(spec.family, retriever.fingerprint())
+def index_in_cache(
+    retriever: Retriever, spec: SystemSpec, fingerprint: Mapping[str, Any], context: RetrievalContext, dataset: Dataset
+) -> None:
+    """Build the system's index (or load it) in its cache folder (keyed by the retriever's ``fingerprint``), shared by
+    the systems that need the same one."""
+    workdir = context.workdir(spec.family, fingerprint)
     workdir.mkdir(parents=True, exist_ok=True)
     log.info("%s: indexing / loading index in %s", spec.name, workdir)
     retriever.index(dataset.corpus, workdir)
@@ -199,7 +202,7 @@ def retrieve(
             results.append(RunResult(spec.name, run_path, True, 0.0))
             continue
         start = time.perf_counter()
-        index_in_cache(retriever, spec, context, dataset)
+        index_in_cache(retriever, spec, fingerprint, context, dataset)
         run = retriever.search(dataset.queries, k)
         write_run(run, run_path, tag=spec.name, depth=k)
         stamp.write(f"{spec.name} -> {run_path}", outputs=[run_path])
