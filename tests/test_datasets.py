@@ -59,3 +59,20 @@ def test_scifact_and_dl19_sizes():
     dl19 = load_dataset("dl19", DATA_DIR, limit=5)
     assert len(dl19.queries) == 5 and dl19.relevance_threshold == 2
     assert set(dl19.qrels) == set(dl19.qids)
+
+
+def test_a_fresh_copy_of_the_data_keeps_its_fingerprint_and_a_changed_byte_does_not(tiny_beir, tmp_path):
+    """Caches (indexes, encodings) are keyed by the dataset's fingerprint: by its files' contents, never their folder
+    or mtimes, so a copy of the data elsewhere reuses them and an edited file misses them."""
+    import os
+    import shutil
+
+    copy = tmp_path / "elsewhere" / "tiny"
+    shutil.copytree(tiny_beir, copy)
+    for path in copy.rglob("*"):
+        os.utime(path, ns=(1, 1))  # new mtimes as well as a new folder
+    original = load_dataset(f"beir:{tiny_beir}", tmp_path)
+    assert load_dataset(f"beir:{copy}", tmp_path).fingerprint == original.fingerprint
+    qrels = copy / "qrels" / "test.tsv"
+    qrels.write_text(qrels.read_text().replace("\t1\n", "\t2\n", 1))
+    assert load_dataset(f"beir:{copy}", tmp_path).fingerprint != original.fingerprint

@@ -15,6 +15,7 @@ from test_answer_bearing import company_dataset
 from test_openai_backend import FakeServer
 from test_reader import ScoringLLM
 
+from bridge.core import digests
 from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.estimate.holes import PRIOR, _stage_calibration
@@ -222,15 +223,15 @@ def _twin_ggufs(folder) -> tuple:
 
 def test_two_ggufs_with_the_same_first_mib_have_different_digests_computed_once(tmp_path, monkeypatch):
     one, two = _twin_ggufs(tmp_path)
-    monkeypatch.setattr(models, "_DIGESTS", {})
+    monkeypatch.setattr(digests, "_DIGESTS", {})
     hashed = []
-    real = models.hash_file
-    monkeypatch.setattr(models, "hash_file", lambda path: hashed.append(path) or real(path))
+    real = digests.hash_file
+    monkeypatch.setattr(digests, "hash_file", lambda path: hashed.append(path) or real(path))
     cache = tmp_path / "cache"
     assert models.file_digest(one, cache) != models.file_digest(two, cache)
     assert models.file_digest(one, cache) == models.file_digest(one, cache)
     assert hashed == [one, two]  # once per file
-    monkeypatch.setattr(models, "_DIGESTS", {})  # a new process: read from the cache folder, not hashed again
+    monkeypatch.setattr(digests, "_DIGESTS", {})  # a new process: read from the cache folder, not hashed again
     models.file_digest(one, cache)
     assert hashed == [one, two]
     os.utime(one, ns=(1, 1))  # another mtime: hashed again

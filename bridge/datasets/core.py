@@ -14,6 +14,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Protocol
 
+from bridge.core.digests import content_digest
 from bridge.core.errors import BridgeError, MissingDataError
 from bridge.core.registry import Registry
 from bridge.core.trec import Qrels, restrict
@@ -82,7 +83,7 @@ class Dataset:
     queries: tuple[Query, ...]
     qrels: Qrels
     fingerprint: str
-    """Identifies the source files (paths, sizes, mtimes); cache keys include it."""
+    """Identifies the source files by their contents (:func:`fingerprint`); cache keys include it."""
     relevance_threshold: int = 1
     """Minimum grade counted as relevant (binary measures, hole analysis)."""
     limit: int | None = field(default=None)
@@ -173,10 +174,11 @@ def require(path: Path, expected: str) -> Path:
 
 
 def fingerprint(*paths: Path) -> str:
+    """A dataset's identity from its source files' contents, in order (never their folder, names or mtimes): a
+    fresh copy of the same data keeps every index and encoding keyed by it, and a changed byte misses them."""
     h = hashlib.sha256()
     for p in paths:
-        st = p.stat()
-        h.update(f"{p.resolve()}|{st.st_size}|{st.st_mtime_ns}\n".encode())
+        h.update(f"{content_digest(p)}\n".encode())
     return h.hexdigest()[:16]
 
 

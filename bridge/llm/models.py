@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import contextlib
 import hashlib
 import importlib.metadata
 import importlib.util
-import json
 import os
 import shutil
 from pathlib import Path
 
+from bridge.core.digests import content_digest
 from bridge.core.errors import BridgeError
 from bridge.core.fsio import atomic_write
 
@@ -83,51 +82,11 @@ def resolve_gguf(model: str, cache_dir: Path) -> Path:
     raise BridgeError(f"unknown model {model!r}: give {SMOLLM2}, {QWEN_CODER} or the path of a .gguf file")
 
 
-_DIGESTS: dict[tuple[str, int, int], str] = {}
-"""Whole-file digests already computed in this process, by (resolved path, size, mtime in ns)."""
-DIGEST_CACHE = "model-digests.json"
-"""Under the cache folder: the same digests across processes (a 1.5B model takes seconds to hash)."""
-
-
 def file_digest(path: Path, cache_dir: Path | None = None) -> str:
     """Content identity of a model file: the SHA-256 of the whole file (two fine-tunes of one base share their
-    header and vocabulary, so no prefix will do), computed once per path, size and mtime and remembered in
-    memory and, with ``cache_dir``, in ``<cache_dir>/model-digests.json``."""
-    stat = path.stat()
-    key = (str(path.resolve()), stat.st_size, stat.st_mtime_ns)
-    if key in _DIGESTS:
-        return _DIGESTS[key]
-    stored = _read_digests(cache_dir)
-    name = f"{key[0]}|{key[1]}|{key[2]}"
-    digest = stored.get(name)
-    if not isinstance(digest, str):
-        digest = hash_file(path)[:12]
-        if cache_dir is not None:
-            with contextlib.suppress(OSError):  # an unwritable cache folder only costs a hash next time
-                cache_dir.mkdir(parents=True, exist_ok=True)
-                with atomic_write(cache_dir / DIGEST_CACHE) as out:
-                    json.dump({**stored, name: digest}, out, indent=1, sort_keys=True)
-    _DIGESTS[key] = digest
-    return digest
-
-
-def hash_file(path: Path) -> str:
-    """SHA-256 of a whole file, read in 16 MiB blocks."""
-    h = hashlib.sha256()
-    with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(16 << 20), b""):
-            h.update(block)
-    return h.hexdigest()
-
-
-def _read_digests(cache_dir: Path | None) -> dict[str, str]:
-    if cache_dir is None:
-        return {}
-    try:
-        data = json.loads((cache_dir / DIGEST_CACHE).read_text(encoding="utf-8"))
-    except (OSError, ValueError):  # absent or damaged: computed again and rewritten
-        return {}
-    return data if isinstance(data, dict) else {}
+    header and vocabulary, so no prefix will do), the same on every machine that holds the same bytes
+    (:func:`bridge.core.digests.content_digest`)."""
+    return content_digest(path, cache_dir)[:12]
 
 
 def library_version(package: str) -> str:

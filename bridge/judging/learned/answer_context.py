@@ -34,6 +34,7 @@ import hashlib
 import json
 import logging
 import math
+import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
@@ -47,6 +48,7 @@ from bridge.core.label_records import LabelRecord, Usage
 from bridge.core.layout import FALLBACK_CALIBRATION_FILE
 from bridge.datasets.kinds import FACTS as KIND_FACTS
 from bridge.datasets.kinds import kind_of
+from bridge.encoders.precision import cpu_label
 from bridge.estimate.holes import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,
@@ -311,6 +313,38 @@ class AnswerContextJudge:
             return f"no fit of {self.name} is shipped in {shipped_folder}"
         return "no shipped fit matches (" + " | ".join(differences) + ")"
 
+    def _refit_plan(self, cases: Sequence[Case], shipped_folder: Path) -> str:
+        """What a refit on the reference will cost, said before it starts: the model calls, and the time a shipped fit
+        of this judge took (the fit files record it)."""
+        questions = len({c.qid for c in cases})
+        calls = (len(cases) + questions if self.reader is not None else 0) + (len(cases) if self.scorer else 0)
+        plan = f"reading {len(cases)} reference pairs: about {calls} model calls (a fixed cost, kept for later runs)"
+        for path in sorted(shipped_folder.glob(f"{self.name}-fit-*.json")):
+            cost = json.loads(path.read_text(encoding="utf-8")).get("cost")
+            if isinstance(cost, dict) and cost.get("pairs"):
+                minutes = cost["seconds"] / cost["pairs"] * len(cases) / 60
+                plan += f"; about {minutes:.0f} min at the pace of the shipped fit ({cost['seconds']:.0f} s for "
+                plan += f"{cost['pairs']} pairs on {cost.get('cpu', 'another CPU')})"
+                break
+        return plan
+
+    def _read_reference(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None], list[list[LLMResponse]]]:
+        """:meth:`feature_rows` of the reference in tenths, each logged with the time so far and the time left (a
+        refit reads for many minutes; silent under -q, as every log line)."""
+        if self.llm is None or len(cases) < 20:
+            return self.feature_rows(cases)
+        step, started = math.ceil(len(cases) / 10), time.perf_counter()
+        x, scores, read = [], [], []
+        for start in range(0, len(cases), step):
+            part = self.feature_rows(cases[start : start + step])
+            x.append(part[0])
+            scores += part[1]
+            read += part[2]
+            done, spent = min(start + step, len(cases)), time.perf_counter() - started
+            log.info("%s: read %d of %d reference pairs in %.1f min; about %.1f min left", self.name, done, len(cases),
+                     spent / 60, spent / done * (len(cases) - done) / 60)  # fmt: skip
+        return np.vstack(x), scores, read
+
     def prepare(self, preparation: Preparation) -> Prepared:
         """Fit the calibration on every reference pair that holds an answer (each asked as a pool pair, with the
         same evidence), unless a fit from the same inputs is kept beside the labels or shipped in the reference's
@@ -339,14 +373,16 @@ class AnswerContextJudge:
                 why = self._why_refit(shipped.parent, self.fit_inputs(pairs, facts, design))
                 lines.append(f"{self.name}: fitting on the reference ({len(seen)} pairs; {why})")
                 if self.llm is not None:
-                    log.info("%s: %s; reading %d reference pairs (a fixed cost, kept for later runs)", self.name, why,
-                             len(seen))  # fmt: skip
-                x, scores, read = self.feature_rows([v for _, v in seen])
+                    log.info("%s: %s; %s", self.name, why, self._refit_plan([v for _, v in seen], shipped.parent))
+                started = time.perf_counter()
+                x, scores, read = self._read_reference([v for _, v in seen])
                 called = [r for s in scores if s is not None for r in s.responses] + [r for rs in read for r in rs]
                 usage = usage_of(called)
                 self.calibration = self._fit(seen, x, facts, design=design)
                 state = {k: v for k, v in self.prepared_state().items() if k != "fallback"}
-                write_json_atomic(kept, {**state, "inputs": self.fit_inputs(pairs, facts, design)})
+                cost = {"pairs": len(seen), "calls": usage.calls, "seconds": round(time.perf_counter() - started, 1),
+                        "cpu": cpu_label()}  # fmt: skip
+                write_json_atomic(kept, {**state, "inputs": self.fit_inputs(pairs, facts, design), "cost": cost})
                 lines.append(f"{self.name}: calibration fitted on the reference -> {kept}")
             lines += calibration_lines(self.calibration)
             write_json_atomic(preparation.calibration_path, self.prepared_state())

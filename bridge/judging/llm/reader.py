@@ -30,7 +30,7 @@ from typing import Any
 import numpy as np
 
 from bridge.judging.base import Case
-from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
+from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message, cache_identity
 from bridge.llm.fit import fit_passage
 from bridge.prompts import template_digest, template_module
 
@@ -100,8 +100,12 @@ class Reader:
 
     @property
     def reader_id(self) -> str:
-        payload = f"{self.llm.model_id}|{template_digest(TEMPLATE)}|{self.config.max_answers}"
-        if self.config.window is not None:  # ids of whole-passage readers stay as they were
+        """What the reader's features depend on, and nothing a fresh install computes differently: the backend's
+        cache identity (the model file's whole digest, the context size that decides a passage's cut, the library
+        build; a server's address and format), the prompt template's digest and the reader's settings. A shipped fit
+        is keyed by it (:mod:`bridge.judging.learned.answer_context`)."""
+        payload = f"{cache_identity(self.llm)}|{template_digest(TEMPLATE)}|{self.config.max_answers}"
+        if self.config.window is not None:
             payload += f"|window={self.config.window}"
         return "reader-" + hashlib.sha256(payload.encode()).hexdigest()[:12]
 
