@@ -30,6 +30,10 @@ ANSWER_JUDGE_nq := answer-lexical
 REFINE_nq := answer-reader
 LABEL_MINUTES_nq := 2
 REFERENCE ?= $(REFERENCE_$(DATASET))
+# A reading of random pool holes (scifact: the maintainers' reading of 80, 2 relevant) written as people's random
+# answers: it fixes the holes read and measures the exemplar judge's level on the others (its fit is dl19's).
+HOLE_REFERENCE_scifact := bench/data/scifact-hole-reference/labels-first.tsv
+HOLE_REFERENCE ?= $(HOLE_REFERENCE_$(DATASET))
 # The costly judge's model on every dataset: Qwen2.5-Coder-1.5B, the fallback judge measured above chance where
 # SmolLM2-135M is not (bridge/data/judge-quality.tsv; docs/label.md). With a zero budget it is named, not loaded.
 LABEL_MODEL ?= qwen2.5-coder-1.5b
@@ -72,7 +76,7 @@ pool: retrieve
 	$(BRIDGE) pool $(COMMON) --depth $(DEPTH)
 
 label: install
-	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(LABEL_MINUTES),--max-minutes $(LABEL_MINUTES)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(if $(REFINE),--refine $(REFINE)) $(LABEL_ARGS)
+	$(BRIDGE) label $(COMMON) --backend $(BACKEND) --model $(LABEL_MODEL) $(if $(REFERENCE),--reference $(REFERENCE)) $(if $(LABEL_MINUTES),--max-minutes $(LABEL_MINUTES)) $(if $(ANSWER_JUDGE),--answer-judge $(ANSWER_JUDGE)) $(if $(REFINE),--refine $(REFINE)) $(if $(HOLE_REFERENCE),--hole-reference $(HOLE_REFERENCE)) $(LABEL_ARGS)
 
 # Human review of escalated pairs: serves the review page on 127.0.0.1 (prints the URL).
 # Create annotators first: $(PY) -m bridge review add-annotator NAME --dataset $(DATASET)

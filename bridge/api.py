@@ -365,11 +365,11 @@ def _chain_spec(
             raise BridgeError(f"the answer judge {judge} is calibrated on labelled pairs: pass reference=FILE")
         context = replace(judge_spec.answer_context, reference=str(reference))
         judge_spec = replace(judge_spec, answer_context=context, answer_context_fallback=options.fallback)
-        spec = replace(spec, adapters="off")
+        spec = replace(spec, adapters="off", exemplar="off")
     elif judge == "auto":
         judge_spec = replace(judge_spec, name=options.fallback or "cascade")
-    else:
-        spec = replace(spec, adapters="off")
+    else:  # one judge for every pair: no free stage in front of it, as `bridge label --judge NAME`
+        spec = replace(spec, adapters="off", exemplar="off")
     return replace(spec, judge=judge_spec, audit=AuditConfig(pairs=options.audit_pairs, gate_pairs=0))
 
 

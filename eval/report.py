@@ -34,9 +34,11 @@ from bridge.core.layout import (
     STABILITY_CSV,
     VALUABLE_PAIRS,
 )
-from bridge.estimate.holes import ADAPTER, GATE, LLM, PRIOR, UNPOOLED
+from bridge.estimate.holes import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
 from bridge.estimate.leaderboard import LIKELY, OPEN, SETTLED, SystemEstimate
 from bridge.judging.free.reference import OPEN_JUDGE
+from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
+from bridge.judging.learned.exemplar import NAME as EXEMPLAR
 from bridge.judging.learned.hole_calibration import weakest_kind
 from eval import plots
 from eval.curves import write_curves
@@ -284,6 +286,11 @@ _STAGE_TEXT = {
     ADAPTER: "topic adapters (calibrated on their topic's judged pairs)",
     LLM: "the LLM judge (calibrated on known pairs)",
     PRIOR: "no measured stage (the topic's prior)",
+    UNMEASURED: "nothing measured (positives-only qrels: their share relevant anywhere in 0-1)",
+    EXEMPLAR: "the exemplar judge (likeness to the topic's known relevant passages; calibrated on another collection's "
+    "holes)",
+    EXEMPLAR_LLM: "the exemplar judge's LLM comparison (the hole beside a known relevant passage; calibrated on "
+    "another collection's holes)",
     UNPOOLED: "outside the pool (the topic's prior)",
 }
 
@@ -324,7 +331,39 @@ def _trust_blocks(result: EvalResult) -> list[Block]:
     ]
     if estimated.people_random:
         items.insert(1, f"People's answers on {estimated.people_random} random holes updated the calibrations.")
+    exemplar = estimated.calibrations.get(EXEMPLAR)
+    if exemplar is not None:
+        items.insert(2, _exemplar_quality(exemplar))
     return [*blocks, Bullets(tuple(items))]
+
+
+def _exemplar_quality(calibration: Mapping[str, Any]) -> str:
+    """What the exemplar judge's calibration rests on and what it did on the sparse-judgment benchmark (the figures
+    `python -m bench sparse` measured, kept in the shipped fit)."""
+    head = (
+        f"The exemplar judge's P (each hole's likeness to its topic's known relevant passages) rests on "
+        f"{calibration.get('population', 'a fit on labelled holes')}; carried here with a common logit shift of sd "
+        f"{_fmt(calibration.get('transfer_sd'), 2)} and one per topic of sd {_fmt(calibration.get('topic_sd'), 2)}."
+    )
+    measured = calibration.get("benchmark") or []
+    if not measured:
+        return head + " It was never measured on the sparse-judgment benchmark (`python -m bench sparse`)."
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for m in measured:
+        groups.setdefault((m["dataset"], m["fit"], m["measure"]), []).append(m)
+
+    def span(values: list[float], digits: int) -> str:
+        low, high = min(values), max(values)
+        return f"{low:.{digits}f}" if low == high else f"{low:.{digits}f}-{high:.{digits}f}"
+
+    said = "; ".join(
+        f"{dataset} ({fit}; {span([m['keep'] for m in ms], 0)} relevant kept per topic), {measure}: Kendall tau "
+        f"{span([m['tau'] for m in ms], 2)} (holey {span([m['tau_holey'] for m in ms], 2)}), mean |error| "
+        f"{span([m['error'] for m in ms], 3)} (holey {span([m['error_holey'] for m in ms], 3)}), the 95% interval "
+        f"holds the truth for {sum(m['covered'] for m in ms)}/{sum(m['systems'] for m in ms)} system-cuts"
+        for (dataset, fit, measure), ms in groups.items()
+    )
+    return f"{head} On the sparse-judgment benchmark (deep collections cut sparse; truth: full judgments): {said}."
 
 
 def _what_would_narrow(estimated: EstimatedLeaderboard) -> str:

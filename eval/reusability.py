@@ -29,7 +29,7 @@ from typing import Any, NamedTuple
 import numpy as np
 
 from bridge.core.errors import BridgeError
-from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
+from bridge.core.label_records import LabelRecord
 from bridge.core.measures import Measure
 from bridge.core.trec import Qrels, Run, top_k
 from bridge.estimate.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModel, build_hole_model
@@ -378,23 +378,9 @@ class _Tally:
 def simulated_answer(record: LabelRecord | None, pair: Pair, label: int, grade: int) -> LabelRecord:
     """People's answer to a removed pair (its hidden label and grade), as ``bridge review`` writes one: the judge's
     record it replaces is kept with it."""
-    source = {} if record is None else {
-        k: getattr(record, k) for k in ("route", "judge", "config_id", "model", "details", "label", "stage")
-    }  # fmt: skip
-    return LabelRecord(
-        qid=pair[0],
-        docid=pair[1],
-        label=label,
-        route=HUMAN_JUDGE,
-        judge=HUMAN_JUDGE,
-        config_id="simulated-people",
-        model="",
-        details={"escalated": source, "grade": grade},
-        p_yes=record.p_yes if record is not None else None,
-        systems=list(record.systems) if record is not None else [],
-        min_rank=record.min_rank if record is not None else None,
-        stage=HUMAN_JUDGE,
-    )
+    from bridge.label.hole_reading import people_answer
+
+    return people_answer(record, pair, label, grade, "simulated-people")
 
 
 # -- scores ---------------------------------------------------------------------------------------------------------

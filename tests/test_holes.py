@@ -5,6 +5,7 @@ fitted on hole-like pairs picking its strata from the data."""
 from __future__ import annotations
 
 import math
+from dataclasses import replace
 
 import numpy as np
 import pytest
@@ -259,3 +260,114 @@ def test_design_weights_give_the_pools_share_where_the_sample_oversamples_a_kind
     assert abs(np.mean(weighted) - truth_share) < 0.02
     assert abs(np.mean(predicted) - truth_share) < 0.02
     assert np.mean(plain) - truth_share > 0.1
+
+
+def test_holes_nothing_measured_draw_their_share_anywhere_in_0_1_together():
+    """Positives-only qrels (no judged non-relevant pair) and no calibrated stage: the holes are unmeasured, their
+    share relevant drawn uniformly once per draw for all of them, so the expected count is half the holes and the
+    spread of the drawn share is a uniform's (sd 1/sqrt(12)), not a mean of independent coins."""
+    from bridge.estimate.holes import UNMEASURED
+
+    pool = [("q1", d) for d in "abcdef"] + [("q2", d) for d in "ghij"]
+    original = {"q1": {"x": 1}, "q2": {"y": 1}}
+    model = build_hole_model(HoleEvidence(original, [], pool, ["q1", "q2"], 1, {}, None, pool))
+    assert set(model.stage) == {UNMEASURED}
+    shares = model.draw_p(np.random.default_rng(0), 4000)
+    assert shares.std(axis=1).max() < 1e-12  # one share per draw, common to every hole
+    assert shares[:, 0].mean() == pytest.approx(0.5, abs=0.02)
+    assert shares[:, 0].std() == pytest.approx(1 / math.sqrt(12), abs=0.01)
+    # a judged non-relevant ranked pair measures the topic's share: that topic is on the prior, the other unmeasured
+    judged = {"q1": {"x": 1, "b": 0}, "q2": {"y": 1}}
+    mixed = build_hole_model(HoleEvidence(judged, [], pool, ["q1", "q2"], 1, {}, None, [*pool, ("q1", "x")]))
+    stage = dict(zip(mixed.pairs, mixed.stage, strict=True))
+    assert stage[("q1", "a")] == PRIOR and stage[("q2", "g")] == UNMEASURED
+    assert mixed.p[mixed.index[("q1", "a")]] == pytest.approx(1.5 / 3, abs=0.05)  # ranked x, b: (1 + 1/2) / (2 + 1)
+
+
+def test_peoples_random_answers_measure_the_share_of_holes_nothing_else_measured():
+    """Positives-only qrels, no judge: 40 random holes of q1 answered by people, 4 of them relevant. Their answers are
+    judgments of q1 (its prior is now its measured share); q2, which nobody answered, stays unmeasured, but its common
+    share is narrowed by the answers to about theirs (a Beta(1 + 4, 1 + 36) has mean 5/42)."""
+    from bridge.estimate.holes import UNMEASURED
+
+    pool = [("q1", f"d{i}") for i in range(400)] + [("q2", f"e{i}") for i in range(100)]
+    people = [
+        LabelRecord("q1", f"d{i}", int(i < 4), "human", "human", "people", "", details={"sampling": "random"},
+                    stage="human")
+        for i in range(40)
+    ]  # fmt: skip
+    original = {"q1": {"x": 1}, "q2": {"y": 1}}
+    model = build_hole_model(HoleEvidence(original, people, pool, ["q1", "q2"], 1, {}, None, pool))
+    stage = dict(zip(model.pairs, model.stage, strict=True))
+    assert stage[("q1", "d50")] == PRIOR and stage[("q2", "e0")] == UNMEASURED
+    assert model.p[model.index[("q1", "d50")]] == pytest.approx(4.5 / 41, abs=0.03)  # the prior's shift lifts it a bit
+    shares = model.draw_p(np.random.default_rng(0), 4000)[:, model.index[("q2", "e0")]]
+    assert shares.mean() == pytest.approx(5 / 42, abs=0.03)
+    assert np.percentile(shares, 97.5) < 0.3  # against 0.975 with nobody's answers
+
+
+def test_positives_only_graded_qrels_grade_holes_below_the_threshold_in_an_unmeasured_mix():
+    """Threshold 2 and only grades 2-3 judged: a hole that is not relevant may be a "related" 1, which nDCG counts;
+    how often is unmeasured, so the share of 1s among them varies widely from draw to draw."""
+    pool = [("q1", f"d{i}") for i in range(200)]
+    original = {"q1": {"x": 2, "y": 3}}
+    model = build_hole_model(HoleEvidence(original, [], pool, ["q1"], 2, {}, None, pool))
+    assert model.grading is not None and list(model.grading.values) == [0, 1, 2, 3]
+    labels = np.zeros((500, len(pool)), dtype=np.int8)  # every hole not relevant
+    grades = model.grading.draw(labels, np.random.default_rng(1))
+    assert set(np.unique(grades)) == {0, 1}
+    share_of_ones = (grades == 1).mean(axis=1)  # uniform over the draws: anywhere from none to all
+    assert np.percentile(share_of_ones, 2.5) < 0.05 and np.percentile(share_of_ones, 97.5) > 0.95
+    assert share_of_ones.std() == pytest.approx(1 / math.sqrt(12), abs=0.03)
+    # the mix goes with the draws in order of their relevant holes: the draw with fewest relevant, fewest 1s
+    rng = np.random.default_rng(2)
+    level = np.linspace(0.0, 0.6, 500)
+    labels = (rng.random((500, len(pool))) < level[:, None]).astype(np.int8)
+    grades = model.grading.draw(labels, rng)
+    ones = ((grades == 1) & (labels == 0)).sum(axis=1) / np.maximum((labels == 0).sum(axis=1), 1)
+    assert np.corrcoef(labels.mean(axis=1), ones)[0, 1] > 0.95
+    assert ones[:25].mean() < 0.1 and ones[-25:].mean() > 0.9  # so the low end of an interval is "no gain at all"
+    # judged non-relevant grades say how holes are graded: no unmeasured spread then
+    judged = build_hole_model(HoleEvidence({"q1": {"x": 2, "y": 3, "z": 0}}, [], pool, ["q1"], 2, {}, None, pool))
+    assert judged.grading is not None and not judged.grading.unmeasured_below and 1 not in judged.grading.values
+
+
+def test_a_shipped_calibration_carries_its_transfer_and_topic_shifts_into_the_draws():
+    """A hole-like calibration fitted on another collection moves by its own common shift (transfer_sd) and by one
+    shift per topic (topic_sd): the P of one topic's pairs move together, other topics' apart."""
+    records = [record(d, None, "exemplar", calibration="ex", features={"f": 0.0}) for d in "abc"]
+    records += [replace(record(d, None, "exemplar", calibration="ex", features={"f": 0.0}), qid="q2") for d in "de"]
+    fit = Calibration("ex", (INTERCEPT, "f"), np.array([[0.0, 1.0]]), "elsewhere", hole_like=True, transfer_sd=1.0,
+                      topic_sd=2.0)  # fmt: skip
+    pool = [(r.qid, r.docid) for r in records]
+    model = build_hole_model(HoleEvidence({"q1": {"x": 1}, "q2": {"y": 1}}, records, pool, ["q1", "q2"], 1,
+                                          {"ex": fit}))  # fmt: skip
+    z = np.log(p := model.draw_p(np.random.default_rng(0), 20000)) - np.log1p(-p)
+    within = np.corrcoef(z[:, 0], z[:, 1])[0, 1]
+    between = np.corrcoef(z[:, 0], z[:, 3])[0, 1]
+    assert z[:, 0].std() == pytest.approx(math.sqrt(1.0 + 4.0), rel=0.05)  # transfer and topic shifts together
+    assert within == pytest.approx(1.0, abs=1e-9)  # one topic's pairs share both shifts
+    assert between == pytest.approx(1.0 / 5.0, abs=0.03)  # topics share only the transfer shift
+    again = read_calibrations_roundtrip(fit)
+    assert again.transfer_sd == 1.0 and again.topic_sd == 2.0
+
+
+def read_calibrations_roundtrip(calibration: Calibration) -> Calibration:
+    return Calibration.from_json(calibration.to_json())
+
+
+def test_peoples_graded_answers_on_holes_measure_how_the_other_holes_are_graded():
+    """Positives-only qrels at threshold 2: the grade mix below the threshold is unmeasured until people answer holes;
+    their grades (here 20 answers, all 0) are counts in its Dirichlet, Dirichlet(1 + 20, 1 + 0) over grades 0 and 1:
+    a hole that is not relevant is drawn at grade 0 mostly, and the share of 1s per draw is that Beta(1, 21)."""
+    pool = [("q1", f"d{i}") for i in range(420)]  # 400 open: the share of 1s per draw is its mix
+    people = [
+        LabelRecord("q1", f"d{i}", 0, "human", "human", "people", "", details={"grade": 0}, stage="human")
+        for i in range(20)
+    ]
+    model = build_hole_model(HoleEvidence({"q1": {"x": 2, "y": 3}}, people, pool, ["q1"], 2, {}, None, pool))
+    assert model.grading is not None and list(model.grading.below_alpha) == [21.0, 1.0]
+    grades = model.grading.draw(np.zeros((2000, len(model.pairs)), dtype=np.int8), np.random.default_rng(0))
+    assert (grades == 0).mean() == pytest.approx(21 / 22, abs=0.01)
+    ones = (grades == 1).mean(axis=1)
+    assert np.percentile(ones, 97.5) == pytest.approx(1 - 0.025 ** (1 / 21), abs=0.03)  # Beta(1, 21)'s quantile

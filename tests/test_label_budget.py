@@ -48,14 +48,14 @@ def pool_pairs() -> int:
     return len(Path("qrels/beir-plain/pool.tsv").read_text().splitlines()) - 1
 
 
-def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_an_interval(
+def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_an_interval(  # the exemplar off
     beir_folder, monkeypatch, capsys
 ):
     def no_model(*_args, **_kwargs):
         raise AssertionError("a zero budget must not load the costly judge's model")
 
     monkeypatch.setattr("bridge.label.chain.open_llm", no_model)
-    assert main(["label", *beir_folder, "--max-minutes", "0"]) == 0
+    assert main(["label", *beir_folder, "--max-minutes", "0", "--exemplar", "off"]) == 0
     said = capsys.readouterr()
     first = (said.out + said.err).splitlines()
     assert "judge open" in first[0]
@@ -67,10 +67,10 @@ def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_a
 
     assert main(["eval", *beir_folder]) == 0
     out = capsys.readouterr().out
-    # no pair calibrated: each hole is centred on its topic's share of ranked pairs judged relevant, 1.5 / 7,
-    # not on 0.5 (the old fallback: 9.6 of 20 expected relevant); the prior's wide shift moves the mean a little
-    expected = float(re.search(r"20 open pairs \(20 prior \(([\d.]+) expected relevant\)\)", out).group(1))
-    assert 20 * 1.5 / 7 <= expected < 6
+    # no pair calibrated and qrels with positives only: nothing measured says how many holes are relevant (an
+    # unjudged pair is not a judged non-relevant one), so their share is drawn uniformly in (0, 1), about 10 of 20
+    expected = float(re.search(r"20 open pairs \(20 unmeasured \(([\d.]+) expected relevant\)\)", out).group(1))
+    assert 8 < expected < 12
 
     with open("reports/beir-plain/leaderboard.csv") as handle:
         rows = list(csv.DictReader(handle))
@@ -79,24 +79,56 @@ def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_a
         low, estimate, high = float(row["estimate_low"]), float(row["estimate"]), float(row["estimate_high"])
         assert float(row["lower"]) <= low <= estimate <= high <= float(row["upper"])
         assert high > low or float(row["lower"]) == float(row["upper"])  # uncertain P: an interval, unless bounds meet
+        # what nothing measured stays wide: the interval spans most of the bounds (it may reach them)
+        assert high - low >= 0.5 * (float(row["upper"]) - float(row["lower"]))
 
     # the report's first section names the remedies with the one effect it can compute: the listed pairs' values
     with open("reports/beir-plain/valuable-pairs.tsv") as handle:
         values = [float(row["value"]) for row in csv.DictReader(handle, delimiter="\t")]
     report = Path("reports/beir-plain/report.md").read_text()
     answer, trust = report.split("## The answer")[1].split("## How far to trust it")
-    assert "What the intervals rest on: 20 holes, 20 by no measured stage (the topic's prior)" in answer
+    assert "What the intervals rest on: 20 holes, 20 by nothing measured (positives-only qrels" in answer
     trust = trust.split("\n## ")[0]
     said = re.search(r"valuable-pairs.tsv: (\d+) listed; labelling them is expected to decide up to ([\d.]+) of", trust)
     assert said and int(said.group(1)) == len(values) > 0
     assert float(said.group(2)) == pytest.approx(sum(values), abs=0.05)
 
 
-def test_the_prior_is_the_topics_share_of_ranked_pairs_judged_relevant():
+def test_by_default_the_exemplar_stage_gives_every_hole_of_a_topic_with_a_known_relevant_passage_its_p(
+    beir_folder, monkeypatch, capsys
+):
+    """The main job's default on a positives-only folder: no model, no prior. The audit cannot measure the labels (its
+    known pairs hold one class), and says so instead of calling them no better than chance; the report says what the
+    exemplar's P rests on."""
+
+    def no_model(*_args, **_kwargs):
+        raise AssertionError("a zero budget must not load the costly judge's model")
+
+    monkeypatch.setattr("bridge.label.chain.open_llm", no_model)
+    assert main(["label", *beir_folder, "--max-minutes", "0"]) == 0
+    said = capsys.readouterr()
+    first = (said.out + said.err).splitlines()
+    assert "exemplar judge: 4 of 4 topics have a known relevant passage" in first[0]
+    with open("qrels/beir-plain/labels.jsonl") as handle:
+        records = [json.loads(line) for line in handle]
+    assert len(records) == pool_pairs() and {r["stage"] for r in records} == {"exemplar"}
+    assert all(0 < r["p_yes"] < 1 and r["details"]["calibration"] == "exemplar" for r in records)
+    warning = next(line for line in first if line.startswith("WARNING"))
+    assert "could not measure the labels" in warning and "not better than chance" not in warning
+    assert main(["eval", *beir_folder]) == 0
+    out = capsys.readouterr().out
+    assert re.search(r"20 open pairs \(20 exemplar \([\d.]+ expected relevant\)\)", out)
+    trust = Path("reports/beir-plain/report.md").read_text().split("## How far to trust it")[1].split("\n## ")[0]
+    assert "The exemplar judge's P" in trust and "sparse-judgment benchmark" in trust
+
+
+def test_the_prior_is_the_share_of_a_topics_judged_ranked_pairs_judged_relevant_and_none_without_a_negative():
+    """Unjudged pairs (a, c) are not judged non-relevant: they do not enter the share. A topic whose ranked pairs
+    hold no judged non-relevant one (q2 at threshold 1: positives only) has no prior at all."""
     ranked = [("q1", d) for d in ("g", "a", "b", "c")] + [("q2", d) for d in ("g", "h", "a")]
     fixed = {"q1": {"g": 1, "b": 0}, "q2": {"g": 2, "h": 1}}
-    assert topic_prevalence(ranked, fixed, threshold=1) == {"q1": 1.5 / 5, "q2": 2.5 / 4}
-    assert topic_prevalence(ranked, fixed, threshold=2)["q2"] == 1.5 / 4
+    assert topic_prevalence(ranked, fixed, threshold=1) == {"q1": 1.5 / 3}
+    assert topic_prevalence(ranked, fixed, threshold=2) == {"q1": 0.5 / 3, "q2": 1.5 / 3}
 
 
 def test_a_pair_budget_bounds_the_costly_judges_calls(beir_folder, monkeypatch, capsys):

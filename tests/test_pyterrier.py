@@ -153,7 +153,8 @@ def test_infer_qrels_keeps_either_convention_and_scores_as_bridges_augmented_qre
 
 def test_the_judge_is_a_transformer_in_a_pipeline(tiny_beir):
     """``Retriever >> Judge`` over a real BM25 (bm25s): judged pairs keep their grade, the rest get the free
-    stages' P (no judge decides them with the budget at zero), and a rank cutoff limits what is judged."""
+    stages' P (the exemplar stage's; no costly judge with the budget at zero), and a rank cutoff limits what is
+    judged."""
     ds = bridge.load_dataset(f"beir:{tiny_beir}")
     pipeline = Retriever(ds, "bm25s", k=5, cache_dir=tiny_beir / "cache") % 3 >> Judge(ds)
     out = pipeline(get_topics(ds))
@@ -161,8 +162,9 @@ def test_the_judge_is_a_transformer_in_a_pipeline(tiny_beir):
     assert out.groupby("qid").size().max() <= 3
     gold = out[(out.qid == "q1") & (out.docno == "d1")].iloc[0]
     assert (gold.label, gold.p_relevant, gold.route) == (1, 1.0, "qrels")
-    holes = out[out.route != "qrels"]  # the free stages decide none here: undecided, with the prior's P
-    assert len(holes) > 0 and holes.label.isna().all() and holes.p_relevant.between(0.01, 0.99).all()
+    holes = out[out.route != "qrels"]  # every topic has a known relevant passage: the exemplar stage's calibrated P
+    assert len(holes) > 0 and set(holes.route) == {"exemplar"} and holes.p_relevant.between(0.01, 0.99).all()
+    assert (holes.label == (holes.p_relevant >= 0.5).astype(int)).all()
     assert pt.inspect.transformer_outputs(Judge(ds), ["qid", "docno", "score"]) == [
         "qid", "docno", "score", "label", "p_relevant", "route"
     ]  # fmt: skip

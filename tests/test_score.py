@@ -183,7 +183,7 @@ def test_the_python_api_scores_the_same_way(saved):
     tmp, dataset = saved
     ds = bridge.load_dataset(dataset)
     fusion = {q: ranked(f"{q}-gold", f"{q}-c", f"{q}-z2") for q in TOPICS}
-    judge = ChainSpec(judge=JudgeSpec("constant", constant_label=0), adapters="off", progress=False)
+    judge = ChainSpec(judge=JudgeSpec("constant", constant_label=0), adapters="off", exemplar="off", progress=False)
     scored = bridge.score({"fusion": fusion}, ds, judge=judge, max_minutes=None, folder=tmp / "api")
     hit = scored.placements.set_index("measure").loc["Hit@10"]
     assert (hit.system, hit["rank"], hit.systems, hit.estimate, hit.lower, hit.upper) == ("fusion", 1, 4, 1, 1, 1)

@@ -16,7 +16,10 @@ stage that labelled it, through a :class:`Calibration`:
   N(0, ``transfer_sd``) (measured on dl19's removed pairs, bench/RESULTS.md);
 * no usable calibration (an undecided pair, an unjudged one, a label of a judge nobody measured): the
   **prior**, the mean P of the topic's other open pairs (where no pair was calibrated at all: the topic's share of
-  ranked pairs judged relevant) with a wide logit shift.
+  the ranked pairs people judged that they judged relevant) with a wide logit shift; where the topic's qrels judge
+  no ranked pair non-relevant (BEIR, MS MARCO, NQ: positives only), nothing measured says how many holes are
+  relevant, and the share is drawn anywhere in (0, 1), common to all such pairs (**unmeasured**): the interval may
+  reach the bounds, as it should.
 
 People's answers to a **random** share of the open pairs (``details["sampling"] == "random"``) are a sample of
 holes: each calibration is updated by them (a logit shift with its posterior over a grid, the calibration's
@@ -29,7 +32,7 @@ from __future__ import annotations
 import json
 import math
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
@@ -45,6 +48,11 @@ from bridge.datasets.kinds import kind_of
 Pair = tuple[str, str]
 INTERCEPT = "1"
 GATE, ADAPTER, LLM, PRIOR, UNPOOLED, PEOPLE = "gate", "adapter", "llm", "prior", "unpooled", "people"
+UNMEASURED = "unmeasured"
+"""Open pairs of a topic that no stage calibrated and whose qrels judge no ranked pair non-relevant: nothing measured
+says how many of its holes are relevant, so their share is anywhere in (0, 1) (:func:`uninformed_calibration`)."""
+UNCALIBRATED = (GATE, PRIOR, UNPOOLED, UNMEASURED)
+"""Groups whose P no judge calibrated on pairs (the gate's comes from its miss rate; the others are guesses)."""
 RANDOM_SAMPLING = "random"
 """``details["sampling"]`` of a people's label drawn at random from the open pairs (usable for calibration)."""
 KIND_PREFIX = "kind="
@@ -135,6 +143,13 @@ class Calibration:
     """Fitted on a random sample of holes (else on known pairs: its logit gets the transfer shift)."""
     quality: Mapping[str, Any] = field(default_factory=dict)
     """Cross-fitted quality per stratum and how the strata were chosen (for the report)."""
+    transfer_sd: float | None = None
+    """Logit shift (sd) common to all its pairs where it is applied to holes of another collection than it was
+    fitted on (a shipped fit); None: the hole model's ``transfer_sd`` for a calibration on known pairs, 0 for a
+    hole-like one."""
+    topic_sd: float = 0.0
+    """Logit shift (sd) of each topic's pairs on their own: how far a topic's share of relevant holes strays from
+    what the features say (measured where it was fitted)."""
 
     def __post_init__(self) -> None:
         draws = np.atleast_2d(np.asarray(self.draws, dtype=float))
@@ -163,7 +178,7 @@ class Calibration:
         b = rng.integers(0, len(self.draws), size)
         draws = self.draws[b].copy()
         draws[:, self.features.index(INTERCEPT)] += rng.choice(shifts, size)
-        return Calibration(self.name, self.features, draws, self.population, self.hole_like, self.quality)
+        return replace(self, draws=draws)
 
     def updated(self, x: np.ndarray, y: np.ndarray, prior_sd: float, rng: np.random.Generator) -> Calibration:
         """The posterior after people's answers ``y`` on random holes ``x``: a logit shift ``delta`` with prior
@@ -180,11 +195,12 @@ class Calibration:
         draws = self.draws[b].copy()
         draws[:, self.features.index(INTERCEPT)] += grid[g]
         population = f"{self.population}; updated by people's answers on {len(y)} random open pairs"
-        return Calibration(self.name, self.features, draws, population, self.hole_like, self.quality)
+        return replace(self, draws=draws, population=population)
 
     def description(self) -> dict[str, Any]:
         """What the report says a P rests on: the population, whether it is a sample of holes, and the quality."""
-        return {"population": self.population, "hole_like": self.hole_like, **dict(self.quality)}
+        shifts = {"transfer_sd": self.transfer_sd, "topic_sd": self.topic_sd} if self.transfer_sd is not None else {}
+        return {"population": self.population, "hole_like": self.hole_like, **shifts, **dict(self.quality)}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -194,6 +210,8 @@ class Calibration:
             "population": self.population,
             "hole_like": self.hole_like,
             "quality": dict(self.quality),
+            **({"transfer_sd": self.transfer_sd} if self.transfer_sd is not None else {}),
+            **({"topic_sd": self.topic_sd} if self.topic_sd else {}),
         }
 
     @classmethod
@@ -206,6 +224,8 @@ class Calibration:
                 str(data.get("population", "")),
                 bool(data.get("hole_like", False)),
                 dict(data.get("quality") or {}),
+                None if data.get("transfer_sd") is None else float(data["transfer_sd"]),
+                float(data.get("topic_sd") or 0.0),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a calibration ({exc})", path=path) from None
@@ -215,6 +235,18 @@ def constant_calibration(name: str, p: np.ndarray | float, population: str) -> C
     """P drawn from the given values (one per draw) whatever the pair: the gate, a fixed P in tests."""
     values = np.atleast_1d(np.asarray(p, dtype=float))
     return Calibration(name, (INTERCEPT,), np.log(values / (1 - values))[:, None], population)
+
+
+def uninformed_calibration(draws: int, seed: int) -> Calibration:
+    """:data:`UNMEASURED`'s P: a share of relevant holes drawn uniformly in (0, 1) once per draw for all of them
+    (holes of one collection rise and fall together: a topic's own draw would average out over topics and give a
+    narrow interval around 0.5 that no measurement supports)."""
+    share = np.random.default_rng(seed).uniform(0.0, 1.0, draws).clip(1e-3, 1 - 1e-3)
+    population = (
+        "nothing measured: no stage calibrated these holes and their topics' qrels judge no ranked pair non-relevant "
+        "(positives only), so the share of relevant holes is drawn anywhere in (0, 1)"
+    )
+    return constant_calibration(UNMEASURED, share, population)
 
 
 def shift_calibration(name: str, sd: float, draws: int, seed: int, population: str) -> Calibration:
@@ -345,10 +377,10 @@ class HoleModel:
     """People's answers on random open pairs used to update the calibrations."""
     grading: GradeModel | None = None
     """Graded qrels: the grade a relevant (or not relevant) hole gets, drawn from its topic's judgments."""
-    strata: dict[str, tuple[np.ndarray, float]] = field(default_factory=dict)
-    """Calibration name -> (its pairs x strata membership, one-hot by the set of systems that pooled a pair; the sd
-    of each stratum's own logit shift): a calibration on known pairs may be off differently for each system's
-    holes."""
+    strata: dict[str, list[tuple[np.ndarray, float]]] = field(default_factory=dict)
+    """Calibration name -> [(its pairs x strata membership, the sd of each stratum's own logit shift)]: one-hot by the
+    set of systems that pooled a pair (a calibration on known pairs may be off differently for each system's holes)
+    and, for a calibration with a ``topic_sd``, by topic."""
     gate: GateBound | None = None
     """What the bounds assume of the gate's zeros (None: they are open like every other pair)."""
 
@@ -368,8 +400,7 @@ class HoleModel:
             draws = self.calibrations[name].draws
             b = rng.integers(0, len(draws), n)
             z = draws[b] @ x.T
-            if name in self.strata:
-                membership, sd = self.strata[name]
+            for membership, sd in self.strata.get(name, ()):
                 z = z + rng.normal(0.0, sd, (n, membership.shape[1])) @ membership.T
             out[:, idx] = sigmoid(z)
         return out
@@ -420,11 +451,31 @@ class GradeModel:
     """(open pairs, grades) probabilities of a relevant hole's grade."""
     other: np.ndarray
     sd: float = 0.5
+    threshold: int = 1
+    unmeasured_below: bool = False
+    """Qrels that judge no pair below a threshold above 1 say nothing of how a hole that is not relevant is graded (0,
+    or a "related" 1 that nDCG counts): its grade mix is then drawn from a Dirichlet (flat, plus the grades people gave
+    holes below the threshold: :attr:`below_alpha`), once per draw for every such hole, and paired with the draws in
+    the order of their share of relevant holes (see :meth:`draw`)."""
+    below_alpha: np.ndarray | None = None
+    """The Dirichlet's parameters over the grades below the threshold (1 + people's answers of each grade)."""
 
     def draw(self, labels: np.ndarray, rng: np.random.Generator) -> np.ndarray:
-        """Grades for (draws, open pairs) 0/1 ``labels``."""
+        """Grades for (draws, open pairs) 0/1 ``labels``. An unmeasured mix goes with the draws in order: the draw
+        with the fewest relevant holes gets the mix of the lowest mean grade. Two unknowns drawn independently would
+        make "the holes carry nothing" a corner of the square that a 95% interval leaves out; in order, the interval's
+        ends are the holes' least and most gain, whatever the grades' marginal mixes."""
         factor = np.exp(rng.normal(0.0, self.sd, (labels.shape[0], 1, len(self.values))))  # draws x 1 x grades
-        pdf = np.where(labels[..., None] == 1, self.relevant[None], self.other[None]) * factor
+        other = np.broadcast_to(self.other[None], (labels.shape[0], *self.other.shape))
+        if self.unmeasured_below:
+            below = self.values < self.threshold
+            alpha = self.below_alpha if self.below_alpha is not None else np.ones(int(below.sum()))
+            drawn = rng.dirichlet(alpha, labels.shape[0])
+            mix = np.zeros((labels.shape[0], len(self.values)))
+            rows = np.argsort(labels.mean(axis=1) + rng.random(labels.shape[0]) * 1e-9, kind="stable")
+            mix[rows[:, None], np.flatnonzero(below)[None, :]] = drawn[np.argsort(drawn @ self.values[below])]
+            other, factor = np.broadcast_to(mix[:, None, :], other.shape), np.where(below, 1.0, factor)
+        pdf = np.where(labels[..., None] == 1, self.relevant[None], other) * factor
         cdf = np.cumsum(pdf, axis=-1)
         u = rng.random(labels.shape)[..., None] * cdf[..., -1:]
         return self.values[np.minimum((u > cdf).sum(axis=-1), len(self.values) - 1)]
@@ -438,13 +489,18 @@ class GradeModel:
         like: Iterable[Pair] = (),
         strength: float = 5.0,
         sd: float = 0.5,
+        answered_below: Sequence[int] = (),
     ) -> GradeModel | None:
         """None where grades say no more than relevance (every judged grade 0 or the threshold). ``like``: the pairs
         the systems rank (a hole's grade is drawn from its topic's judged pairs among them: retrieved judged
         pairs are graded like holes, the deeper ones less often "related"), each topic's counts shrunk toward all
-        such pairs' by ``strength`` pseudo-counts; without any, every judged pair."""
+        such pairs' by ``strength`` pseudo-counts; without any, every judged pair. Where the qrels judge no pair below a
+        threshold above 1 (positives only), a hole that is not relevant takes any grade below the threshold, in a mix
+        only ``answered_below`` (the grades people gave holes below the threshold) measures (:attr:`unmeasured_below`).
+        """
         every = [g for docs in original.values() for g in docs.values()]
-        values = np.array(sorted({0, threshold, *every}), dtype=float)
+        unknown_below = positives_only(original, threshold)  # grades below the threshold unseen
+        values = np.array(sorted({0, threshold, *every, *(range(threshold) if unknown_below else ())}), dtype=float)
         if len(values) <= 2:
             return None
         retrieved = {p for p in like if p[1] in original.get(p[0], {})}
@@ -453,10 +509,11 @@ class GradeModel:
         for q, d in judged:
             by_topic.setdefault(q, []).append(original[q][d])
         pooled = [g for grades in by_topic.values() for g in grades]
+        below = list(range(threshold)) if unknown_below else [0]
 
         def mix(grades: Sequence[int], relevant: bool) -> np.ndarray:
             side = [g for g in grades if (g >= threshold) == relevant]
-            base = [g for g in pooled if (g >= threshold) == relevant] or [threshold if relevant else 0]
+            base = [g for g in pooled if (g >= threshold) == relevant] or ([threshold] if relevant else below)
             counts = np.array([np.sum(np.array(side) == v) if side else 0.0 for v in values], dtype=float)
             prior = np.array([np.mean(np.array(base) == v) for v in values], dtype=float)
             counts = counts + strength * prior
@@ -466,7 +523,10 @@ class GradeModel:
         empty = np.zeros((0, len(values)))
         relevant = np.array([topics[q][0] for q, _ in pairs]) if pairs else empty
         other = np.array([topics[q][1] for q, _ in pairs]) if pairs else empty
-        return cls(values, relevant, other, sd)
+        alpha = None
+        if unknown_below:
+            alpha = 1.0 + np.array([sum(g == v for g in answered_below) for v in values[values < threshold]], float)
+        return cls(values, relevant, other, sd, threshold, unknown_below, alpha)
 
 
 def _human_grade(record: LabelRecord, threshold: int) -> int:
@@ -584,12 +644,13 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
     groups = opened.groups()
     p_mean = np.full(len(opened.pairs), math.nan)
     for name, idx in groups.items():
-        if name in applied and name not in (GATE, PRIOR, UNPOOLED):
+        if name in applied and name not in UNCALIBRATED:
             p_mean[idx] = applied[name].mean(applied[name].rows([opened.facts[i] for i in idx]))
     like = seen if evidence.graded_like is None else list(evidence.graded_like)
     calibrated = not np.isnan(p_mean).all()  # else the prior falls back on each topic's prevalence
     prevalence = {} if calibrated else topic_prevalence([*like, *opened.pairs], fixed, threshold)
     _apply_prior(opened, groups, p_mean, applied, people, prevalence, config, rng)
+    groups = opened.groups()
     bound = None
     if GATE in groups:
         zeros = len(groups[GATE])
@@ -608,18 +669,42 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         name: (np.array(idx, dtype=int), applied[name].rows([facts[i] for i in idx])) for name, idx in groups.items()
     }
     used = {name: applied[name] for name in index_groups}
-    strata = {
-        name: (_membership([facts[i] for i in idx], evidence.families or {}), config.transfer_sd)
-        for name, idx in groups.items()
-        if not used[name].hole_like and name not in (GATE, PRIOR, UNPOOLED) and config.transfer_sd > 0
-    }
+    strata: dict[str, list[tuple[np.ndarray, float]]] = {}
+    for name, idx in groups.items():
+        c = used[name]
+        if name in UNCALIBRATED:
+            continue
+        if not c.hole_like and config.transfer_sd > 0:
+            strata.setdefault(name, []).append((_membership([facts[i] for i in idx], evidence.families or {}),
+                                                config.transfer_sd))  # fmt: skip
+        if c.topic_sd > 0:
+            strata.setdefault(name, []).append((_topics([opened.pairs[i][0] for i in idx]), c.topic_sd))
     people_random = sum(len(v) for v in people.values())
-    grading = GradeModel.of({q: d for q, d in original.items() if q in keep}, opened.pairs, threshold, like,
-                            sd=config.grade_sd)  # fmt: skip
+    # holes are graded like the pairs people judged, their answers on holes included (where the qrels hold positives
+    # only, people's graded answers are what measures how a hole that is not relevant is graded)
+    grading = _grade_model(original, fixed, opened.pairs, threshold, like, config.grade_sd)
     return HoleModel(
         threshold, fixed, opened.pairs, opened.stage, index_groups, used, opened.labels, notes, people_random, grading,
         strata, bound,
     )  # fmt: skip
+
+
+def positives_only(qrels: Qrels, threshold: int) -> bool:
+    """Graded qrels that judge no pair below a threshold above 1: they say nothing of the grades below it."""
+    return threshold > 1 and all(g >= threshold for docs in qrels.values() for g in docs.values())
+
+
+def _grade_model(
+    original: Qrels, fixed: Qrels, pairs: Sequence[Pair], threshold: int, like: Sequence[Pair], sd: float
+) -> GradeModel | None:
+    """Holes graded like the judged pairs, people's answers included; where the qrels hold positives only, people's
+    answers below the threshold are counts in the unmeasured mix's Dirichlet rather than a measured mix: a few dozen
+    answers say little about how the other holes are graded, and the Dirichlet says how little."""
+    if not positives_only(original, threshold):
+        return GradeModel.of(fixed, pairs, threshold, like, sd=sd)
+    positives = {q: {d: g for d, g in docs.items() if g >= threshold} for q, docs in fixed.items()}
+    below = [g for q, docs in fixed.items() for d, g in docs.items() if g < threshold and d not in original.get(q, {})]
+    return GradeModel.of(positives, pairs, threshold, like, sd=sd, answered_below=below)
 
 
 def _latest_records(records: Iterable[LabelRecord], keep: set[str], original: Qrels) -> dict[Pair, LabelRecord]:
@@ -651,8 +736,9 @@ def _open_pairs(
             fixed.setdefault(pair[0], {})[pair[1]] = _human_grade(r, threshold)
             opened.people_relevant += int(r.label == 1)
             before = model_record(r)
-            if r.details.get("sampling") == RANDOM_SAMPLING and before is not None:
-                people.setdefault(_stage_calibration(before, calibrations), []).append((PairFacts.of(before), r.label))
+            if r.details.get("sampling") == RANDOM_SAMPLING:  # a hole no model labelled: the unmeasured share's
+                stage = UNMEASURED if before is None else _stage_calibration(before, calibrations)
+                people.setdefault(stage, []).append((PairFacts() if before is None else PairFacts.of(before), r.label))
             continue
         opened.pairs.append(pair)
         opened.stage.append(PRIOR if r is None else _stage_calibration(r, calibrations))
@@ -668,16 +754,18 @@ def _applied_calibrations(
     config: HoleModelConfig,
     rng: np.random.Generator,
 ) -> dict[str, Calibration]:
-    """Each calibration as applied to holes: updated by people's random answers, else (on known pairs) shifted."""
+    """Each calibration as applied to holes: updated by people's random answers, else shifted where it was fitted
+    elsewhere (on known pairs; a shipped fit on another collection's holes, by its own ``transfer_sd``)."""
     applied: dict[str, Calibration] = {}
     for name, c in calibrations.items():
         answers = people.get(name)
+        transfer = c.transfer_sd if c.transfer_sd is not None else 0.0 if c.hole_like else config.transfer_sd
         if answers:  # the common shift's posterior given people's random answers (its prior: the transfer's)
             x = c.rows([f for f, _ in answers])
-            sd = config.reading_sd if c.hole_like else config.transfer_sd
+            sd = transfer if c.transfer_sd is not None else config.reading_sd if c.hole_like else config.transfer_sd
             c = c.updated(x, np.array([y for _, y in answers]), sd, rng)
-        elif not c.hole_like and config.transfer_sd > 0:
-            c = c.shifted(rng.normal(0.0, config.transfer_sd, config.draws), rng, config.draws)
+        elif transfer > 0:
+            c = c.shifted(rng.normal(0.0, transfer, config.draws), rng, config.draws)
         applied[name] = c
     if ADAPTER not in applied:
         applied[ADAPTER] = _with_people(
@@ -689,18 +777,20 @@ def _applied_calibrations(
 
 
 def topic_prevalence(ranked: Iterable[Pair], fixed: Qrels, threshold: int) -> dict[str, float]:
-    """Per topic, the share of the pairs the systems rank (judged or not) that people judged relevant, smoothed
-    ((relevant + 1/2) / (pairs + 1)): the closed-world precision of the ranked pairs, what a hole of the topic is
-    taken to be worth where no stage calibrated any pair (a dataset whose judge is not asked or not trusted). It
+    """Per topic, the share of the ranked pairs people judged that they judged relevant, smoothed ((relevant + 1/2) /
+    (judged + 1)): what a hole of the topic is taken to be worth where no stage calibrated any pair. Only topics whose
+    ranked pairs include a judged non-relevant one: an unjudged pair is not a judged non-relevant one, and where the
+    qrels hold positives only (BEIR, MS MARCO, NQ) nothing says how many holes are relevant (:data:`UNMEASURED`). It
     knows nothing of how holes differ from judged pairs; the prior's wide shift says so."""
     pairs: dict[str, set[str]] = {}
     for qid, docid in ranked:
         pairs.setdefault(qid, set()).add(docid)
     out = {}
     for qid, docs in pairs.items():
-        judged = fixed.get(qid, {})
-        relevant = sum(1 for d in docs if judged.get(d, 0) >= threshold)
-        out[qid] = (relevant + 0.5) / (len(docs) + 1)
+        grades = [g for d, g in fixed.get(qid, {}).items() if d in docs]
+        relevant = sum(1 for g in grades if g >= threshold)
+        if relevant < len(grades):
+            out[qid] = (relevant + 0.5) / (len(grades) + 1)
     return out
 
 
@@ -716,31 +806,43 @@ def _apply_prior(
 ) -> None:
     """Pairs nobody could calibrate (and those outside the pool) get the mean P of their topic's calibrated open
     pairs (else of all; where no pair was calibrated, the topic's :func:`topic_prevalence`) and the prior's wide
-    calibration."""
+    calibration; where even that is missing (positives-only qrels), they move to :data:`UNMEASURED`."""
     topic_mean: dict[str, list[float]] = {}
     for (qid, _), p in zip(opened.pairs, p_mean, strict=True):
         if not math.isnan(p):  # a calibrated model's P (not the gate's zeros, known to be unlike other holes)
             topic_mean.setdefault(qid, []).append(p)
     known = [p for values in topic_mean.values() for p in values]
     overall = float(np.mean(known)) if known else None
-    share = float(np.mean(list(prevalence.values()))) if prevalence else 0.5
     for name in (PRIOR, UNPOOLED):
-        if name not in groups:
-            continue
-        for i in groups[name]:
+        for i in groups.get(name, ()):
             qid = opened.pairs[i][0]
             values = topic_mean.get(qid)
-            fallback = overall if overall is not None else prevalence.get(qid, share)
-            opened.facts[i] = PairFacts(p=float(np.mean(values)) if values else fallback)
-            p_mean[i] = opened.facts[i].p
+            p = float(np.mean(values)) if values else overall if overall is not None else prevalence.get(qid)
+            if p is None:
+                opened.stage[i] = UNMEASURED
+                continue
+            opened.facts[i] = PairFacts(p=p)
+            p_mean[i] = p
         what = (
-            "the mean P of the topic's other labelled open pairs (else of all; with none, the topic's share of ranked "
-            "pairs judged relevant): nobody measured these"
+            "the mean P of the topic's other labelled open pairs (else of all; with none, the topic's share of its "
+            "judged ranked pairs judged relevant): nobody measured these"
         )
         applied[name] = _with_people(
             shift_calibration(name, config.prior_sd, config.draws, config.seed + 1, what),
             people.get(name), config.prior_sd, rng,
         )  # fmt: skip
+    if UNMEASURED in opened.stage:  # people's random answers on holes no model labelled measure their share
+        applied[UNMEASURED] = _with_people(
+            uninformed_calibration(config.draws, config.seed + 2), people.get(UNMEASURED), config.prior_sd, rng
+        )
+
+
+def _topics(qids: Sequence[str]) -> np.ndarray:
+    """(pairs, topics) one-hot: each topic's pairs share their own shift."""
+    column = {q: j for j, q in enumerate(dict.fromkeys(qids))}
+    out = np.zeros((len(qids), len(column)))
+    out[np.arange(len(qids)), [column[q] for q in qids]] = 1.0
+    return out
 
 
 def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.ndarray:

@@ -147,6 +147,7 @@ JUDGES: Registry[RegisteredJudge] = Registry(
     "judge",
     (
         "bridge.judging.learned.answer_context",
+        "bridge.judging.learned.exemplar",
         "bridge.judging.llm.cascade",
         "bridge.judging.llm.dream",
         "bridge.judging.free.reference",

@@ -19,6 +19,7 @@ from typing import Any, Literal
 from bridge.core.layout import Workspace
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
+from bridge.encoders.embeddings import PassageEmbeddings
 from bridge.judging import (
     Case,
     Judge,
@@ -34,8 +35,17 @@ from bridge.judging import (
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage
 from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.adapter import TopicAdapterJudge
+from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
+from bridge.judging.learned.exemplar import (
+    SHIPPED_LLM_FIT,
+    ExemplarFit,
+    ExemplarJudge,
+    ExemplarLLMJudge,
+    shipped_fit_path,
+)
 from bridge.judging.learned.topic_models import AdapterConfig
 from bridge.judging.llm.cascade import ScoreRunner
+from bridge.judging.llm.comparer import Comparer
 from bridge.judging.llm.single import PrefilteredJudge, SupportJudge
 from bridge.judging.quality.audit import AuditConfig
 from bridge.llm import LLMConfig, open_llm
@@ -47,6 +57,10 @@ ANSWER_JUDGES = judge_names(answer_bearing=True)
 """Judges of answer-bearing pairs (with a fallback judge for the others)."""
 COSTLY_ANSWER_JUDGES = judge_names(answer_bearing=True, calls_llm=True)
 """Answer judges that call the LLM: answer-context for its one-pass P, answer-reader for the reader's signals."""
+REFINE_JUDGES = (*COSTLY_ANSWER_JUDGES, EXEMPLAR_LLM)
+"""Costly judges that re-judge, in value order, what a free stage gave a P (``--refine``): the answer judges (on the
+answer-bearing pairs, calibrated on ``--reference``) and the exemplar judge's LLM comparison (on the pairs of topics
+with a known relevant passage, calibrated on a shipped fit)."""
 
 
 @dataclass(frozen=True)
@@ -59,6 +73,14 @@ class ChainSpec:
     """Topic adapters in front of the judge: where a topic has enough human judgments (auto), even where none
     has (always), or never (off)."""
     adapter: AdapterConfig = field(default_factory=AdapterConfig)
+    exemplar: Literal["auto", "on", "off"] = "auto"
+    """The exemplar judge between the adapters and the judge: each hole of a topic with a known relevant passage gets
+    a calibrated P from its likeness to it (:mod:`bridge.judging.learned.exemplar`). auto = on for datasets without
+    answers (on nq the answer judges decide the answer-bearing holes); on = wherever a topic has one."""
+    exemplar_fit: Path | None = None
+    """The exemplar calibration (None: the shipped fit, ``bridge/data/exemplar-fit.json``)."""
+    exemplar_llm_fit: Path | None = None
+    """``--refine exemplar-llm``'s calibration (None: the shipped ``bridge/data/exemplar-llm-fit.json``)."""
     evidence: Literal["auto", "gate", "hint", "off"] = "auto"
     """Answer evidence: auto = gate where the dataset has answers, else off."""
     prefilter: tuple[str, ...] = ()
@@ -105,20 +127,26 @@ class JudgeChain:
     judge: Judge
     evidence: EvidenceStage | None = None
     adapter: TopicAdapterJudge | None = None
+    exemplar: ExemplarJudge | None = None
 
     @classmethod
     def of(
-        cls, judge: Judge, evidence: EvidenceConfig | None = None, adapter: TopicAdapterJudge | None = None
+        cls,
+        judge: Judge,
+        evidence: EvidenceConfig | None = None,
+        adapter: TopicAdapterJudge | None = None,
+        exemplar: ExemplarJudge | None = None,
     ) -> JudgeChain:
-        """``adapter`` (whose fallback is ``judge``) goes in front of the judge, the evidence stage in front of
-        both."""
-        inner: Judge = adapter if adapter is not None else judge
+        """``exemplar`` (whose next judge is ``judge``) goes in front of the judge, ``adapter`` (whose fallback is
+        the exemplar stage, else ``judge``) in front of that, the evidence stage in front of all."""
+        inner: Judge = adapter if adapter is not None else exemplar if exemplar is not None else judge
+        free = adapter is None and exemplar is None
         if evidence is None or evidence.mode == "off":
-            return cls(inner, judge, judge, None, adapter)
+            return cls(inner, judge, judge, None, adapter, exemplar)
         stage = EvidenceStage(inner, evidence)
-        if evidence.mode == "hint" and adapter is None:
-            return cls(stage, stage, judge, stage, adapter)
-        return cls(stage, EvidenceStage(judge, EvidenceConfig("hint")), judge, stage, adapter)
+        if evidence.mode == "hint" and free:
+            return cls(stage, stage, judge, stage, adapter, exemplar)
+        return cls(stage, EvidenceStage(judge, EvidenceConfig("hint")), judge, stage, adapter, exemplar)
 
     def state(self) -> dict[str, Any]:
         """What the preparation settled, to rebuild an identical chain elsewhere (a Ray worker)."""
@@ -140,6 +168,8 @@ class JudgeChain:
     def llm_view(self, case: Case) -> Case | None:
         """The pair as the pipeline hands it to the LLM judge, or None when an earlier stage decides it."""
         if self.adapter is not None and self.adapter.route(case.qid).judge == "adapter":
+            return None
+        if self.exemplar is not None and self.exemplar.decides(case.qid, case.docid):
             return None
         return self.llm_case(case)
 
@@ -198,10 +228,12 @@ def build_chain(
     if spec.prefilter:
         voters = [SupportJudge(open_llm(replace(spec.llm, model=m), cache)) for m in spec.prefilter]
         judge = PrefilteredJudge(voters, judge)
+    exemplar = exemplar_stage(spec, dataset, judge)
     adapter = None
     why = f"judge {name}"
     if spec.adapters != "off":
-        candidate = TopicAdapterJudge(dataset, judge, spec.adapter, spec.cache_dir, progress=spec.progress)
+        fallback = exemplar if exemplar is not None else judge
+        candidate = TopicAdapterJudge(dataset, fallback, spec.adapter, spec.cache_dir, progress=spec.progress)
         qualified = [q for q in dataset.qids if candidate.qualifies(q)[0]]
         minimum = spec.adapter.min_judgments
         if qualified or spec.adapters == "always":
@@ -215,13 +247,42 @@ def build_chain(
                 f"judge {name}: no topic has >= {minimum} human judgments of both classes, "
                 "so topic adapters cannot be trained"
             )
+    if exemplar is not None:
+        why += (
+            f"; exemplar judge: {len(exemplar.topics())} of {len(dataset.qids)} topics have a known relevant passage "
+            f"(calibration {exemplar.calibration.name}), the others go to {name}"
+        )
     mode = evidence_mode(spec.evidence, dataset.has_answers)
-    chain = JudgeChain.of(judge, EvidenceConfig(mode), adapter)  # type: ignore[arg-type]
+    chain = JudgeChain.of(judge, EvidenceConfig(mode), adapter, exemplar)  # type: ignore[arg-type]
     return chain, f"{why}; evidence {mode}", llm
 
 
+def exemplar_wanted(spec: ChainSpec, dataset: Dataset) -> bool:
+    """``--exemplar on``, or ``auto`` on a dataset without answers (nq's answer judges decide its holes)."""
+    return spec.exemplar == "on" or (spec.exemplar == "auto" and not dataset.has_answers)
+
+
+def exemplar_stage(spec: ChainSpec, dataset: Dataset, judge: Judge) -> ExemplarJudge | None:
+    """The exemplar judge in front of ``judge`` where ``spec`` asks for it and some topic has a known relevant
+    passage (None otherwise)."""
+    if not exemplar_wanted(spec, dataset):
+        return None
+    fit = ExemplarFit.read(spec.exemplar_fit or shipped_fit_path())
+    encoder = PassageEmbeddings(dataset, spec.cache_dir, fit.encoder, spec.progress)
+    stage = ExemplarJudge(dataset, judge, fit, encoder)
+    return stage if stage.topics() else None
+
+
 def build_refine_chain(spec: ChainSpec, name: str, dataset: Dataset, llm: Any = None) -> JudgeChain:
-    """The chain of a costly answer judge ``name`` that re-judges what ``spec``'s free stages decided (``--refine``):
-    the same settings with that judge and no topic adapters, sharing ``llm`` (the main chain's)."""
-    refine_spec = replace(spec, judge=replace(spec.judge, name=name), adapters="off")
+    """The chain of a costly judge ``name`` that re-judges what ``spec``'s free stages decided (``--refine``): for an
+    answer judge, the same settings with that judge and no topic adapters; for the exemplar judge's LLM comparison,
+    that judge over the exemplar stage's encoder. Both share ``llm`` (the main chain's; opened here where it has
+    none)."""
+    if name == EXEMPLAR_LLM:
+        if llm is None:
+            llm = open_llm(spec.llm, Workspace(cache_dir=spec.cache_dir).llm_cache, progress=spec.progress)
+        fit = ExemplarFit.read(spec.exemplar_llm_fit or shipped_fit_path(SHIPPED_LLM_FIT))
+        encoder = PassageEmbeddings(dataset, spec.cache_dir, fit.encoder, spec.progress)
+        return JudgeChain.of(ExemplarLLMJudge(dataset, Comparer(llm), fit, encoder))
+    refine_spec = replace(spec, judge=replace(spec.judge, name=name), adapters="off", exemplar="off")
     return build_chain(refine_spec, dataset, llm=llm)[0]

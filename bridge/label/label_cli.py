@@ -89,6 +89,7 @@ def cmd_label(args: argparse.Namespace) -> int:
         max_minutes=args.max_minutes,
         value=ValueConfig(args.settle_measures, ask_all=args.ask_all) if args.value_order else None,
         refine=args.refine,
+        hole_reference=args.hole_reference,
         ray=ray_execution_from_args(args) if args.executor == "ray" else None,
         stamp=args_settings(args),
         force=args.force,

@@ -8,7 +8,8 @@ from dataclasses import replace
 
 from bridge.judging.quality.audit import AuditConfig
 from bridge.label.adapter_options_cli import adapter_config_from_args, add_adapter_options
-from bridge.label.chain import COSTLY_ANSWER_JUDGES, FALLBACK_JUDGES, ChainSpec
+from bridge.label.chain import FALLBACK_JUDGES, REFINE_JUDGES, ChainSpec
+from bridge.label.exemplar_options_cli import add_exemplar_options, exemplar_settings_from_args
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import show_progress
@@ -23,6 +24,7 @@ def add_label_options(p: argparse.ArgumentParser) -> None:
     _add_judge_choice(p)
     add_adapter_options(p)
     _add_evidence_and_audit_options(p)
+    add_exemplar_options(p)
     _add_budget_options(p)
 
 
@@ -114,12 +116,11 @@ def _add_budget_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--refine",
-        choices=list(COSTLY_ANSWER_JUDGES),
+        choices=list(REFINE_JUDGES),
         default=None,
-        help="a costly answer judge that re-judges, most valuable first and within the budget, the answer-bearing "
-        "pairs the free answer judge gave a P (answer-reader: with the reader's likelihood of the answers; "
-        "answer-context: with the LLM's one-pass P; each with its own calibration on --reference); its labels and "
-        "P take the free judge's place",
+        help="a costly judge re-judges, most valuable first within the budget, pairs a free stage gave a P: the "
+        "answer-bearing ones (answer-reader, answer-context; calibrated on --reference) or the exemplar stage's "
+        "(exemplar-llm: the LLM compares the hole with its topic's nearest known relevant passage; --exemplar-llm-fit)",
     )
 
 
@@ -139,6 +140,7 @@ def spec_from_args(args: argparse.Namespace) -> ChainSpec:
         adapters=adapters,  # type: ignore[arg-type]
         adapter=adapter_config_from_args(args),
         evidence=args.evidence,
+        **exemplar_settings_from_args(args, adapters),
         prefilter=tuple(m.strip() for m in (args.prefilter or "").split(",") if m.strip()),
         audit=AuditConfig(pairs=args.audit_pairs, gate_pairs=args.gate_audit, seed=args.audit_seed),
         llm=llm_config_from_args(args),

@@ -15,7 +15,14 @@ from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
 from bridge.judging import judge_traits
 from bridge.judging.quality.measured import better_measured, measured_quality
-from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
+from bridge.label.chain import (
+    COSTLY_ANSWER_JUDGES,
+    EXEMPLAR_LLM,
+    ChainSpec,
+    build_chain,
+    build_refine_chain,
+    exemplar_wanted,
+)
 from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, Pricing, label_pool
 from bridge.label.value import ValueConfig
 
@@ -40,7 +47,11 @@ class LabelStageSettings:
     value: ValueConfig | None = field(default_factory=ValueConfig)
     """The value order against the runs in runs/<ds>/ (None: every pool pair, in priority order)."""
     refine: str | None = None
-    """A costly answer judge that re-judges, in value order, the pairs a free stage gave a P (needs a reference)."""
+    """A costly judge that re-judges, in value order, the pairs a free stage gave a P (an answer judge needs a
+    reference; exemplar-llm the exemplar stage)."""
+    hole_reference: Path | None = None
+    """A reading of random pool holes, written as people's random answers after the judges ran
+    (:mod:`bridge.label.hole_reading`)."""
     ray: RayExecution | None = None
     """Judge on Ray workers (None: in this process)."""
     stamp: Mapping[str, Any] | None = None
@@ -69,7 +80,7 @@ def label_stage(
     chain, choice, llm = build_chain(spec, ds)
     options = _label_options(ws, ds, settings, llm, say)
     refine = settings.refine
-    head = f"{ds.name}: {choice}" + (f"; costly answer judge {refine} in value order" if refine else "")
+    head = f"{ds.name}: {choice}" + (f"; costly judge {refine} re-judges in value order" if refine else "")
     say("\n".join([head, *budget]))
     if ds.has_answers and not settings.reference and spec.evidence != "off":
         say(
@@ -78,12 +89,28 @@ def label_stage(
             "on them gives every such pair a P"
         )
     summary = label_pool(ds, chain, paths, options)
+    if settings.hole_reference is not None and _apply_reading(ds, paths, settings.hole_reference, say):
+        summary = label_pool(ds, chain, paths, options)  # the qrels and the audit again, with the answers in them
     text = "\n".join([f"{ds.name} ({chain.pipeline.config_id})", *summary.lines(), *endpoint_lines(llm)])
     text += f"\n-> {paths.labels}\n-> {paths.augmented}\n-> {paths.audit}\n-> {paths.audit_report}"
     say(text)
     if stamp is not None and settings.max_pairs is None:  # a pair cap is per invocation: never up to date
         stamp.write(f"{head}\n{text}")
     return summary
+
+
+def _apply_reading(ds: Dataset, paths: LabelPaths, reading: Path, say: Callable[[str], None]) -> int:
+    """Write ``reading`` as people's random answers on this pool's holes; how many were written now."""
+    from bridge.label.hole_reading import apply_reading
+    from bridge.pool.pooling import read_pool
+
+    applied = apply_reading(paths.labels, paths.audit_report, [(e.qid, e.docid) for e in read_pool(paths.pool)],
+                            reading)  # fmt: skip
+    say(
+        f"hole reference {reading}: {applied.in_pool} of its {applied.read} read pairs are holes of this pool, "
+        f"{applied.written} written now as people's random answers (its reading, not the dataset's assessors')"
+    )
+    return applied.written
 
 
 def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tuple[LabelStageSettings, list[str]]:
@@ -158,8 +185,13 @@ def _label_options(
         runner, scorer = ray_runners(spec, settings.ray.dataset, settings.ray.config)
         options = replace(options, runner=runner, scorer=scorer)
     if settings.refine:
-        if not settings.reference:
+        if settings.refine in COSTLY_ANSWER_JUDGES and not settings.reference:
             raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
+        if settings.refine == EXEMPLAR_LLM and not exemplar_wanted(spec, ds):
+            raise BridgeError(
+                f"--refine {EXEMPLAR_LLM} re-judges what the exemplar stage decided, and the stage is off here "
+                "(--exemplar off, a single --judge, or a dataset with answers): add --exemplar on"
+            )
         options = replace(options, refine=build_refine_chain(spec, settings.refine, ds, llm))
     return options
 

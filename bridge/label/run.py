@@ -187,7 +187,7 @@ class LabelOptions:
     go in value order (:mod:`bridge.label.value`), value-0 pairs not at all; None: every pair, priority order."""
     value: ValueConfig = field(default_factory=ValueConfig)
     refine: JudgeChain | None = None
-    """A costly answer judge (its chain) that re-judges, in value order within the budget, the pairs a free
+    """A costly judge (its chain) that re-judges, in value order within the budget, the pairs a free
     stage gave a P; its labels and calibrated P take the place of the free stage's."""
 
 
@@ -220,11 +220,11 @@ class LabelSummary:
     pool_s: float = 0.0
     """Seconds costly judges spent on pool pairs (what the budget counts)."""
     refined: int = 0
-    """Pairs a costly answer judge re-judged this run."""
+    """Pairs a costly judge re-judged this run."""
     refine_left: int = 0
-    """Pairs of positive value the budget left to a later run of the costly answer judge."""
+    """Pairs of positive value the budget left to a later run of the costly judge."""
     refine_judge: str = ""
-    """The costly answer judge's name."""
+    """The costly judge's name."""
 
     @property
     def llm_calls(self) -> int:
@@ -248,7 +248,7 @@ class LabelSummary:
         left = (
             f" ({self.refine_left} of positive value left by the budget; raise it to go on)" if self.refine_left else ""
         )
-        return f"refined by the costly answer judge {self.refine_judge}: {self.refined} pairs in value order{left}"
+        return f"refined by the costly judge {self.refine_judge}: {self.refined} pairs in value order{left}"
 
     def lines(self) -> list[str]:
         u = self.usage + self.scoring_usage
@@ -574,12 +574,14 @@ def counted_config_ids(chain: JudgeChain, refine: JudgeChain | None) -> list[str
 
 
 def chain_calibrations(*chains: JudgeChain | None) -> dict[str, Calibration]:
-    """The hole-like calibrations the chains' judges fitted (the records name them)."""
+    """The hole-like calibrations the chains' judges fitted or carry (the records name them): the judge's and the
+    exemplar stage's."""
     out: dict[str, Calibration] = {}
     for chain in chains:
         if chain is not None:
-            for c in getattr(chain.judge, "calibrations", lambda: [])():
-                out[c.name] = c
+            for judge in (chain.exemplar, chain.judge):
+                for c in getattr(judge, "calibrations", lambda: [])():
+                    out[c.name] = c
     return out
 
 
@@ -702,7 +704,7 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
 
     Order: each judge prepares (a fit, a calibration: a fixed cost), the free stages decide every pair they can,
     then the budget's clock runs for the pairs of the chain's costly judge and, with ``options.refine``, those a
-    costly answer judge re-judges, most valuable first; last the audit's known pairs (a fixed cost too, judged
+    costly judge re-judges, most valuable first; last the audit's known pairs (a fixed cost too, judged
     after the pool so that a judge whose pool pairs set its state is audited as it judged them)."""
     with folder_lock(paths.labels.parent, "bridge label"), sigterm_interrupts():
         plan = plan_label_run(dataset, chain, paths, options)
@@ -942,8 +944,9 @@ def finish_label_run(
     extra["calibrations"] = {name: c.description() for name, c in calibrations.items()}
     model = next((a.record.model for a in audit_records if a.record.model), "")
     hole_like = [c for c in chain_calibrations(chain).values() if c.hole_like]
+    read = next((c for c in hole_like if c.quality.get("cross_fitted")), None)  # a read reference, cross-fitted
     audit = options.audit
-    reference = reference_lane(hole_like[0].quality, hole_like[0].population, audit) if hole_like else None
+    reference = reference_lane(read.quality, read.population, audit) if read is not None else None
     audited = AuditedRun(plan.config_ids, llm_decided, chain.pipeline.name, model, extra)
     summary.audit = audit_report(dataset, audit_records, audited, audit, reference)
     if chain.adapter is not None:
@@ -965,7 +968,7 @@ def _prepare_refine(
     cases: Sequence[Case],
     paths: LabelPaths,
 ) -> Prepared:
-    """The costly answer judge's fixed cost: its fit on the reference (kept beside the labels for later runs)."""
+    """The costly judge's fixed cost: its fit on the reference (kept beside the labels for later runs)."""
     if refine is None:
         return Prepared()
     path = paths.calibration.with_name(REFINE_CALIBRATION_FILE)
@@ -982,18 +985,22 @@ def _refine(
     calibrations: Mapping[str, Calibration],
     deadline: float | None,
 ) -> None:
-    """The costly answer judge re-judges, most valuable first and within the budget, the answer-bearing pairs a
-    free stage gave a P (every pair of positive value, in value order, when no runs give values)."""
+    """The costly judge re-judges, most valuable first and within the budget, the pairs it refines (an answer
+    judge: answer-bearing pairs a free stage gave a P; exemplar-llm: the exemplar stage's), every pair of positive
+    value, in value order (all of them when no runs give values)."""
     entries, summary, extra = plan.entries, plan.summary, plan.extra
     records = current_records(read_labels(paths.labels), order_ids)
     refined = {(r.qid, r.docid) for r in records if r.config_id == refine.llm.config_id}
     by_pair = {(r.qid, r.docid): r for r in records}
     cases = cases_for(dataset, [e for e in entries if (e.qid, e.docid) not in refined])
     items = []
+    refines = getattr(refine.judge, "refines", None)
     for case in cases:
         r = by_pair.get((case.qid, case.docid))
         view = refine.llm_case(case)
-        if r is not None and r.judge != HUMAN_JUDGE and view is not None and view.evidence and r.stage != "evidence":
+        if r is None or r.judge == HUMAN_JUDGE or view is None:
+            continue
+        if refines(view, r) if refines is not None else (view.evidence and r.stage != "evidence"):
             items.append(WorkItem(POOL, case))
     pool = [(e.qid, e.docid) for e in entries]
     if options.runs:
@@ -1002,7 +1009,7 @@ def _refine(
         items, found = _value_order(dataset, options, records, pool, items, calibrations, plan.gate, weak_first)
         extra["refine_value"] = value_summary(found, len(items), candidates)
         summary.evidence_lines.append(
-            found.line(f"the costly answer judge {refine.judge.name}")
+            found.line(f"the costly judge {refine.judge.name}")
             + (f"; kinds where the free judge is weakest first: {', '.join(weak_first)}" if weak_first else "")
         )
     if options.max_pairs is not None:

@@ -32,6 +32,8 @@ from bridge.datasets import Dataset
 from bridge.judging.free.answer_swap import answer_swaps
 from bridge.judging.free.evidence import matched_answers
 from bridge.judging.free.reference import OPEN_JUDGE
+from bridge.judging.learned.exemplar import LLM_STAGE as EXEMPLAR_LLM_STAGE
+from bridge.judging.learned.exemplar import STAGE as EXEMPLAR_STAGE
 from bridge.judging.quality.metrics import (
     BOOTSTRAP_RESAMPLES,
     CHANCE_LINE,
@@ -43,10 +45,15 @@ from bridge.judging.quality.metrics import (
 )
 
 PIPELINE, LLM_STAGE, GATE = "pipeline", "llm", "gate"
-NO_LLM_STAGES = frozenset({"evidence", "adapter"})
-"""Stages that decide a pair without the LLM judge."""
+NO_LLM_STAGES = frozenset({"evidence", "adapter", EXEMPLAR_STAGE, EXEMPLAR_LLM_STAGE})
+"""Stages that decide a pair without the chain's LLM judge (the exemplar stages draw P from their own fits)."""
 LANES = (PIPELINE, LLM_STAGE, GATE)
 UNTRUSTED_WARNING = "labels are not better than chance; do not use them to rank systems"
+UNMEASURED_WARNING = (
+    "the audit could not measure the labels (the known pairs a judge decided hold one class only: qrels with "
+    "positives only, one per topic); do not rank systems on the thresholded labels, the estimate draws from the "
+    "calibrated P"
+)
 
 
 @dataclass(frozen=True)
@@ -460,8 +467,13 @@ class AuditReport:
 
     @property
     def warning(self) -> str | None:
-        """None where the judge is trusted, or where no judge made a label (nothing to warn about)."""
-        return None if self.trusted or self.judge == OPEN_JUDGE else UNTRUSTED_WARNING
+        """None where the judge is trusted, or where no judge made a label (nothing to warn about); what the audit
+        could not measure is said as such, never as "not better than chance"."""
+        if self.trusted or self.judge == OPEN_JUDGE:
+            return None
+        lane = self.lanes.get(self.decisive or "")
+        unmeasured = lane is not None and lane.agreement.balanced_accuracy is None
+        return UNMEASURED_WARNING if unmeasured else UNTRUSTED_WARNING
 
     def to_json(self) -> dict[str, Any]:
         return {

@@ -1,0 +1,333 @@
+"""The sparse-judgment benchmark (:mod:`eval.sparse`): a deeply judged collection cut to K relevant passages per topic
+and no negatives, its pool labelled and estimated as a user's main job would, every system compared with its score
+under the full judgments.
+
+    python -m bench sparse [--dataset dl19] [--keep 1 2] [--seeds 0 1 2] [--config NAME=ARGS ...]
+    python -m bench sparse --dataset dl19 --fit bridge/data/exemplar-fit.json --transfer-from nfcorpus@2
+
+A config is a name and the `bridge label` arguments it adds to the Makefile's for the dataset (`make -n label`):
+``default`` adds none (what `make pool label eval` runs: free stages, a zero budget for the costly judge), ``open``
+adds ``--judge open --exemplar off`` (no judge at all: every hole on the prior). The runs come from the workspace's
+runs/<ds>/ (retrieve the grid first: `bridge retrieve --dataset dl19 --pool-config grid`); each case labels in its own
+folder under ``--out`` (resumable; `--restart` starts afresh) and the results gather in ``--out``/results.json.
+
+``--fit FILE`` fits the exemplar judge's calibration on the dataset's cuts instead (their holes with hidden labels),
+with ``--transfer-from`` naming the collection whose cuts measure the shift it carries elsewhere (both directions: this
+collection's fit on the other's holes and the other's fit on these), and writes it to FILE.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import shlex
+import subprocess
+import sys
+import time
+from dataclasses import replace
+from pathlib import Path
+from typing import TYPE_CHECKING, Any
+
+from bench.bench_eval import cpu_model
+from bridge.options import DEFAULT_DATA_DIR
+
+if TYPE_CHECKING:
+    from eval.sparse import CaseResult
+
+CONFIGS = {"default": "", "open": "--judge open --exemplar off", "people30": "--people 30"}
+"""Label arguments per configuration; ``--people N`` (the benchmark's own, not `bridge label`'s): simulated people
+answer N holes drawn at random from their hidden labels, as `bridge review`'s random share would."""
+FEATURES = ("exemplar_cosine", "exemplar_percentile")
+"""The fit's features: the query's cosine is the dense retriever's own score, and adding it lowered the estimate's
+tau on dl19 (bench/RESULTS.md, "The sparse-judgment benchmark")."""
+
+
+def load(name: str, data_dir: Path) -> Any:
+    """``NAME`` or ``NAME@T``: the dataset, with its relevance threshold set to T (nfcorpus@2: grade 2 relevant)."""
+    from dataclasses import replace
+
+    from bridge.datasets import load_dataset
+
+    dataset, _, threshold = name.partition("@")
+    ds = load_dataset(dataset, data_dir)
+    return replace(ds, relevance_threshold=int(threshold)) if threshold else ds
+
+
+def makefile_label_args(dataset: str) -> list[str]:
+    """`bridge label`'s arguments as `make label DATASET=...` passes them, without the dataset and data folder."""
+    printed = subprocess.run(
+        ["make", "-n", "-s", "-o", "install", "-o", ".venv/.bridge-installed", "label", f"DATASET={dataset}"],
+        capture_output=True, text=True, check=True,
+    ).stdout  # fmt: skip
+    line = next(line for line in printed.splitlines() if " -m bridge label " in line)
+    argv = shlex.split(line)
+    argv = argv[argv.index("label") + 1 :]
+    out, skip = [], False
+    for token in argv:
+        if skip:
+            skip = False
+        elif token in ("--dataset", "--data-dir", "-d"):
+            skip = True
+        else:
+            out.append(token)
+    return out
+
+
+def labeller(dataset: str, extra: list[str], restart: bool) -> Any:
+    """``label(ws, sparse)``: `bridge label` as the Makefile runs it for ``dataset``, with ``extra`` arguments."""
+    from bridge.cli import build_parser
+    from bridge.label.label_options_cli import spec_from_args
+    from bridge.label.label_workflow import LabelStageSettings, label_stage
+
+    def label(ws, ds):
+        argv = ["label", "--dataset", dataset, "--cache-dir", str(ws.cache_dir), "-q"]
+        args = build_parser().parse_args([*argv, *makefile_label_args(dataset), *extra])
+        settings = LabelStageSettings(
+            spec=spec_from_args(args), restart=restart, batch_pairs=args.batch_pairs, max_pairs=args.max_pairs,
+            max_minutes=args.max_minutes, refine=args.refine,
+        )  # fmt: skip
+        return label_stage(ws, ds, settings, say=lambda text: None)
+
+    return label
+
+
+def people_of(argv: list[str]) -> tuple[list[str], int]:
+    """A configuration's `bridge label` arguments and its simulated people (``--people N``; 0 without)."""
+    if "--people" not in argv:
+        return argv, 0
+    at = argv.index("--people")
+    if at + 1 >= len(argv) or not argv[at + 1].isdigit():
+        raise SystemExit(f"--people needs a number of holes: {shlex.join(argv)}")
+    return argv[:at] + argv[at + 2 :], int(argv[at + 1])
+
+
+def run_benchmark(args: argparse.Namespace) -> int:
+    from bridge.core.layout import Workspace
+    from eval.sparse import SparseCut, SparseSettings, read_results, run_case, summarize, table, write_results
+
+    full = load(args.dataset, args.data_dir)
+    configs = dict(CONFIGS)
+    for item in args.config or []:
+        name, _, extra = item.partition("=")
+        configs[name] = extra
+    chosen = args.configs or ["default", "open"]
+    out = args.out / args.dataset.replace("@", "-at")
+    path = out / "results.json"
+    results = {(r.config, r.cut.name): r for r in (read_results(path) if path.exists() and not args.restart else [])}
+    print(f"cpu: {cpu_model()}; dataset {full.name}; configs {', '.join(chosen)}", flush=True)
+    for name in chosen:
+        for keep in args.keep:
+            for seed in args.seeds:
+                cut = SparseCut(keep, seed)
+                if (name, cut.name) in results and not args.rerun:
+                    continue
+                root = out / name / cut.name
+                ws = Workspace(args.data_dir, args.workspace / "runs", root / "qrels", root / "reports",
+                               args.workspace / "cache")  # fmt: skip
+                start = time.perf_counter()
+                extra, people = people_of(shlex.split(configs[name]))
+                label = (lambda ws, ds: None) if args.estimate_only else labeller(full.name, extra, args.restart)
+                result = run_case(ws, full, cut, name, label, SparseSettings(draws=args.draws), people)
+                before = results.get((name, cut.name))
+                if before is not None:  # the labels resumed: the case's cost is what every run of it spent
+                    result = replace(result, label_seconds=before.label_seconds + result.label_seconds,
+                                     llm_calls=before.llm_calls + result.llm_calls)  # fmt: skip
+                results[(name, cut.name)] = result
+                write_results(path, list(results.values()))
+                print(f"{name} {cut.name}: {result.holes} holes ({result.relevant_holes} relevant, "
+                      f"{result.expected_relevant:.0f} expected), label {result.label_seconds:.0f} s, "
+                      f"{time.perf_counter() - start:.0f} s in all", flush=True)  # fmt: skip
+    kept = [r for r in results.values() if r.config in chosen and r.cut.keep in args.keep and r.cut.seed in args.seeds]
+    for keep in args.keep:
+        print(f"\n{full.name}, keep {keep} relevant per topic, seeds {' '.join(map(str, args.seeds))}")
+        print(table(summarize([r for r in kept if r.cut.keep == keep])))
+    if args.record:
+        record_figures(args.record, args.dataset, kept, args.record_config, args.record_fit)
+    print(f"\n-> {path}")
+    return 0
+
+
+def record_figures(path: Path, dataset: str, results: list[CaseResult], config: str, fit: str) -> None:
+    """Keep the benchmark's figures for ``config`` in an exemplar fit file (``quality.benchmark``: what the report's
+    trust section quotes), replacing earlier ones of the same dataset, cut size and fit."""
+    import numpy as np
+
+    from bridge.core.fsio import write_json_atomic
+    from eval.sparse import case_figures
+
+    data = json.loads(path.read_text(encoding="utf-8"))
+    keeps = {r.cut.keep for r in results if r.config == config}
+    kept = [m for m in data["calibration"]["quality"].get("benchmark", []) if not (m["dataset"] == dataset
+            and m["fit"] == fit and m["keep"] in keeps)]  # fmt: skip
+    for keep in sorted({r.cut.keep for r in results}):
+        cases = [r for r in results if r.config == config and r.cut.keep == keep]
+        for measure in ("nDCG@10", "P@10"):
+            f = [case_figures(r, measure) for r in cases]
+            if not f:
+                continue
+            kept.append({
+                "dataset": dataset, "keep": keep, "fit": fit, "measure": measure, "cases": len(f),
+                "tau": round(float(np.mean([x["tau_estimate"] for x in f])), 3),
+                "tau_holey": round(float(np.mean([x["tau_holey"] for x in f])), 3),
+                "error": round(float(np.mean([x["error_estimate"] for x in f])), 4),
+                "error_holey": round(float(np.mean([x["error_holey"] for x in f])), 4),
+                "covered": int(sum(x["covered"] for x in f)), "systems": int(sum(x["systems"] for x in f)),
+                "width": round(float(np.mean([x["width"] for x in f])), 3),
+            })  # fmt: skip
+    data["calibration"]["quality"]["benchmark"] = kept
+    write_json_atomic(path, data)
+
+
+def run_fit(args: argparse.Namespace) -> int:
+    from bridge.core.fsio import write_json_atomic
+    from bridge.core.layout import Workspace
+    from bridge.encoders.embeddings import PassageEmbeddings
+    from bridge.encoders.sources import MINILM
+    from bridge.judging.learned.exemplar import ExemplarFeatures, common_shift, fit_exemplar
+    from bridge.judging.quality.metrics import weighted_measures
+    from eval.sparse import SparseCut, hole_sample
+
+    def samples(name: str) -> list[dict]:
+        ds = load(name, args.data_dir)
+        ws = Workspace(args.data_dir, args.workspace / "runs", cache_dir=args.workspace / "cache")
+        from bridge.core.trec import read_runs
+
+        runs = read_runs(ws.runs(ds.slug))
+        if not runs:
+            raise SystemExit(f"no runs in {ws.runs(ds.slug)}: bridge retrieve --dataset {name} --pool-config grid")
+        encoder = PassageEmbeddings(ds, ws.cache_dir, MINILM)
+        rows = []
+        for keep in args.keep:
+            for seed in args.seeds:
+                rows += hole_sample(ds, SparseCut(keep, seed), runs, lambda s: ExemplarFeatures(s, encoder), 10)
+        return rows
+
+    print(f"cpu: {cpu_model()}", flush=True)
+    rows = samples(args.dataset)
+    cuts = f"{' or '.join(map(str, args.keep))} (seeds {' '.join(map(str, args.seeds))})"
+    provenance: dict[str, Any] = {"collection": args.dataset, "cuts": cuts, "features": list(FEATURES),
+                                  "pool": "runs/<ds>/ (the 40-system grid), depth 10", "cpu": cpu_model()}  # fmt: skip
+    first = fit_exemplar(rows, FEATURES, MINILM, 0.0, provenance, measure=False)
+    shifts: dict[str, float] = {}
+    quality: dict[str, Any] = {}
+    for other in args.transfer_from:
+        other_rows = samples(other)
+        back = fit_exemplar(other_rows, FEATURES, MINILM, 0.0, {"collection": other, "cuts": cuts}, measure=False)
+        shifts[f"{args.dataset} fit on {other}"] = common_shift(first.calibration, other_rows)
+        shifts[f"{other} fit on {args.dataset}"] = common_shift(back.calibration, rows)
+        p = first.calibration.mean(first.calibration.rows(_facts(other_rows)))
+        y = [r["relevant"] for r in other_rows]
+        m = weighted_measures(p, y, [1.0] * len(y), 0.5)
+        quality[other] = {"holes": len(y), "relevant": int(sum(y)), "mean_p": round(float(p.mean()), 4),
+                          "auc": m["auc"]}  # fmt: skip
+    transfer = max([abs(v) for v in shifts.values()] + [args.min_transfer_sd])
+    provenance.update({"transfer_shifts": shifts, "transfer_quality": quality, "holes": len(rows),
+                       "relevant": int(sum(r["relevant"] for r in rows))})  # fmt: skip
+    fit = fit_exemplar(rows, FEATURES, MINILM, round(transfer, 3), provenance)
+    write_json_atomic(args.fit, fit.to_json())
+    c = fit.calibration
+    print(f"exemplar fit on {len(rows):,} holes of {args.dataset} ({cuts}): coefficients "
+          f"{c.draws.mean(axis=0).round(3)} over {c.features}; topic sd {c.topic_sd}; transfer sd {c.transfer_sd} "
+          f"(shifts {shifts}); elsewhere {quality}\n-> {args.fit}")  # fmt: skip
+    return 0
+
+
+def run_fit_llm(args: argparse.Namespace) -> int:
+    """The calibration of ``--refine exemplar-llm``: the LLM compares a random sample of the training cuts' holes
+    with their nearest known relevant passage, and the free features and that comparison are fitted together; the
+    shifts (per topic, between collections) are the free fit's, which measured them on every hole."""
+    import random
+
+    from bridge.core.fsio import write_json_atomic
+    from bridge.core.layout import Workspace
+    from bridge.core.trec import read_runs
+    from bridge.encoders.embeddings import PassageEmbeddings
+    from bridge.judging import cases_for
+    from bridge.judging.learned.exemplar import ExemplarFeatures, ExemplarFit, fit_exemplar, shipped_fit_path
+    from bridge.judging.llm.comparer import FEATURE, Comparer
+    from bridge.llm import LLMConfig, open_llm
+    from bridge.pool.pooling import PoolEntry
+    from eval.sparse import SparseCut, hole_sample, pool_of, sparse_dataset
+
+    free = ExemplarFit.read(args.free_fit or shipped_fit_path())
+    full = load(args.dataset, args.data_dir)
+    ws = Workspace(args.data_dir, args.workspace / "runs", cache_dir=args.workspace / "cache")
+    runs = read_runs(ws.runs(full.slug))
+    encoder = PassageEmbeddings(full, ws.cache_dir, free.encoder)
+    llm = open_llm(LLMConfig(model=args.model, cache_dir=ws.cache_dir), ws.llm_cache, progress=True)
+    comparer = Comparer(llm)
+    print(f"cpu: {cpu_model()}; {args.sample} holes per cut read by {llm.model_id}", flush=True)
+    rows: list[dict] = []
+    start = time.perf_counter()
+    for keep in args.keep:
+        for seed in args.seeds:
+            cut = SparseCut(keep, seed)
+            sparse = sparse_dataset(full, cut)
+            features = ExemplarFeatures(sparse, encoder)
+            features.set_pool([(e.qid, e.docid) for e in pool_of(sparse, runs, 10)])
+            holes = hole_sample(full, cut, runs, lambda s, f=features: f, 10)
+            picked = random.Random(f"llm-{cut.name}").sample(holes, min(args.sample, len(holes)))
+            cases = cases_for(sparse, [PoolEntry(r["qid"], r["docid"], (), 1) for r in picked])
+            shown = [features.nearest(c) for c in cases]
+            texts = [full.corpus.get(d).contents() for d in shown]  # type: ignore[union-attr]
+            for row, value in zip(picked, comparer.logits(cases, texts, progress=True), strict=True):
+                if value == value:
+                    rows.append({**row, FEATURE: float(value)})
+    seconds = time.perf_counter() - start
+    c = free.calibration
+    provenance = {
+        **free.provenance, "llm": llm.model_id, "comparer": comparer.comparer_id, "sample": len(rows),
+        "seconds": round(seconds, 1), "shifts": "the free fit's (measured on every hole of the cuts)",
+    }  # fmt: skip
+    fit = fit_exemplar(rows, [*free.features, FEATURE], free.encoder, c.transfer_sd or 0.0, provenance)
+    fit = ExemplarFit(replace(fit.calibration, topic_sd=c.topic_sd), fit.encoder, fit.provenance)
+    write_json_atomic(args.fit_llm, fit.to_json())
+    beta = fit.calibration.draws.mean(axis=0).round(3)
+    print(f"exemplar-llm fit on {len(rows)} holes ({seconds:.0f} s of LLM reading): {beta} over "
+          f"{fit.calibration.features}\n-> {args.fit_llm}")  # fmt: skip
+    return 0
+
+
+def _facts(rows: list[dict]) -> list:
+    from bridge.estimate.holes import PairFacts
+
+    return [PairFacts(extra={f: float(r[f]) for f in FEATURES}) for r in rows]
+
+
+def main(argv: list[str]) -> int:
+    parser = argparse.ArgumentParser(prog="python -m bench sparse", description=__doc__,
+                                     formatter_class=argparse.RawDescriptionHelpFormatter)  # fmt: skip
+    parser.add_argument("--dataset", default="dl19", help="NAME or NAME@T: T the relevance threshold (nfcorpus@2)")
+    parser.add_argument("--data-dir", type=Path, default=Path(DEFAULT_DATA_DIR))
+    parser.add_argument("--workspace", type=Path, default=Path("."), help="folder with runs/ and cache/ (default: .)")
+    parser.add_argument("--out", type=Path, default=Path("reports/sparse"), help="cases' folders and results.json")
+    parser.add_argument("--keep", type=int, nargs="+", default=[1, 2], help="relevant passages kept per topic")
+    parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
+    parser.add_argument("--config", action="append", metavar="NAME=ARGS", help="another label configuration")
+    parser.add_argument("--configs", nargs="+", help=f"configurations (default: default open; of {', '.join(CONFIGS)})")
+    parser.add_argument("--draws", type=int, default=400)
+    parser.add_argument("--rerun", action="store_true", help="run cases already in results.json again")
+    parser.add_argument(
+        "--estimate-only",
+        action="store_true",
+        help="estimate again from the labels the cases hold, without running label (with --rerun)",
+    )
+    parser.add_argument("--restart", action="store_true", help="label every case afresh")
+    parser.add_argument("--fit", type=Path, help="fit the exemplar calibration on the cuts and write it here")
+    parser.add_argument("--transfer-from", nargs="*", default=[], help="collections that measure the transfer shift")
+    parser.add_argument("--min-transfer-sd", type=float, default=0.5)
+    parser.add_argument("--record", type=Path, help="keep the figures of --record-config in this exemplar fit file")
+    parser.add_argument("--record-config", default="default")
+    parser.add_argument("--record-fit", default="in-sample", help="how the fit relates to the dataset (in-sample, ...)")
+    parser.add_argument("--fit-llm", type=Path, help="fit --refine exemplar-llm's calibration and write it here")
+    parser.add_argument("--sample", type=int, default=100, help="--fit-llm: holes the LLM reads per cut")
+    parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="--fit-llm: the LLM (embedded llama.cpp)")
+    parser.add_argument("--free-fit", type=Path, help="--fit-llm: the free exemplar fit (default: the shipped one)")
+    args = parser.parse_args(argv)
+    if args.fit_llm:
+        return run_fit_llm(args)
+    return run_fit(args) if args.fit else run_benchmark(args)
+
+
+if __name__ == "__main__":
+    sys.exit(main(sys.argv[1:]))
