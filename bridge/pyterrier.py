@@ -300,24 +300,26 @@ def infer_qrels(
 # -- the experiment ----------------------------------------------------------------------------------------------
 
 
-def _measure_names(eval_metrics: Sequence[Any]) -> list[str]:
-    """ir_measures objects, bridge's names (``Hit@10``) or trec_eval's (``ndcg_cut_10``), as bridge reads them."""
+def _measure_names(eval_metrics: Sequence[Any]) -> list[tuple[str, str]]:
+    """(the name the user passed, the name bridge reads) per measure: ir_measures objects, bridge's names
+    (``Hit@10``) or trec_eval's (``ndcg_cut_10``; one that stands for several gives each its own name)."""
     import ir_measures
 
     from eval.measures import resolve_measure
 
-    names: list[str] = []
+    names: list[tuple[str, str]] = []
     for m in map(str, eval_metrics):
         try:
             resolve_measure(m)
-            names.append(m)
+            names.append((m, m))
         except InputError:
             try:
-                names += [str(x) for x in ir_measures.parse_trec_measure(m)]
+                expanded = [str(x) for x in ir_measures.parse_trec_measure(m)]
             except ValueError:
                 raise InputError(
                     f"unknown measure {m!r} (ir_measures or trec_eval names)", field="eval_metrics"
                 ) from None
+            names += [(m, expanded[0])] if len(expanded) == 1 else [(x, x) for x in expanded]
     return names
 
 
@@ -340,21 +342,22 @@ def _outcome(system: Any, topics: pd.DataFrame) -> pd.DataFrame:
     return system.transform(topics)
 
 
-def _table(pt_table: pd.DataFrame, labels: Mapping[str, str], evaluation: Evaluation) -> pd.DataFrame:
-    """PyTerrier's table with bridge's measure labels and each measure's estimate columns after its own."""
+def _table(pt_table: pd.DataFrame, names: Mapping[str, tuple[str, str]], evaluation: Evaluation) -> pd.DataFrame:
+    """PyTerrier's table with each measure under the name the user passed (``names``: PyTerrier's column -> (the
+    user's name, bridge's label)) and its estimate columns after its own."""
     renamed = {}
     for column in pt_table.columns:
-        for pt_name, label in labels.items():
+        for pt_name, (user, _) in names.items():
             if column == pt_name or column.startswith(pt_name + " "):
-                renamed[column] = label + column[len(pt_name) :]
+                renamed[column] = user + column[len(pt_name) :]
     table = pt_table.rename(columns=renamed)
     board = evaluation.leaderboard.query("qrels == 'augmented'").set_index(["system", "measure"])
     extra = ("estimate", "estimate_low", "estimate_high", "lower", "upper")
     ordered = ["name"]
-    for label in labels.values():
+    for user, label in names.values():
         for column in extra:
-            table[f"{label} {column}"] = [board[column].get((name, label), float("nan")) for name in table.name]
-        ordered += [label, *(f"{label} {c}" for c in extra)]
+            table[f"{user} {column}"] = [board[column].get((name, label), float("nan")) for name in table.name]
+        ordered += [user, *(f"{user} {c}" for c in extra)]
     return table[ordered + [c for c in table.columns if c not in ordered]]
 
 
@@ -379,8 +382,9 @@ def Experiment(  # PyTerrier's name
     Each system runs once on the topics the qrels judge; PyTerrier's own table is computed first (so a wrong keyword
     fails before any judging), on trec_eval's tie order as bridge scores; then the systems' unjudged pairs are
     pooled and labelled, and the estimate is bridge's. The table keeps PyTerrier's columns (the original qrels'
-    scores, its significance tests), the measures named as bridge names them (``Hit@10`` for ``Success@10``; on
-    graded qrels a binary measure counts relevance from the dataset's threshold, as ``bridge eval`` does), each
+    scores, its significance tests), each measure under the name the user passed (``Success@10`` stays
+    ``Success@10``; on graded qrels a binary measure counts relevance from the dataset's threshold, as ``bridge eval``
+    does), each
     followed by ``estimate``, ``estimate_low``, ``estimate_high`` (95% interval) and ``lower``, ``upper`` (bounds).
     Measures bridge does not estimate (MAP, ...) get empty estimate columns, and so does every measure with fewer
     than two systems.
@@ -393,7 +397,7 @@ def Experiment(  # PyTerrier's name
     from bridge.api import EvaluateOptions, as_qrels, evaluate
     from bridge.core.trec import canonical_scores
     from eval.estimated import estimate_measures
-    from eval.measures import resolve_measures
+    from eval.measures import resolve_measure, resolve_measures
 
     ds = _dataset(dataset)
     original = as_qrels(qrels)
@@ -403,8 +407,11 @@ def Experiment(  # PyTerrier's name
         raise BridgeError("no topic is judged by the qrels: there is nothing to score or fill")
     outcomes = {name: _outcome(system, judged) for name, system in _systems(retr_systems, names)}
     runs = {name: _as_run(frame, f"result frame of {name}") for name, frame in outcomes.items()}
-    specs = resolve_measures(_measure_names(eval_metrics), ds.relevance_threshold)
-    shown = {str(ir_measures.parse_measure(s.measure)): s.label for s in specs if not s.compat}
+    asked_names = _measure_names(eval_metrics)
+    specs = resolve_measures([read for _, read in asked_names], ds.relevance_threshold)
+    user_of = {resolve_measure(read, ds.relevance_threshold).label: user for user, read in asked_names}
+    shown = {str(ir_measures.parse_measure(s.measure)): (user_of.get(s.label, s.label), s.label) for s in specs
+             if not s.compat}  # fmt: skip
     pt_table = pt.Experiment(
         {name: _results(canonical_scores(run)) for name, run in runs.items()},
         judged,

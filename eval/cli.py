@@ -93,6 +93,15 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         "each) behind the estimates, intervals, verdicts and rank stability (default: 400)",
     )
     g.add_argument(
+        "--baseline",
+        dest="baseline_system",
+        metavar="SYSTEM",
+        default=None,
+        help="compare every other system with this one under the estimate: Δ with its intervals, P(better) and the "
+        "verdict, in the report's answer and comparisons.csv (`eval check --baseline FILE` is another thing: a saved "
+        "leaderboard)",
+    )
+    g.add_argument(
         "--no-estimate",
         action="store_true",
         help="skip the estimate of the augmented leaderboard (estimates, intervals, bounds, verdicts, rank "
@@ -120,6 +129,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
         orders=args.orders,
         seed=args.seed,
         estimate=None if args.no_estimate else EstimateConfig(draws=args.draws, seed=args.seed),
+        baseline=args.baseline_system,
     )
     settings = EvalSettings(
         config, input_files(args), figures=not args.no_figures, strict_qids=args.strict_qids, force=args.force,

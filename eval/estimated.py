@@ -79,6 +79,9 @@ class EstimatedLeaderboard:
     draws: int = 0
     bounds_assume: str = ""
     """What the bounds assume, in one sentence (:func:`bounds_assumption`)."""
+    baseline: str | None = None
+    against_baseline: list[Comparison] = field(default_factory=list)
+    """Every other system (``upper``) against ``baseline`` (``lower``), per measure, by the same rule."""
 
     def score(self, system: str, measure: str) -> SystemEstimate | None:
         return next((s for s in self.scores if s.system == system and s.measure == measure), None)
@@ -125,6 +128,7 @@ def estimate_leaderboard(
     config: EstimateConfig,
     holes: HoleModelConfig | None = None,
     valuable: int = 50,
+    baseline: str | None = None,
 ) -> EstimatedLeaderboard:
     """The augmented leaderboard of ``inputs`` as an estimate over ``original`` (the qrels people gave): the
     hole model from the label run's counted records, pool and calibrations, then every estimated measure of
@@ -144,6 +148,8 @@ def estimate_leaderboard(
         model.people_random,
         config.draws,
         bounds_assumption(model.gate),
+        baseline,
+        board.against(baseline) if baseline is not None else [],
     )
 
 
@@ -186,11 +192,14 @@ def write_comparisons(estimated: EstimatedLeaderboard, path: Path) -> None:
     with atomic_write(path) as handle:
         writer = csv.writer(handle)
         intervals = ("worst_low", "worst_high", "best_low", "best_high")
-        writer.writerow(["measure", "upper", "lower", "status", "verdict", "p_upper", *intervals])
-        for c in estimated.comparisons:
+        delta = ("delta", "delta_low", "delta_high", "delta_topic_low", "delta_topic_high")
+        writer.writerow(["measure", "upper", "lower", "status", "verdict", "p_upper", *intervals, *delta, "against"])
+        rows = [(c, "next") for c in estimated.comparisons] + [(c, "baseline") for c in estimated.against_baseline]
+        for c, against in rows:
             writer.writerow(
                 [c.measure, c.upper, c.lower, c.status, c.verdict, f"{c.p_upper:.4f}"]
-                + [f"{x:+.6f}" for x in (*c.worst, *c.best)]
+                + [f"{x:+.6f}" for x in (*c.worst, *c.best, c.delta, *c.delta_interval, *c.delta_topic_interval)]
+                + [against]
             )
 
 

@@ -10,7 +10,8 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
-from bridge.core.label_records import LabelRecord, lift_new_labels
+from bridge.core.errors import BridgeError
+from bridge.core.label_records import LabelRecord, counted_configs, current_records, lift_new_labels
 from bridge.core.trec import Qrels, Run
 from bridge.estimate.holes import Calibration
 from bridge.estimate.leaderboard import EstimateConfig
@@ -56,6 +57,8 @@ class EvalConfig:
     estimate: EstimateConfig | None = field(default_factory=EstimateConfig)
     """Estimates, intervals, bounds, verdicts and rank stability of the augmented leaderboard (None: not
     computed)."""
+    baseline: str | None = None
+    """A system every other is compared with under the estimate (Δ, its intervals, P(better), the verdict)."""
 
 
 @dataclass(frozen=True)
@@ -79,6 +82,10 @@ class EvalInputs:
     """The label run's calibrations (hole-calibrations.json): what each open pair's P is drawn from."""
     families: Mapping[str, str] = field(default_factory=dict)
     """System -> retrieval family (the pool file's), the strata of a calibration's per-stratum uncertainty."""
+    description: str = ""
+    """What the dataset is (:attr:`bridge.datasets.Dataset.description`)."""
+    passages: int = 0
+    """The corpus's size."""
 
     def qid_issues(self) -> list[QidIssue]:
         return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
@@ -127,7 +134,8 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
     curves, note = _curves(inputs, config, original, compared)
     routes = []
     if compared_names:
-        routes = route_counts(original, compared[compared_names[0]], inputs.labels, topics, inputs.threshold)
+        counted = current_records(inputs.labels, counted_configs(inputs.audit, inputs.labels))
+        routes = route_counts(original, compared[compared_names[0]], counted, topics, inputs.threshold, inputs.pool)
     estimated, estimated_note = _estimated(inputs, config, original, compared, specs)
     return EvalResult(
         inputs,
@@ -162,7 +170,9 @@ def _estimated(
     if len(inputs.runs) < 2:
         return None, "fewer than two systems"
     note = "" if inputs.pool else "no pool file: every pair nobody labelled is open with the prior's P"
-    estimated = estimate_leaderboard(inputs, original, specs, config.estimate)
+    if config.baseline is not None and config.baseline not in inputs.runs:
+        raise BridgeError(f"--baseline {config.baseline!r} is not one of the runs: {', '.join(sorted(inputs.runs))}")
+    estimated = estimate_leaderboard(inputs, original, specs, config.estimate, baseline=config.baseline)
     return estimated, note
 
 

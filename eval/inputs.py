@@ -115,6 +115,8 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
         pool=tuple((e.qid, e.docid) for e in entries),
         calibrations=calibrations,
         families={s: families.get(s, s) for s in runs},
+        description=ds.description,
+        passages=len(ds.corpus),
     )
 
 

@@ -28,10 +28,22 @@ class RouteCount:
     undecided: int
 
 
+NO_LABEL = "no label (open)"
+"""The row of pool pairs no record decides (the open judge, a budget that ran out)."""
+
+
 def route_counts(
-    original: Qrels, augmented: Qrels, labels: Iterable[LabelRecord], topics: Sequence[str], threshold: int = 1
+    original: Qrels,
+    augmented: Qrels,
+    labels: Iterable[LabelRecord],
+    topics: Sequence[str],
+    threshold: int = 1,
+    pool: Iterable[tuple[str, str]] = (),
 ) -> list[RouteCount]:
-    """Judgments per route over the topics: relevant / not relevant / undecided (escalated, parse failures)."""
+    """Judgments per route over the topics: relevant / not relevant / undecided (escalated, parse failures). Pass
+    the records that count, one per pair (:func:`~bridge.core.label_records.current_records`): each pair is counted
+    once, by the record that decides it, and ``pool``'s pairs without one under :data:`NO_LABEL`, so the new routes
+    sum to the pool's pairs."""
     keep = set(topics)
     relevant: Counter[str] = Counter()
     not_relevant: Counter[str] = Counter()
@@ -53,7 +65,11 @@ def route_counts(
     for qid in topics:
         for docid, grade in augmented.get(qid, {}).items():
             if docid not in original.get(qid, {}) and (qid, docid) not in recorded:
+                recorded.add((qid, docid))
                 (relevant if grade >= threshold else not_relevant)["unrecorded"] += 1
+    for qid, docid in dict.fromkeys(pool):
+        if qid in keep and docid not in original.get(qid, {}) and (qid, docid) not in recorded:
+            undecided[NO_LABEL] += 1
     routes = set(relevant) | set(not_relevant) | set(undecided) | {"original"}
     order = sorted(routes, key=lambda r: (ROUTE_ORDER.index(r) if r in ROUTE_ORDER else len(ROUTE_ORDER), r))
     return [RouteCount(r, relevant[r], not_relevant[r], undecided[r]) for r in order]

@@ -15,6 +15,7 @@ import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import NormalDist
 from typing import Any
 
 import numpy as np
@@ -35,7 +36,7 @@ from bridge.core.layout import (
     VALUABLE_PAIRS,
 )
 from bridge.estimate.holes import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
-from bridge.estimate.leaderboard import LIKELY, OPEN, SETTLED, SystemEstimate
+from bridge.estimate.leaderboard import LIKELY, OPEN, SETTLED, Comparison, SystemEstimate, p_text, verdict_rule
 from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
 from bridge.judging.learned.exemplar import NAME as EXEMPLAR
@@ -140,7 +141,7 @@ def build_blocks(
     reusability: Mapping[str, Any] | None = None,
 ) -> list[Block]:
     inputs, config, scores, cmp_ = result.inputs, result.config, result.scores, result.compared
-    blocks: list[Block] = [Heading(f"bridge evaluation report: {inputs.dataset}", 1)]
+    blocks: list[Block] = [Heading(f"bridge evaluation report: {inputs.dataset}", 1), Para(_data_line(result))]
     if result.estimated is not None:
         blocks += _answer_blocks(result, figures)
         blocks += _trust_blocks(result)
@@ -196,7 +197,26 @@ def _section(title: str) -> str | None:
     return next((s for s in REPORT_SECTIONS if s in (title, generic)), None)
 
 
-ANSWER_COLUMNS = ("rank", "system", "estimate", "95% interval", "holey score", "bounds", "against the next system")
+ANSWER_COLUMNS = (
+    "rank", "system", "estimate", "95% interval (these topics)", "95% interval (topics like these)", "holey score",
+    "bounds", "against the next system",
+)  # fmt: skip
+
+
+def _data_line(result: EvalResult) -> str:
+    """What the dataset is and what this report evaluates of it."""
+    inputs = result.inputs
+    original = inputs.qrels_sets.get(result.reference, {})
+    topics = set(result.scores.topics)
+    judged = sum(len(d) for q, d in original.items() if q in topics)
+    relevant = sum(1 for q, d in original.items() if q in topics for g in d.values() if g >= inputs.threshold)
+    what = f"{inputs.description}. " if inputs.description else ""
+    corpus = f"{inputs.passages:,} passages, " if inputs.passages else ""
+    return (
+        f"**Data**: {what}Evaluated here: {len(topics):,} topics, {corpus}{len(inputs.runs)} systems; the "
+        f"{result.reference} qrels hold {judged:,} judgments of these topics, {relevant:,} relevant (grade >= "
+        f"{inputs.threshold})."
+    )
 
 
 def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
@@ -207,14 +227,17 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     blocks: list[Block] = [
         Heading("The answer"),
         Para(
-            "Each system's **estimate** is its expected score once every hole (every pair no person judged) is "
-            "judged; quote it with its **95% interval**, the range in which that score lies on these topics given "
-            "what the judges and people measured. Systems are ranked by the estimate; the last column compares each "
-            "with the next: **settled** when the bounds separate them (under what the bounds assume, stated below), "
-            "**likely** when "
-            "P(better) >= 0.95 either way, **open** otherwise. The bounds are the lowest and highest score the "
-            f"holes allow; the holey score: under the {result.reference} qrels, where every hole counts as not "
-            "relevant."
+            "Each system's **estimate**: its expected score once every hole (every pair no person judged) is judged, "
+            "with two 95% intervals: on **these topics** (only the holes uncertain: quote it for this benchmark) and "
+            "on **topics like these** (topics resampled too). The last column compares each system with the next "
+            "(the rule and what the intervals rest on: below the tables)."
+        ),
+    ]
+    after = [
+        Para(
+            "The comparison: Δ, the difference of the estimates, with its interval on topics like these and "
+            f"P(better) on them; {verdict_rule()}. The bounds are the lowest and highest score the holes allow; the "
+            f"holey score: under the {result.reference} qrels, where every hole counts as not relevant."
         ),
         Para(
             f"What the intervals rest on: {holes:,} holes, {rest_on}. How far to trust each stage, and what would "
@@ -233,12 +256,15 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
                     score.system,
                     _fmt(score.estimate),
                     f"[{_fmt(score.interval[0])}, {_fmt(score.interval[1])}]",
+                    f"[{_fmt(score.topic_interval[0])}, {_fmt(score.topic_interval[1])}]",
                     _fmt(original.get((score.system, measure), math.nan)),
                     f"[{_fmt(score.low)}, {_fmt(score.high)}]",
-                    "" if below is None else verdict_text(below.status, below.verdict, below.p_upper, below.lower),
+                    "" if below is None else verdict_text(below),
                 )
             )
         blocks += [Heading(measure, 3), Table(ANSWER_COLUMNS, tuple(rows))]
+        blocks += _baseline_table(estimated, measure)
+    blocks += after
     if "estimates" in figures:
         blocks.append(
             Image(
@@ -248,6 +274,27 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
             )
         )
     return blocks
+
+
+BASELINE_COLUMNS = ("system", "Δ", "95% interval (these topics)", "95% interval (topics like these)", "against")
+
+
+def _baseline_table(estimated: EstimatedLeaderboard, measure: str) -> list[Block]:
+    """Every system against ``--baseline``: Δ of the estimates with both intervals, and the verdict."""
+    rows = tuple(
+        (
+            c.upper,
+            f"{c.delta:+.4f}",
+            f"[{c.delta_interval[0]:+.4f}, {c.delta_interval[1]:+.4f}]",
+            f"[{c.delta_topic_interval[0]:+.4f}, {c.delta_topic_interval[1]:+.4f}]",
+            verdict_text(c),
+        )
+        for c in estimated.against_baseline
+        if c.measure == measure
+    )
+    if not rows:
+        return []
+    return [Para(f"Against the baseline **{estimated.baseline}**:"), Table(BASELINE_COLUMNS, rows)]
 
 
 def _holey_scores(result: EvalResult) -> dict[tuple[str, str], float]:
@@ -269,16 +316,24 @@ def estimate_figure_points(result: EvalResult) -> dict[str, list[plots.EstimateP
     return out
 
 
-def verdict_text(status: str, verdict: str, p_upper: float, lower: str) -> str:
-    """``likely better than bm25 (P(better) 0.97)``: a comparison as the answer table states it."""
-    p = f"P(better) {p_upper:.2f}"
-    return {
-        (SETTLED, ">"): f"settled: better than {lower}",
-        (SETTLED, "<"): f"settled: worse than {lower}",
-        (SETTLED, "n.s."): f"settled: not separable from {lower}",
-        (LIKELY, ">"): f"likely better than {lower} ({p})",
-        (LIKELY, "<"): f"likely worse than {lower} ({p})",
-    }.get((status, verdict), f"open against {lower} ({p})")
+def verdict_text(comparison: Comparison) -> str:
+    """``likely better than bm25 (Δ +0.012 [-0.001, +0.025], P(better) 0.97)``: a comparison as the answer table
+    states it; Δ's interval and P(better) are both about topics like these (holes and topics resampled)."""
+    c = comparison
+    low, high = c.delta_topic_interval
+    return _verdict_words(c.status, c.verdict, f"Δ {c.delta:+.4f} [{low:+.4f}, {high:+.4f}], P(better) "
+                          f"{p_text(c.p_upper)}", c.lower)  # fmt: skip
+
+
+def _verdict_words(status: str, verdict: str, figures: str, lower: str) -> str:
+    words = {
+        (SETTLED, ">"): "settled: better than",
+        (SETTLED, "<"): "settled: worse than",
+        (SETTLED, "n.s."): "settled: not separable from",
+        (LIKELY, ">"): "likely better than",
+        (LIKELY, "<"): "likely worse than",
+    }.get((status, verdict), "open against")
+    return f"{words} {lower} ({figures})"
 
 
 _STAGE_TEXT = {
@@ -334,7 +389,38 @@ def _trust_blocks(result: EvalResult) -> list[Block]:
     exemplar = estimated.calibrations.get(EXEMPLAR)
     if exemplar is not None:
         items.insert(2, _exemplar_quality(exemplar))
+    items += _coverage_checks(estimated.calibrations)
     return [*blocks, Bullets(tuple(items))]
+
+
+NOMINAL_COVERAGE = 0.95
+
+
+def too_narrow_by(coverage: float, nominal: float = NOMINAL_COVERAGE) -> float:
+    """How many times wider a normal interval that covers ``coverage`` must be to cover ``nominal``."""
+    normal = NormalDist()
+    return normal.inv_cdf((1 + nominal) / 2) / normal.inv_cdf((1 + max(min(coverage, 0.999), 0.01)) / 2)
+
+
+def _coverage_checks(calibrations: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """A hole calibration's own check of its intervals (random half splits of its read sample: does the other half's
+    share relevant fall in the 95% interval one half predicts?), said where it covers less than the nominal 95%."""
+    out = []
+    for name, c in calibrations.items():
+        strata = [q for q in (c.get("strata") or []) if q.get("coverage") is not None]
+        short = [q for q in strata if q["coverage"] < NOMINAL_COVERAGE and (q["stratum"] == "all" or q.get("kind"))]
+        if not short:
+            continue
+        said = "; ".join(
+            f"{q['stratum']}: {100 * q['coverage']:.0f}% (about {too_narrow_by(q['coverage']):.1f}x too narrow)"
+            for q in short
+        )
+        out.append(
+            f"The {name} calibration's own check of its intervals (random half splits of its read sample: the 95% "
+            f"interval one half predicts for the other half's share relevant) covers less than the nominal 95%: "
+            f"{said}. The intervals resting on it are narrower than they should be by about that factor."
+        )
+    return out
 
 
 def _exemplar_quality(calibration: Mapping[str, Any]) -> str:
@@ -656,7 +742,11 @@ def _leaderboard_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Bl
                 f"Systems are ordered by their score under the {cmp_ or ref} qrels. `n.s.` marks a system whose gap "
                 f"to the next-ranked system is not significant ({sig.test} test, {sig.permutations} permutations "
                 f"where applicable, Holm-corrected over all pairs of the measure, alpha {sig.alpha}); all pairwise "
-                "p-values are in significance.csv."
+                "p-values are in significance.csv. It asks another question than the answer's verdicts: whether the "
+                "qrels' thresholded labels, taken as true, separate the two systems beyond topic-to-topic chance, "
+                "corrected for every pair tested; P(better) asks how likely one system is better once every hole is "
+                "judged, given the holes' P. A pair can be likely better and not significant here (a gap small "
+                "against the topics' spread, or a gap the holes make, which these labels count as decided)."
             )
         )
     for spec in scores.specs:
@@ -744,7 +834,7 @@ def _estimate_blocks(result: EvalResult) -> list[Block]:
             score = estimated.score(c.upper, measure)
             if score is None:  # every compared system has a score; a missing one would be a bug upstream
                 raise ValueError(f"comparison of {c.upper} on {measure} without its estimate")
-            rows.append(_estimate_row(score, c.lower, verdict_text(c.status, c.verdict, c.p_upper, c.lower)))
+            rows.append(_estimate_row(score, c.lower, verdict_text(c)))
         last = [s for s in estimated.scores if s.measure == measure and not any(r[0] == s.system for r in rows)]
         rows += [_estimate_row(s, "", "") for s in last]
         header = ("system", "lower", "estimate [95%]", "topic interval [95%]", "upper", "next system", "comparison")
@@ -864,7 +954,7 @@ def _hole_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
         cells = [
             (h.system, f"{100 * h.hole_rate:.1f}%", str(h.holes), "yes" if h.pooled else "not pooled") for h in rows
         ]
-        cells.append(("mean", f"{100 * mean:.1f}%", str(sum(h.holes for h in rows)), ""))
+        cells.append(("mean", f"{100 * mean:.1f}%", f"{np.mean([h.holes for h in rows]):.1f}", ""))
         blocks.append(Table(("system", f"Hole@{k} ({name})", "holes", "pooled"), tuple(cells)))
     if "holes" in figures:
         blocks.append(Image(figures["holes"], f"Hole@{k} per system."))
@@ -1231,7 +1321,7 @@ def _figures(result: EvalResult, folder: Path) -> dict[str, Path]:
     if points:
         paths["estimates"] = plots.plot_estimates(points, result.reference, folder / "estimates.png")
     if result.compared:
-        main = [s.label for s in result.scores.specs if s.tested][:3]
+        main = [s.label for s in result.scores.specs if s.tested]  # every tested measure, MRR@10 included
         if main:
             paths["dumbbell"] = plots.plot_dumbbell(
                 result.rows, main, result.reference, result.compared, folder / "leaderboard.png"

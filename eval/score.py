@@ -25,7 +25,7 @@ from bridge.core.trec import Qrels, Run, read_runs
 from bridge.datasets import Dataset
 from bridge.datasets.bridge_benchmark import run_docid_issues
 from bridge.estimate.holes import Calibration, Pair
-from bridge.estimate.leaderboard import Comparison, EstimateConfig, SystemEstimate
+from bridge.estimate.leaderboard import Comparison, EstimateConfig, SystemEstimate, p_text
 from bridge.label.chain import ChainSpec, build_refine_chain
 from bridge.label.run import LabelPaths, LabelState, read_label_state
 from bridge.pool.pooling import PoolEntry, build_pool, write_pool
@@ -147,9 +147,9 @@ class Placement:
             f"[{s.low:.4f}, {s.high:.4f}]  rank {self.rank}/{self.systems}"
         )
         if self.above:
-            out += f"; below {self.above.upper} ({self.above.status}, P={self.above.p_upper:.2f})"
+            out += f"; below {self.above.upper} ({self.above.status}, P={p_text(self.above.p_upper)})"
         if self.below:
-            out += f"; above {self.below.lower} ({self.below.status}, P={self.below.p_upper:.2f})"
+            out += f"; above {self.below.lower} ({self.below.status}, P={p_text(self.below.p_upper)})"
         return out
 
 

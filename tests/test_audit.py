@@ -121,9 +121,9 @@ def test_a_judge_that_always_says_yes_is_flagged(tmp_path):
     lane = report.lanes["pipeline"].agreement
     low, high = lane.interval("balanced_accuracy")
     assert low <= 0.5 <= high and not report.trusted and report.decisive == "pipeline"
-    assert "not better than chance" in "\n".join(report.lines())
+    assert "below the 0.6 trust bar" in "\n".join(report.lines())
     saved = json.loads((tmp_path / "judge-audit.json").read_text())
-    assert saved["trusted"] is False and saved["warning"].startswith("labels are not better than chance")
+    assert saved["trusted"] is False and saved["warning"].startswith("labels are below the 0.6 trust bar")
 
 
 def test_a_judge_scripted_to_be_right_is_not_flagged_and_a_warm_rerun_calls_nothing(tmp_path):

@@ -14,6 +14,7 @@ import pytrec_eval
 from bridge.cli import main
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import write_qrels, write_run
+from bridge.estimate.leaderboard import p_text
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 ORIGINAL = {q: {f"{q}-gold": 1} for q in TOPICS}
@@ -160,8 +161,17 @@ def test_eval_writes_the_full_report(workspace):
     top = next(line for line in answer.splitlines() if line.startswith("| 1 |"))
     cells = [c.strip() for c in top.strip("|").split("|")]
     first = comparisons[("Hit@10", cells[1])]
-    assert cells[-1].endswith(f"{first['lower']} (P(better) {float(first['p_upper']):.2f})") or "settled" in cells[-1]
+    # the comparison with the next system: Δ of the estimates, its interval on topics like these, P(better)
+    assert f"{first['lower']} (Δ {float(first['delta']):+.4f} [{float(first['delta_topic_low']):+.4f}, " in cells[-1]
+    assert cells[-1].endswith(f"P(better) {p_text(float(first['p_upper']))})")
+    # both intervals of the estimate: on these topics, and on topics like these (the leaderboard's topics_low/high)
+    board = next(r for r in rows if r["system"] == cells[1] and r["measure"] == "Hit@10")
+    assert cells[4] == f"[{float(board['topics_low']):.4f}, {float(board['topics_high']):.4f}]"
+    assert_the_verdicts_follow_the_printed_rule(markdown, read_csv(out / "comparisons.csv"))
     assert "**" in markdown and "**" not in html_text and "<strong>estimate</strong>" in html_text
+    # the header says what the data is: the folder, its topics and passages, the original qrels' judgments
+    data = next(line for line in markdown.splitlines() if line.startswith("**Data**"))
+    assert "a BEIR folder" in data and "6 topics" in data and "6 judgments of these topics, 6 relevant" in data
 
 
 def test_user_runs_and_qrels_and_query_id_mismatches(workspace, tmp_path, capsys):
@@ -243,10 +253,10 @@ def test_check_refuses_augmented_qrels_whose_judge_audit_failed(workspace, capsy
     assert bridge("eval", "check", "--dataset", dataset, "--baseline", str(tmp / "estimated.csv")) == 0
     assert bridge(*args, "--no-estimate") == 0
     out = capsys.readouterr().out
-    assert "WARNING: labels are not better than chance" in out
+    assert "WARNING: labels are below the 0.6 trust bar" in out
     html = (tmp / "reports/beir-small/report.html").read_text()
     assert html.index('class="alert"') < html.index("<h2>Leaderboard</h2>")  # the warning comes first
-    assert "labels are not better than chance" in html
+    assert "labels are below the 0.6 trust bar" in html
     baseline = tmp / "baseline.csv"
     shutil.copy(tmp / "reports/beir-small/leaderboard.csv", baseline)
     check = ["eval", "check", "--dataset", dataset, "--baseline", str(baseline)]
@@ -301,8 +311,24 @@ def test_eval_estimates_every_score_and_check_fails_only_on_settled_or_likely_re
     assert bm25["next_status"] in ("settled", "likely", "open") and bm25["next_system"] and bm25["next_p"]
     comparisons = read_csv(tmp / "reports/beir-small/comparisons.csv")
     assert {c["status"] for c in comparisons} <= {"settled", "likely", "open"} and comparisons
+    for c in comparisons:  # Δ is the estimates' difference; its interval on topics like these holds the one on these
+        upper, lower = (float(rows[(s, c["measure"])]["estimate"]) for s in (c["upper"], c["lower"]))
+        assert float(c["delta"]) == pytest.approx(upper - lower, abs=1e-5)
+        assert float(c["delta_topic_low"]) <= float(c["delta_low"]) + 1e-9
+        assert float(c["delta_high"]) <= float(c["delta_topic_high"]) + 1e-9
     report = (tmp / "reports/beir-small/report.md").read_text()
     assert "## The estimate in detail" in report and "What each P rests on" in report
+    # every count reconciles: a pool pair once, by the record that decides it (e never labelled: "no label"), so the
+    # new routes sum to the pool's 30 pairs; the Hole@10 summary row is the mean of its rows, not their sum
+    routes = read_csv(tmp / "reports/beir-small/routes.csv")
+    new = [r for r in routes if r["route"] != "original"]
+    assert sum(int(r["relevant"]) + int(r["not_relevant"]) + int(r["undecided"]) for r in new) == len(pool) == 30
+    assert next(r for r in new if r["route"] == "no label (open)")["undecided"] == "6"
+    hole_table = report.split("## Hole@10")[1].split("\n## ")[0]
+    counts = [int(line.split("|")[3]) for line in hole_table.splitlines() if line.startswith("| ") and "%" in line
+              and not line.startswith("| mean")]  # fmt: skip
+    mean_row = next(line for line in hole_table.splitlines() if line.startswith("| mean"))
+    assert float(mean_row.split("|")[3]) == pytest.approx(sum(counts) / len(counts), abs=0.05)
 
     baseline = tmp / "baseline.csv"
     current = read_csv(tmp / "reports/beir-small/leaderboard.csv")
@@ -327,6 +353,31 @@ def test_eval_estimates_every_score_and_check_fails_only_on_settled_or_likely_re
     write(lambda rows: rows[("bm25", "Hit@10")].update(estimate="1.100000"))  # settled: bm25 cannot exceed 1.0
     assert bridge(*check) == 1
     assert "bm25 Hit@10 (augmented): 1.1000 -> 1.0000" in capsys.readouterr().out
+
+
+def test_every_system_against_a_baseline_with_its_difference_intervals_and_verdict(workspace, capsys):
+    """`bridge eval --baseline bm25`: each other system's Δ of the estimates against bm25, its intervals and the verdict
+    by the same rule, in comparisons.csv (`against: baseline`) and under each answer table; an unknown name stops."""
+    from bridge.pool.pooling import PoolEntry, write_pool
+
+    tmp, dataset = workspace
+    write_pool([PoolEntry(q, f"{q}-{d}", tuple(RUNS), 1) for q in TOPICS for d in "abcde"],
+               tmp / "qrels/beir-small/pool.tsv")  # fmt: skip
+    common = ["eval", "--dataset", dataset, "--orders", "0", "--no-figures", "--significance", "none"]
+    assert bridge(*common, "--baseline", "bm25") == 0
+    board = read_csv(tmp / "reports/beir-small/leaderboard.csv")
+    rows = {(r["system"], r["measure"]): float(r["estimate"]) for r in board if r["estimate"]}
+    against = [c for c in read_csv(tmp / "reports/beir-small/comparisons.csv") if c["against"] == "baseline"]
+    measures = {m for _, m in rows}
+    assert len(against) == (len(RUNS) - 1) * len(measures) and {c["lower"] for c in against} == {"bm25"}
+    for c in against:
+        assert float(c["delta"]) == pytest.approx(
+            rows[(c["upper"], c["measure"])] - rows[("bm25", c["measure"])], abs=1e-5
+        )
+    assert_the_verdicts_follow_the_printed_rule((tmp / "reports/beir-small/report.md").read_text(), against)
+    assert "Against the baseline **bm25**" in (tmp / "reports/beir-small/report.md").read_text()
+    assert bridge(*common, "--baseline", "nope", "--force") == 2
+    assert "--baseline 'nope' is not one of the runs" in capsys.readouterr().err
 
 
 def test_a_system_outside_the_pool_gets_widened_bounds_and_a_note(workspace, capsys):
@@ -362,6 +413,58 @@ def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp
     assert rows[0].startswith("| listed topic (weakest) | 100 | 50% |") and "0.610 [0.56, 0.66]" in rows[0]
     assert rows[1].startswith("| other topic |") and rows[2].startswith("| all kinds (weighted as the pool stands)")
     assert rows[0].endswith("| 100: 0.500 |") and rows[2].endswith("| 400: 0.275 |")  # (50 + 60) / 400
+
+
+def test_the_trust_section_says_where_a_calibrations_own_check_finds_its_intervals_too_narrow():
+    """A calibration whose half-split check covers 65% instead of 95%: its intervals are 1.96 / z(0.825) = 2.1 times
+    too narrow, and the trust section says so for that kind and overall; a kind that covers 95% is not listed."""
+    from eval.report import _coverage_checks, too_narrow_by
+
+    strata = [
+        {"stratum": "all", "kind": False, "coverage": 0.75},
+        {"stratum": "listed topic", "kind": True, "coverage": 0.65},
+        {"stratum": "other topic", "kind": True, "coverage": 0.95},
+        {"stratum": "pooled_by:bm25", "kind": False, "coverage": 0.5},  # not a kind: a stratum of the fit
+    ]
+    [said] = _coverage_checks({"answer-reader": {"strata": strata}, "exemplar": {"strata": []}})
+    assert too_narrow_by(0.65) == pytest.approx(1.95996 / 0.93459, abs=1e-3)
+    assert "listed topic: 65% (about 2.1x too narrow)" in said and "all: 75% (about 1.7x too narrow)" in said
+    assert "other topic" not in said and "bm25" not in said
+
+
+def assert_the_verdicts_follow_the_printed_rule(markdown: str, comparisons: list[dict[str, str]]) -> None:
+    """The report states the rule the code computes, and every comparison's verdict is that rule applied to its own
+    P(better) and intervals; no P is printed as 1.00 or 0.00."""
+    from bridge.estimate.leaderboard import verdict_of, verdict_rule
+
+    assert verdict_rule() in markdown
+    assert "P(better) 1.00" not in markdown and "P(better) 0.00" not in markdown
+    assert comparisons
+    for c in comparisons:
+        worst = (float(c["worst_low"]), float(c["worst_high"]))
+        best = (float(c["best_low"]), float(c["best_high"]))
+        assert verdict_of(float(c["p_upper"]), worst, best, 0.95) == (c["status"], c["verdict"]), c
+
+
+def test_p_from_finite_draws_is_never_printed_as_certain():
+    from bridge.estimate.leaderboard import p_text
+
+    assert [p_text(p) for p in (1.0, 0.996, 0.99, 0.5, 0.01, 0.004, 0.0)] == [
+        "> 0.99", "> 0.99", "0.99", "0.50", "0.01", "< 0.01", "< 0.01"
+    ]  # fmt: skip
+
+
+def test_the_shipped_example_reports_verdicts_follow_the_rule():
+    """Every verdict of docs/example-report's comparisons.csv is the rule applied to its P(better) and intervals."""
+    from pathlib import Path
+
+    from bridge.estimate.leaderboard import verdict_of
+
+    folder = Path(__file__).resolve().parents[1] / "docs/example-report"
+    for c in read_csv(folder / "comparisons.csv"):
+        worst = (float(c["worst_low"]), float(c["worst_high"]))
+        best = (float(c["best_low"]), float(c["best_high"]))
+        assert verdict_of(float(c["p_upper"]), worst, best, 0.95) == (c["status"], c["verdict"]), c
 
 
 def test_the_shipped_example_report_has_the_codes_sections_in_order():

@@ -42,7 +42,9 @@ def read_beir_corpus(path: Path) -> dict[str, Document]:
     return docs
 
 
-def load_beir(folder: Path, split: str = "test", name: str | None = None, slug: str | None = None) -> Dataset:
+def load_beir(
+    folder: Path, split: str = "test", name: str | None = None, slug: str | None = None, description: str = ""
+) -> Dataset:
     folder = require(folder, "a BEIR folder with corpus.jsonl, queries.jsonl and qrels/")
     corpus_file = require(folder / "corpus.jsonl", "BEIR corpus.jsonl ({'_id', 'title', 'text'} per line)")
     queries_file = require(folder / "queries.jsonl", "BEIR queries.jsonl ({'_id', 'text'} per line)")
@@ -65,6 +67,7 @@ def load_beir(folder: Path, split: str = "test", name: str | None = None, slug: 
         queries=tuple(queries),
         qrels=restrict(qrels, (q.qid for q in queries)),
         fingerprint=fingerprint(corpus_file, queries_file, qrels_file),
+        description=description or f"a BEIR folder ({folder}, {split} split)",
     )
 
 

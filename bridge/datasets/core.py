@@ -86,6 +86,8 @@ class Dataset:
     """Identifies the source files by their contents (:func:`fingerprint`); cache keys include it."""
     relevance_threshold: int = 1
     """Minimum grade counted as relevant (binary measures, hole analysis)."""
+    description: str = ""
+    """What the collection is, in a sentence (the report's header says it: nq is not BEIR's NQ)."""
     limit: int | None = field(default=None)
     known_negatives: Mapping[str, tuple[str, ...]] = field(default_factory=dict)
     """Unjudged documents known not to answer a query (nq: the answer-free distractors the

@@ -64,6 +64,7 @@ def load_irds(dataset_id: str) -> Dataset:
         queries=queries,
         qrels=qrels,
         fingerprint=hashlib.sha256(dataset_id.encode()).hexdigest()[:16],
+        description=f"ir_datasets {dataset_id!r} (what its local cache holds)",
     )
 
 

@@ -27,6 +27,20 @@ def nq_gold_docid(title: str, text: str) -> str:
     return "nqgold-" + hashlib.sha1(f"{title}\n{text}".encode()).hexdigest()[:12]
 
 
+DESCRIPTIONS = {
+    "nq": "NQ-open as released with Lost in the Middle (Liu et al., 2023), not BEIR's NQ: questions with answer "
+    "lists; the corpus is each question's gold Wikipedia passage (DPR 100-word split) and the 19 Contriever "
+    "distractors of the first 441 questions; original qrels: the gold passage of each question",
+    "scifact": "BEIR SciFact, test split: scientific claims against paper abstracts; original qrels: the abstracts "
+    "that hold evidence for or against the claim (relevant pairs only)",
+    "dl19": "TREC Deep Learning 2019, passage task: the 43 judged queries; the corpus is the MS MARCO passages NIST "
+    "judged, not the 8.8M collection; original qrels: NIST's graded judgments (0-3, relevant at 2 or above)",
+    "nfcorpus": "NFCorpus, original release, test split: title queries against medical documents (the authors' "
+    "preprocessed text); original qrels: the graded 2-1-0 links",
+}
+"""What each named dataset is (the report's header)."""
+
+
 @NAMED.register("nq")
 def load_nq(data_dir: Path) -> Dataset:
     root = require(data_dir / "nq_open_litm", "the NQ-open folder 'nq_open_litm' of the shared data")
@@ -84,6 +98,7 @@ def load_nq(data_dir: Path) -> Dataset:
         queries=tuple(queries),
         qrels=qrels,
         fingerprint=fingerprint(oracle, distractor_file),
+        description=DESCRIPTIONS["nq"],
         known_negatives={qid: tuple(d for d in ids if d not in qrels[qid]) for qid, ids in distractors.items()},
         candidate_lists={
             qid: (*qrels[qid], *(d for d in ids if d not in qrels[qid])) for qid, ids in distractors.items()
@@ -93,7 +108,9 @@ def load_nq(data_dir: Path) -> Dataset:
 
 @NAMED.register("scifact")
 def load_scifact(data_dir: Path) -> Dataset:
-    return load_beir(data_dir / "beir_scifact", "test", name="scifact", slug="scifact")
+    return load_beir(
+        data_dir / "beir_scifact", "test", name="scifact", slug="scifact", description=DESCRIPTIONS["scifact"]
+    )
 
 
 @NAMED.register("dl19")
@@ -123,6 +140,7 @@ def load_dl19(data_dir: Path) -> Dataset:
         queries=tuple(queries),
         qrels=qrels,
         fingerprint=fingerprint(qrels_file, queries_file, docs_file),
+        description=DESCRIPTIONS["dl19"],
         relevance_threshold=2,
     )
 
@@ -154,4 +172,5 @@ def load_nfcorpus(data_dir: Path) -> Dataset:
         queries=queries,
         qrels=restrict(qrels, (q.qid for q in queries)),
         fingerprint=fingerprint(docs_file, queries_file, qrels_file),
+        description=DESCRIPTIONS["nfcorpus"],
     )

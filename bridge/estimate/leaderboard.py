@@ -449,14 +449,44 @@ class Comparison:
     """95% bootstrap interval of the mean difference with every open pair against ``upper``."""
     best: tuple[float, float]
     """... with every open pair for ``upper``."""
+    delta: float = 0.0
+    """The estimate's difference, upper minus lower."""
+    delta_interval: tuple[float, float] = (0.0, 0.0)
+    """Its 95% interval on these topics once every hole is judged (the holes' uncertainty only)."""
+    delta_topic_interval: tuple[float, float] = (0.0, 0.0)
+    """... on topics like these (holes and topics resampled: the population P(better) is about)."""
 
 
 TIE = 1e-9
 """Mean differences within this of 0 are ties."""
 
 
+VERDICT_RULE = (
+    "**settled** when the 95% interval of the mean difference over resampled topics lies above 0 even with every open "
+    "pair set against the higher-ranked system (better), or below 0 even with every open pair for it (worse); "
+    "**settled: not separable** when no setting of the open pairs moves that interval off 0 either way; **likely** "
+    "when P(better) (resampled topics, drawn holes) is at least {likely:.2f} either way; **open** otherwise"
+)
+"""What :func:`verdict_of` computes, in the words the report prints (``likely`` filled in)."""
+
+
+def verdict_rule(likely: float | None = None) -> str:
+    """:data:`VERDICT_RULE` with the threshold of "likely" (default: :class:`EstimateConfig`'s)."""
+    return VERDICT_RULE.format(likely=EstimateConfig().likely if likely is None else likely)
+
+
+def p_text(p: float, digits: int = 2) -> str:
+    """A probability from finite draws as printed: ``> 0.99`` / ``< 0.01`` at the ends (never 1.00 or 0.00)."""
+    top = 1 - 10**-digits
+    if p > top:
+        return f"> {top:.{digits}f}"
+    if p < 10**-digits:
+        return f"< {10**-digits:.{digits}f}"
+    return f"{p:.{digits}f}"
+
+
 def verdict_of(p_upper: float, worst: tuple[float, float], best: tuple[float, float], likely: float) -> tuple[str, str]:
-    """The one rule of a comparison's status and verdict (module docstring)."""
+    """The one rule of a comparison's status and verdict (:data:`VERDICT_RULE` says it in words)."""
     if worst[0] > TIE:
         return SETTLED, ">"
     if best[1] < -TIE:
@@ -583,7 +613,18 @@ class Leaderboard:
         worst, best = self._interval(low), self._interval(high)
         p = self.p_beats(measure, a, b)
         status, verdict = verdict_of(p, worst, best, self.config.likely)
-        return Comparison(measure, self.systems[a], self.systems[b], status, verdict, p, worst, best)
+        on_topics = self.means[measure][:, a] - self.means[measure][:, b]
+        resampled = self.resampled[measure][:, a] - self.resampled[measure][:, b]
+        return Comparison(
+            measure, self.systems[a], self.systems[b], status, verdict, p, worst, best, float(on_topics.mean()),
+            self._interval(on_topics), self._interval(resampled),
+        )  # fmt: skip
+
+    def against(self, baseline: str) -> list[Comparison]:
+        """Every other system against ``baseline``, per measure in estimate order (the same rule as adjacent
+        systems)."""
+        b = self.systems.index(baseline)
+        return [self.compare(m.label, a, b) for m in self.measures for a in self.order(m.label) if a != b]
 
     def _compare(self) -> list[Comparison]:
         out = []
@@ -645,10 +686,16 @@ def _normal_quantile(q: float) -> float:
     return NormalDist().inv_cdf(q)
 
 
+MIN_VALUE = 0.01
+"""A pair is listed as valuable when its label is expected to decide at least this share of an open comparison (a
+value that prints as 0.00 is not one)."""
+
+
 def most_valuable(board: Leaderboard, limit: int = 50) -> list[tuple[Pair, float, float]]:
-    """The open pairs whose labels would decide the most open comparisons: (pair, value, P), best first."""
+    """The open pairs whose labels would decide the most open comparisons: (pair, value, P), best first, each
+    worth at least :data:`MIN_VALUE`."""
     values = board.values()
-    ranked = sorted(((v, pair) for pair, v in values.items() if v > 1e-9), key=lambda x: (-x[0], x[1]))[:limit]
+    ranked = sorted(((v, pair) for pair, v in values.items() if v >= MIN_VALUE), key=lambda x: (-x[0], x[1]))[:limit]
     return [(pair, v, float(board.model.p[board.model.index[pair]])) for v, pair in ranked]
 
 

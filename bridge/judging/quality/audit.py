@@ -48,7 +48,10 @@ PIPELINE, LLM_STAGE, GATE = "pipeline", "llm", "gate"
 NO_LLM_STAGES = frozenset({"evidence", "adapter", EXEMPLAR_STAGE, EXEMPLAR_LLM_STAGE})
 """Stages that decide a pair without the chain's LLM judge (the exemplar stages draw P from their own fits)."""
 LANES = (PIPELINE, LLM_STAGE, GATE)
-UNTRUSTED_WARNING = "labels are not better than chance; do not use them to rank systems"
+UNTRUSTED_WARNING = (
+    "labels are below the {bar:g} trust bar (the lower end of their balanced accuracy's 95% interval is not above "
+    "it); do not use them to rank systems"
+)
 UNMEASURED_WARNING = (
     "the audit could not measure the labels (the known pairs a judge decided hold one class only: qrels with "
     "positives only, one per topic); do not rank systems on the thresholded labels, the estimate draws from the "
@@ -468,12 +471,12 @@ class AuditReport:
     @property
     def warning(self) -> str | None:
         """None where the judge is trusted, or where no judge made a label (nothing to warn about); what the audit
-        could not measure is said as such, never as "not better than chance"."""
+        could not measure is said as such; a judge below the trust bar is said to be below that bar."""
         if self.trusted or self.judge == OPEN_JUDGE:
             return None
         lane = self.lanes.get(self.decisive or "")
         unmeasured = lane is not None and lane.agreement.balanced_accuracy is None
-        return UNMEASURED_WARNING if unmeasured else UNTRUSTED_WARNING
+        return UNMEASURED_WARNING if unmeasured else UNTRUSTED_WARNING.format(bar=self.chance_line)
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -548,7 +551,7 @@ class AuditReport:
             )
         out += [f"note: {n}" for n in self.notes]
         if self.warning:
-            out.append(f"WARNING: {self.warning} (balanced-accuracy interval reaches {self.chance_line} or below).")
+            out.append(f"WARNING: {self.warning}.")
         return out
 
 
