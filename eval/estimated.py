@@ -17,7 +17,6 @@ from typing import TYPE_CHECKING, Any
 import numpy as np
 
 from bridge.core.fsio import atomic_write
-from bridge.core.label_records import counted_configs, current_records
 from bridge.core.trec import Qrels
 from bridge.estimate.holes import GateBound, HoleEvidence, HoleModel, HoleModelConfig, Pair, build_hole_model
 from bridge.estimate.leaderboard import (
@@ -156,7 +155,7 @@ def estimate_leaderboard(
 def hole_model(inputs: EvalInputs, original: Qrels, depth: int, holes: HoleModelConfig | None = None) -> HoleModel:
     """The hole model of ``inputs``' label run over the pairs its runs rank in their top ``depth``: every open pair
     with its P (the label run's counted records, pool and calibrations; ``original``: the qrels people gave)."""
-    records = current_records(inputs.labels, counted_configs(inputs.audit, inputs.labels))
+    records = inputs.counted_labels
     seen = ranked_lists(inputs.runs, inputs.topics, depth)
     evidence = HoleEvidence(
         original, records, inputs.pool, inputs.topics, inputs.threshold, inputs.calibrations, gate_recall(inputs.audit),

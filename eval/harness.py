@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import Any
 
 from bridge.core.errors import BridgeError
@@ -87,6 +88,12 @@ class EvalInputs:
     passages: int = 0
     """The corpus's size."""
 
+    @cached_property
+    def counted_labels(self) -> list[LabelRecord]:
+        """One record per pair, the one that counts (people's, else the label run's latest counted configuration):
+        what the route counts and the hole model read."""
+        return current_records(self.labels, counted_configs(self.audit, self.labels))
+
     def qid_issues(self) -> list[QidIssue]:
         return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
 
@@ -134,8 +141,9 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
     curves, note = _curves(inputs, config, original, compared)
     routes = []
     if compared_names:
-        counted = current_records(inputs.labels, counted_configs(inputs.audit, inputs.labels))
-        routes = route_counts(original, compared[compared_names[0]], counted, topics, inputs.threshold, inputs.pool)
+        routes = route_counts(
+            original, compared[compared_names[0]], inputs.counted_labels, topics, inputs.threshold, inputs.pool
+        )
     estimated, estimated_note = _estimated(inputs, config, original, compared, specs)
     return EvalResult(
         inputs,

@@ -206,10 +206,8 @@ ANSWER_COLUMNS = (
 def _data_line(result: EvalResult) -> str:
     """What the dataset is and what this report evaluates of it."""
     inputs = result.inputs
-    original = inputs.qrels_sets.get(result.reference, {})
     topics = set(result.scores.topics)
-    judged = sum(len(d) for q, d in original.items() if q in topics)
-    relevant = sum(1 for q, d in original.items() if q in topics for g in d.values() if g >= inputs.threshold)
+    judged, relevant = _judged_counts(result, result.reference)
     what = f"{inputs.description}. " if inputs.description else ""
     corpus = f"{inputs.passages:,} passages, " if inputs.passages else ""
     return (
@@ -723,11 +721,17 @@ def _significance_setting(config) -> str:
     )
 
 
-def _qrels_summary(result: EvalResult, name: str) -> str:
-    qrels = result.inputs.qrels_sets[name]
+def _judged_counts(result: EvalResult, name: str) -> tuple[int, int]:
+    """The judgments of qrels set ``name`` on the evaluated topics, and how many are relevant."""
+    qrels = result.inputs.qrels_sets.get(name, {})
     topics = set(result.scores.topics)
     judged = sum(len(d) for q, d in qrels.items() if q in topics)
     relevant = sum(1 for q, d in qrels.items() if q in topics for g in d.values() if g >= result.inputs.threshold)
+    return judged, relevant
+
+
+def _qrels_summary(result: EvalResult, name: str) -> str:
+    judged, relevant = _judged_counts(result, name)
     return f"{name} ({judged} judged pairs, {relevant} relevant)"
 
 

@@ -183,22 +183,20 @@ class ExemplarFeatures:
         return exemplars[int(np.argmax(vectors[:-1] @ vectors[-1]))]
 
 
-class ExemplarJudge:
-    """Gives every pair of a topic with a known relevant passage its calibrated P; hands every other pair to
-    ``inner`` (the chain's next judge)."""
+class _ExemplarStage:
+    """What the free exemplar stage and its LLM comparison share: a fit, the features of a dataset's pairs, the pool
+    the percentiles read (prepared once, kept with the labels), and the records they write."""
 
-    name = NAME
-    stage = STAGE
+    name: str
+    stage: str
 
-    def __init__(self, dataset: Dataset, inner: Judge, fit: ExemplarFit, encoder: Encoder) -> None:
-        self.inner = inner
+    def __init__(self, dataset: Dataset, fit: ExemplarFit, encoder: Encoder) -> None:
         self.fit = fit
         self.features = ExemplarFeatures(dataset, encoder)
 
     @property
-    def config_id(self) -> str:
-        inner = getattr(self.inner, "config_id", "none")
-        return f"{NAME}-{self.fit.identity}+{inner}"
+    def model_id(self) -> str:
+        raise NotImplementedError
 
     @property
     def calibration(self) -> Calibration:
@@ -207,6 +205,49 @@ class ExemplarJudge:
     def calibrations(self) -> list[Calibration]:
         """What the hole model draws this stage's P from."""
         return [self.fit.calibration]
+
+    def _pool_state(self) -> dict[str, Any]:
+        return {"pool": {q: docs for q, docs in sorted(self.features.pool.items())}}
+
+    def _restore_pool(self, state: dict[str, Any]) -> None:
+        self.features.pool = {str(q): list(docs) for q, docs in (state.get("pool") or {}).items()}
+
+    def _record(
+        self,
+        case: Case,
+        label: int | None,
+        route: str,
+        config_id: str,
+        details: dict[str, Any],
+        p: float | None,
+        usage: Usage | None = None,
+    ) -> LabelRecord:
+        return LabelRecord(
+            qid=case.qid, docid=case.docid, label=label, route=route, judge=self.name, config_id=config_id,
+            model=self.model_id, details=details, p_yes=p, usage=usage or Usage(), systems=list(case.systems),
+            min_rank=case.min_rank, stage=self.stage,
+        )  # fmt: skip
+
+
+class ExemplarJudge(_ExemplarStage):
+    """Gives every pair of a topic with a known relevant passage its calibrated P; hands every other pair to
+    ``inner`` (the chain's next judge)."""
+
+    name = NAME
+    stage = STAGE
+
+    def __init__(self, dataset: Dataset, inner: Judge, fit: ExemplarFit, encoder: Encoder) -> None:
+        super().__init__(dataset, fit, encoder)
+        self.inner = inner
+
+    @property
+    def config_id(self) -> str:
+        inner = getattr(self.inner, "config_id", "none")
+        return f"{NAME}-{self.fit.identity}+{inner}"
+
+    @property
+    def model_id(self) -> str:
+        return f"{NAME}:{self.fit.encoder}"
 
     def decides(self, qid: str, docid: str) -> bool:
         return self.features.decides(qid, docid)
@@ -222,10 +263,10 @@ class ExemplarJudge:
 
     def prepared_state(self) -> dict[str, Any]:
         inner = self.inner.prepared_state() if isinstance(self.inner, Preparable) else None
-        return {"pool": {q: docs for q, docs in sorted(self.features.pool.items())}, "inner": inner}
+        return {**self._pool_state(), "inner": inner}
 
     def restore(self, state: dict[str, Any]) -> None:
-        self.features.pool = {str(q): list(docs) for q, docs in (state.get("pool") or {}).items()}
+        self._restore_pool(state)
         if isinstance(self.inner, Preparable) and state.get("inner") is not None:
             self.inner.restore(state["inner"])
 
@@ -246,29 +287,13 @@ class ExemplarJudge:
             for case, pi, f in zip(mine, p, features, strict=True):
                 exemplars = sum(1 for d in self.features.exemplars[case.qid] if d != case.docid)
                 details = {"calibration": name, "features": f, "exemplars": exemplars, "p": float(pi)}
-                on_record(self._record(case, int(pi >= 0.5), config_id, details, float(pi)))
+                on_record(self._record(case, int(pi >= 0.5), NAME, config_id, details, float(pi)))
         if rest:  # the next judge's records count under this chain's configuration, as the adapters' fallback's do
             config_id = self.config_id
             self.inner.judge(rest, lambda record: on_record(replace(record, config_id=config_id)))
 
-    def _record(self, case: Case, label: int, config_id: str, details: dict[str, Any], p: float) -> LabelRecord:
-        return LabelRecord(
-            qid=case.qid,
-            docid=case.docid,
-            label=label,
-            route=NAME,
-            judge=NAME,
-            config_id=config_id,
-            model=f"{NAME}:{self.fit.encoder}",
-            details=details,
-            p_yes=p,
-            systems=list(case.systems),
-            min_rank=case.min_rank,
-            stage=STAGE,
-        )
 
-
-class ExemplarLLMJudge:
+class ExemplarLLMJudge(_ExemplarStage):
     """The exemplar judge's costly step (``--refine exemplar-llm``): an LLM compares a hole with its topic's nearest
     known relevant passage, and a calibration of the free features and that comparison gives its P. It re-judges,
     most valuable first and within the budget, the holes the free exemplar stage gave a P."""
@@ -282,9 +307,8 @@ class ExemplarLLMJudge:
                 f"the {LLM_NAME} judge needs a fit named {LLM_NAME} over {LLM_FEATURE}; this one is "
                 f"{fit.calibration.name} over {fit.features}"
             )
+        super().__init__(dataset, fit, encoder)
         self.comparer = comparer
-        self.fit = fit
-        self.features = ExemplarFeatures(dataset, encoder)
         self.corpus = dataset.corpus
 
     @property
@@ -296,11 +320,8 @@ class ExemplarLLMJudge:
         return f"{LLM_NAME}-{self.fit.identity}-{self.comparer.comparer_id}"
 
     @property
-    def calibration(self) -> Calibration:
-        return self.fit.calibration
-
-    def calibrations(self) -> list[Calibration]:
-        return [self.fit.calibration]
+    def model_id(self) -> str:
+        return str(getattr(self.llm, "model_id", ""))
 
     def refines(self, case: Case, record: LabelRecord) -> bool:
         """The pairs it re-judges: those the free exemplar stage gave a P."""
@@ -311,10 +332,10 @@ class ExemplarLLMJudge:
         return Prepared()
 
     def prepared_state(self) -> dict[str, Any]:
-        return {"pool": {q: docs for q, docs in sorted(self.features.pool.items())}}
+        return self._pool_state()
 
     def restore(self, state: dict[str, Any]) -> None:
-        self.features.pool = {str(q): list(docs) for q, docs in (state.get("pool") or {}).items()}
+        self._restore_pool(state)
 
     def feature_rows(self, cases: Sequence[Case], progress: bool = False) -> tuple[list[dict[str, Any]], list[Any]]:
         """The free features and the LLM's comparison (NaN where the call failed) of each case, with the passage shown
@@ -343,22 +364,6 @@ class ExemplarLLMJudge:
             p = float(c.mean(c.rows([PairFacts(extra=row)]))[0])
             details = {"calibration": c.name, "features": row, "shown": shown, "p": p}
             on_record(self._record(case, int(p >= 0.5), LLM_NAME, config_id, details, p, usage))
-
-    def _record(
-        self,
-        case: Case,
-        label: int | None,
-        route: str,
-        config_id: str,
-        details: dict[str, Any],
-        p: float | None,
-        usage: Usage,
-    ) -> LabelRecord:
-        return LabelRecord(
-            qid=case.qid, docid=case.docid, label=label, route=route, judge=LLM_NAME, config_id=config_id,
-            model=str(getattr(self.llm, "model_id", "")), details=details, p_yes=p, usage=usage,
-            systems=list(case.systems), min_rank=case.min_rank, stage=LLM_STAGE,
-        )  # fmt: skip
 
 
 @register_judge(LLM_NAME, calls_llm=True, selectable=False)
