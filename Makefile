@@ -59,7 +59,7 @@ PYTEST_ARGS ?=
 
 COMMON = --dataset $(DATASET) --data-dir $(DATA_DIR) $(if $(LIMIT),--limit $(LIMIT))
 
-.PHONY: install install-qwen test lint retrieve pool label review eval score eval-check reusability rag doctor bench clean
+.PHONY: install install-qwen test test-all lint retrieve pool label review eval score eval-check reusability rag doctor bench clean
 
 install: $(STAMP)
 
@@ -106,7 +106,12 @@ rag: install
 doctor: install
 	$(BRIDGE) doctor --data-dir $(DATA_DIR)
 
+# The fast suite (the real-model tests, marked slow, left out): a few minutes on 2 cores. test-all: every test, what CI
+# runs (.ci/run). Per-module times: bench/RESULTS.md, "The test suite's time".
 test: install
+	$(PY) -m pytest -m "not slow" $(PYTEST_ARGS)
+
+test-all: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install

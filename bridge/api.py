@@ -411,13 +411,20 @@ class Evaluation:
 
     @property
     def comparisons(self) -> pd.DataFrame:
-        """Adjacent systems under the estimate: ``measure, upper, lower, status`` (settled, likely, open),
-        ``verdict, p_upper`` (P that ``upper`` beats ``lower`` under the hole model)."""
+        """Adjacent systems under the estimate, then (with a baseline) every other system against it, as
+        comparisons.csv holds them: ``measure, upper, lower, status`` (settled, likely, open), ``verdict, p_upper`` (P
+        that ``upper`` beats ``lower`` under the hole model), ``delta`` (the estimates' difference), ``delta_low,
+        delta_high`` (its 95% interval on these topics), ``delta_topic_low, delta_topic_high`` (on topics like
+        these) and ``against`` (``next`` or ``baseline``)."""
         import pandas as pd
 
         est = self.result.estimated
-        rows = [(c.measure, c.upper, c.lower, c.status, c.verdict, c.p_upper) for c in (est.comparisons if est else [])]
-        return pd.DataFrame(rows, columns=["measure", "upper", "lower", "status", "verdict", "p_upper"])
+        pairs = [(c, "next") for c in est.comparisons] + [(c, "baseline") for c in est.against_baseline] if est else []
+        rows = [(c.measure, c.upper, c.lower, c.status, c.verdict, c.p_upper, c.delta, *c.delta_interval,
+                 *c.delta_topic_interval, against) for c, against in pairs]  # fmt: skip
+        columns = ["measure", "upper", "lower", "status", "verdict", "p_upper", "delta", "delta_low", "delta_high",
+                   "delta_topic_low", "delta_topic_high", "against"]  # fmt: skip
+        return pd.DataFrame(rows, columns=columns)
 
     @property
     def holes(self) -> pd.DataFrame:
@@ -474,6 +481,9 @@ class EvaluateOptions:
     """The topics scored (default: the dataset's judged topics, else every query the qrels judge)."""
     seed: int = 0
     """Seed of the estimate's draws, the randomization test and the curves' orders."""
+    baseline: str | None = None
+    """A system every other is compared with (``bridge eval --baseline``): the estimates' difference, its intervals
+    and a verdict by the adjacent comparisons' rule, in :attr:`Evaluation.comparisons` (``against`` = baseline)."""
 
 
 def evaluate(
@@ -510,6 +520,7 @@ def evaluate(
         orders=options.orders,
         seed=options.seed,
         estimate=EstimateConfig(draws=draws, seed=options.seed),
+        baseline=options.baseline,
     )
     return Evaluation(run_evaluation(inputs, config, progress=progress))
 

@@ -26,7 +26,7 @@ import warnings
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, ClassVar
 
 import pandas as pd
 
@@ -61,7 +61,7 @@ FILLED_EXTRA = ("p_relevant", "route", "p_source")
 REFUSED = {
     "perquery": "bridge's Experiment returns the mean table",
     "dataframe": "bridge's Experiment returns the mean table",
-    "highlight": "it turns the table into a Styler: style result.table instead",
+    "highlight": "it turns the table into a Styler: style the result (a DataFrame) instead",
 }
 
 
@@ -115,22 +115,24 @@ class FillOptions:
     ``bridge eval`` reads them from the pool file)."""
 
 
-@dataclass(frozen=True)
-class FilledExperiment:
-    """:func:`Experiment`'s result: ``table`` (PyTerrier's, with each measure's ``estimate``, ``estimate_low``,
-    ``estimate_high``, ``lower`` and ``upper``), ``verdicts`` (adjacent systems under the estimate: ``measure, upper,
-    lower, status`` settled / likely / open, ``verdict, p_upper``), and bridge's own objects behind them."""
+class FilledExperiment(pd.DataFrame):
+    """:func:`Experiment`'s result: a DataFrame like ``pt.Experiment``'s (one row per system; each measure under the
+    name passed, PyTerrier's own columns, and the estimate's: ``estimate``, ``estimate_low``, ``estimate_high``,
+    ``lower``, ``upper``; with a ``baseline``, ``delta``, ``delta_low``, ``delta_high``, ``p_better`` and ``status``
+    against it), with bridge's objects behind it as attributes: ``verdicts`` (the comparisons: adjacent systems
+    under the estimate, then each system against the baseline; ``measure, upper, lower, status`` settled / likely /
+    open, ``verdict, p_upper``, ``delta`` and its intervals, ``against``), ``evaluation`` and ``labels``."""
 
-    table: pd.DataFrame
-    verdicts: pd.DataFrame
-    evaluation: Evaluation
-    labels: Labels
+    _metadata: ClassVar[list[str]] = ["verdicts", "evaluation", "labels"]
 
-    def __str__(self) -> str:
-        return f"{self.table.to_string(index=False)}\n\n{self.verdicts.to_string(index=False)}"
+    @property
+    def _constructor(self) -> type[FilledExperiment]:
+        return FilledExperiment
 
-    def _repr_html_(self) -> str:
-        return f"{self.table.to_html(index=False)}<br>{self.verdicts.to_html(index=False)}"
+    @property
+    def table(self) -> pd.DataFrame:
+        """The table as a plain DataFrame."""
+        return pd.DataFrame(self)
 
 
 # -- datasets, topics, qrels, runs -----------------------------------------------------------------------------
@@ -342,9 +344,14 @@ def _outcome(system: Any, topics: pd.DataFrame) -> pd.DataFrame:
     return system.transform(topics)
 
 
+BASELINE_COLUMNS = ("delta", "delta_low", "delta_high", "p_better", "status")
+"""Per measure, with a baseline: the estimates' difference from it, its 95% interval (these topics), P(better than
+the baseline) and the comparison's status (settled, likely, open), by the rule of ``bridge eval --baseline``."""
+
+
 def _table(pt_table: pd.DataFrame, names: Mapping[str, tuple[str, str]], evaluation: Evaluation) -> pd.DataFrame:
     """PyTerrier's table with each measure under the name the user passed (``names``: PyTerrier's column -> (the
-    user's name, bridge's label)) and its estimate columns after its own."""
+    user's name, bridge's label)), its estimate columns after its own, and with a baseline its difference from it."""
     renamed = {}
     for column in pt_table.columns:
         for pt_name, (user, _) in names.items():
@@ -354,10 +361,18 @@ def _table(pt_table: pd.DataFrame, names: Mapping[str, tuple[str, str]], evaluat
     board = evaluation.leaderboard.query("qrels == 'augmented'").set_index(["system", "measure"])
     extra = ("estimate", "estimate_low", "estimate_high", "lower", "upper")
     ordered = ["name"]
+    comparisons = evaluation.comparisons
+    against = comparisons[comparisons.against == "baseline"].set_index(["measure", "upper"])
     for user, label in names.values():
         for column in extra:
             table[f"{user} {column}"] = [board[column].get((name, label), float("nan")) for name in table.name]
         ordered += [user, *(f"{user} {c}" for c in extra)]
+        if not against.empty:
+            found = {"p_better": "p_upper"}
+            for column in BASELINE_COLUMNS:
+                values = against[found.get(column, column)]
+                table[f"{user} {column}"] = [values.get((label, name), None) for name in table.name]
+            ordered += [f"{user} {c}" for c in BASELINE_COLUMNS]
     return table[ordered + [c for c in table.columns if c not in ordered]]
 
 
@@ -381,13 +396,13 @@ def Experiment(  # PyTerrier's name
 
     Each system runs once on the topics the qrels judge; PyTerrier's own table is computed first (so a wrong keyword
     fails before any judging), on trec_eval's tie order as bridge scores; then the systems' unjudged pairs are
-    pooled and labelled, and the estimate is bridge's. The table keeps PyTerrier's columns (the original qrels'
-    scores, its significance tests), each measure under the name the user passed (``Success@10`` stays
-    ``Success@10``; on graded qrels a binary measure counts relevance from the dataset's threshold, as ``bridge eval``
-    does), each
-    followed by ``estimate``, ``estimate_low``, ``estimate_high`` (95% interval) and ``lower``, ``upper`` (bounds).
-    Measures bridge does not estimate (MAP, ...) get empty estimate columns, and so does every measure with fewer
-    than two systems.
+    pooled and labelled, and the estimate is bridge's. The result is a DataFrame (:class:`FilledExperiment`) with
+    PyTerrier's columns (the original qrels' scores, its significance tests), each measure under the name the user
+    passed (``Success@10`` stays ``Success@10``; on graded qrels a binary measure counts relevance from the dataset's
+    threshold, as ``bridge eval`` does), each followed by ``estimate``, ``estimate_low``, ``estimate_high`` (95%
+    interval) and ``lower``, ``upper`` (bounds), and with a ``baseline`` by its difference from it
+    (:data:`BASELINE_COLUMNS`). Measures bridge does not estimate (MAP, ...) get empty estimate columns, and so does
+    every measure with fewer than two systems.
     """
     for key, why in REFUSED.items():
         if key in kwargs:
@@ -425,11 +440,21 @@ def Experiment(  # PyTerrier's name
     cut = fill.depth or max((m.k for m in estimate_measures(specs, ds.relevance_threshold)), default=10)
     verbose = kwargs.get("verbose") is True
     labels = _label(ds, runs, original, list(judged.qid), JudgeConfig.of(judge), cut, verbose)
+    baseline = _baseline_name(kwargs.get("baseline"), list(runs))
     options = EvaluateOptions(threshold=ds.relevance_threshold, topics=tuple(judged.qid), seed=fill.seed,
-                              families=fill.families)  # fmt: skip
+                              families=fill.families, baseline=baseline)  # fmt: skip
     evaluation = evaluate(runs, original, labels, measures=[s.label for s in specs], draws=fill.draws,
                           progress=verbose, options=options)  # fmt: skip
-    return FilledExperiment(_table(pt_table, shown, evaluation), evaluation.comparisons, evaluation, labels)
+    result = FilledExperiment(_table(pt_table, shown, evaluation))
+    result.verdicts, result.evaluation, result.labels = evaluation.comparisons, evaluation, labels
+    return result
+
+
+def _baseline_name(baseline: int | str | None, names: Sequence[str]) -> str | None:
+    """PyTerrier's ``baseline`` (an index into the systems, or a name) as the system's name."""
+    if baseline is None or isinstance(baseline, str):
+        return baseline
+    return names[int(baseline)]
 
 
 # -- transformers ------------------------------------------------------------------------------------------------

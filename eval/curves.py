@@ -37,7 +37,7 @@ import numpy as np
 from bridge.core.fsio import atomic_write
 from bridge.core.trec import Qrels, Run, top_k
 
-CURVE_MEASURES = ("Hit", "nDCG", "Recall")
+CURVE_MEASURES = ("Hit", "nDCG", "Recall", "MRR")
 DEFAULT_ORDERS = 10
 
 
@@ -214,6 +214,8 @@ class _Fast:
         orig = matrix.elem_orig_gain
         self.dcg_orig = (orig * discount).sum(axis=2)
         self.hits_orig = (orig >= matrix.threshold).sum(axis=2).astype(float)
+        reciprocal = 1.0 / (np.arange(depth) + 1.0)
+        self.rr_orig = np.where(orig >= matrix.threshold, reciprocal, 0.0).max(axis=2)  # (S, Q): judged ones only
         self.level_relevant = matrix.levels >= matrix.threshold
         self.own = []
         for s in range(n_s):
@@ -223,7 +225,8 @@ class _Fast:
             gain = matrix.levels[level]
             total = np.zeros((self.n_l, n_q))
             np.add.at(total, (level, q), 1.0)
-            self.own.append((q, pair, level, gain * discount[rank], (gain >= matrix.threshold).astype(float), total))
+            relevant = (gain >= matrix.threshold).astype(float)
+            self.own.append((q, pair, level, gain * discount[rank], relevant, total, relevant * reciprocal[rank]))
 
     def order_histograms(self, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For one order: ``by_first[l, j, q]`` = pairs of grade l and topic q whose first position is < j
@@ -245,6 +248,12 @@ class _Fast:
         index = (keys * (n_m + 2) + np.minimum(t, n_m + 1)) * self.n_q + q
         counts = np.bincount(index, weights=weights, minlength=n_keys * (n_m + 2) * self.n_q)
         return np.cumsum(counts.reshape(n_keys, n_m + 2, self.n_q), axis=1)[:, 1 : n_m + 1, :]
+
+    def _own_best(self, t: np.ndarray, q: np.ndarray, n_m: int, weights: np.ndarray) -> np.ndarray:
+        """(n_m, Q): per topic, the largest weight among r's own pairs visible (t <= m) for m = 1..n_m."""
+        best = np.zeros((self.n_q, n_m + 2))
+        np.maximum.at(best, (q, np.minimum(t, n_m + 1)), weights)
+        return np.maximum.accumulate(best, axis=1)[:, 1 : n_m + 1].T
 
     def _ideal(self, per_level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """Ideal DCG@depth and the number of relevant documents, from (L, M, Q) counts per grade."""
@@ -276,29 +285,34 @@ class _Fast:
             + by_second[:, p, ms + 1, :]
             + self.m.orig_level_counts[:, None, :]
         )
-        q, pair, level, dcg_w, hit_w, own_total = self.own[r]
+        q, pair, level, dcg_w, hit_w, own_total, rr_w = self.own[r]
         f = first[pair]
         t = np.where(f == p, second[pair], f - (f > p) + 1)
         dcg = self.dcg_orig[r] + self._own_cumulative(t, q, n_m, dcg_w)[0]
         hits = self.hits_orig[r] + self._own_cumulative(t, q, n_m, hit_w)[0]
+        rr = np.maximum(self.rr_orig[r], self._own_best(t, q, n_m, rr_w))
         with_r = pool + (own_total[:, None, :] - self._own_cumulative(t, q, n_m, keys=level))
         dcg_r = self.dcg_orig[r] + np.bincount(q, weights=dcg_w, minlength=self.n_q)
         hits_r = self.hits_orig[r] + np.bincount(q, weights=hit_w, minlength=self.n_q)
+        rr_r = np.maximum(self.rr_orig[r], self._own_best(np.ones_like(t), q, 1, rr_w)[0])
         return (
-            _measures(dcg, hits, *self._ideal(pool)),
-            _measures(np.broadcast_to(dcg_r, dcg.shape), np.broadcast_to(hits_r, hits.shape), *self._ideal(with_r)),
+            _measures(dcg, hits, rr, *self._ideal(pool)),
+            _measures(*(np.broadcast_to(x, dcg.shape) for x in (dcg_r, hits_r, rr_r)), *self._ideal(with_r)),
         )
 
 
-def _measures(dcg: np.ndarray, hits: np.ndarray, ideal: np.ndarray, relevant: np.ndarray) -> dict[str, np.ndarray]:
-    """Mean over topics (axis -1) of Hit, nDCG and Recall from per-(m, topic) sums."""
+def _measures(
+    dcg: np.ndarray, hits: np.ndarray, rr: np.ndarray, ideal: np.ndarray, relevant: np.ndarray
+) -> dict[str, np.ndarray]:
+    """Mean over topics (axis -1) of Hit, nDCG, Recall and MRR from per-(m, topic) sums and reciprocal ranks."""
     ndcg = np.divide(dcg, ideal, out=np.zeros_like(ideal), where=ideal > 0)
     recall = np.divide(hits, relevant, out=np.zeros_like(ideal), where=relevant > 0)
-    return {"Hit": (hits > 0).mean(axis=-1), "nDCG": ndcg.mean(axis=-1), "Recall": recall.mean(axis=-1)}
+    return {"Hit": (hits > 0).mean(axis=-1), "nDCG": ndcg.mean(axis=-1), "Recall": recall.mean(axis=-1),
+            "MRR": rr.mean(axis=-1)}  # fmt: skip
 
 
 def marginal_contribution(matrix: LabelMatrix, orders: np.ndarray) -> dict[str, np.ndarray]:
-    """MC_m(r) for every order, system r and m = 1..S-1, keyed ``Hit@k``, ``nDCG@k``, ``Recall@k``."""
+    """MC_m(r) for every order, system r and m = 1..S-1, keyed ``Hit@k``, ``nDCG@k``, ``Recall@k``, ``MRR@k``."""
     n_s = len(matrix.systems)
     out = {name: np.zeros((len(orders), n_s, max(n_s - 1, 0))) for name in CURVE_MEASURES}
     if n_s >= 2:

@@ -30,12 +30,18 @@ class EstimatePoint:
     original: float
     estimate: float
     interval: tuple[float, float]
+    """95% on these topics (the holes' uncertainty only)."""
+    topic_interval: tuple[float, float] | None = None
+    """95% on topics like these (topics resampled too)."""
+    bounds: tuple[float, float] | None = None
+    """The lowest and highest score the holes allow."""
 
 
 def plot_estimates(points: Mapping[str, Sequence[EstimatePoint]], reference: str, path: Path) -> Path:
     """One panel per measure, systems ordered by their estimate on the first measure: each estimate with its 95%
-    interval as a bar, beside the score under the ``reference`` qrels. Height grows with the systems (readable at
-    10 and at 40); names on the left panel only."""
+    interval on these topics as a thick bar, on topics like these as a thin one and the bounds as a light band, beside
+    the score under the ``reference`` qrels. Height grows with the systems (readable at 10 and at 40); names on the
+    left panel only."""
     measures = list(points)
     systems = [p.system for p in sorted(points[measures[0]], key=lambda p: (-p.estimate, p.system))]
     rows = len(systems)
@@ -47,18 +53,23 @@ def plot_estimates(points: Mapping[str, Sequence[EstimatePoint]], reference: str
         by_system = {p.system: p for p in points[measure]}
         shown = [by_system[s] for s in systems]
         estimate = np.array([p.estimate for p in shown])
-        low = estimate - np.array([p.interval[0] for p in shown])
-        high = np.array([p.interval[1] for p in shown]) - estimate
-        ax.errorbar(estimate, y, xerr=[np.maximum(low, 0), np.maximum(high, 0)], fmt="none", ecolor=COMPARED_COLOR,
-                    elinewidth=2.5, capsize=3, zorder=2)  # fmt: skip
-        ax.scatter(estimate, y, color=COMPARED_COLOR, s=size, label="estimate, 95% interval", zorder=3)
+        bands = (("bounds", "#cccccc", 7.0, "bounds (what the holes allow)", 1),
+                 ("topic_interval", COMPARED_COLOR, 1.2, "95% interval, topics like these", 2),
+                 ("interval", COMPARED_COLOR, 4.5, "95% interval, these topics", 2))  # fmt: skip
+        for field, color, width, label, order in bands:
+            spans = [getattr(p, field) for p in shown]
+            if all(span is not None for span in spans):
+                ax.hlines(y, [a for a, _ in spans], [b for _, b in spans], colors=color, linewidth=width, label=label,
+                          zorder=order)  # fmt: skip
+        ax.scatter(estimate, y, color=COMPARED_COLOR, s=size, label="estimate", zorder=3)
         ax.scatter([p.original for p in shown], y, marker="D", facecolors="none", edgecolors="#555555", s=size,
                    linewidths=1.2, label=f"{reference} qrels (holes not relevant)", zorder=4)  # fmt: skip
         ax.set_title(measure)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, systems, fontsize="small" if rows > 20 else "medium")
     axes[0].set_ylim(-0.7, rows - 0.3)
-    axes[0].legend(loc="lower right", fontsize="small")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
     fig.suptitle(f"Each system's estimate once every hole is judged, beside its {reference}-qrels score")
     return save_png(fig, path)
 
@@ -111,7 +122,8 @@ def plot_dumbbell(
         ax.set_title(measure)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, systems)
-    axes[0].legend(loc="lower right", fontsize="small")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
     fig.suptitle(f"Leaderboard: {reference} vs {compared} qrels (sorted by {measures[0]} under {compared})")
     return save_png(fig, path)
 
@@ -147,6 +159,7 @@ def plot_reusability(systems: Sequence[Mapping[str, Any]], measures: Sequence[st
         ax.set_title(measure)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, names)
-    axes[0].legend(loc="lower right", fontsize="small")
+    handles, labels = axes[0].get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
     fig.suptitle("Leave-one-system-out: full, holey (own unique judgments removed) qrels and the estimate")
     return save_png(fig, path)

@@ -22,6 +22,7 @@ import numpy as np
 
 from bridge.core.fsio import write_text_atomic
 from bridge.core.layout import (
+    ANSWER_TEX,
     COMPARISONS_CSV,
     CURVES_CSV,
     HOLES_CSV,
@@ -45,6 +46,7 @@ from eval import plots
 from eval.curves import write_curves
 from eval.estimated import EstimatedLeaderboard, write_comparisons, write_stability, write_valuable_pairs
 from eval.harness import EvalResult
+from eval.latex import answer_tex
 from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
 from eval.reusability import read_reusability
@@ -94,7 +96,21 @@ class Image:
     caption: str
 
 
-Block = Heading | Para | Bullets | Table | Image | Alert
+@dataclass(frozen=True)
+class Contents:
+    """One line of links to the report's sections (level-2 headings), where it stands."""
+
+
+@dataclass(frozen=True)
+class Fold:
+    """Sections a reader opens when needed: a level-2 heading over ``blocks`` whose headings go one level down
+    (HTML: a closed ``<details>`` element)."""
+
+    title: str
+    blocks: tuple[Block, ...]
+
+
+Block = Heading | Para | Bullets | Table | Image | Alert | Contents | Fold
 
 
 def _fmt(value: float, digits: int = 4) -> str:
@@ -116,14 +132,17 @@ def _signed(value: float) -> str:
 # -- building the blocks ------------------------------------------------------------------------
 
 
+HARD_LABELS = "For tools that need hard labels"
+"""The fold over the sections that score thresholded labels (the augmented qrels as trec_eval reads them)."""
 REPORT_SECTIONS = (
     "The answer",
     "How far to trust it",
     "Can these labels be trusted? (judge audit)",
+    "The estimate in detail",
     "Inputs and settings",
+    HARD_LABELS,
     "Judgments by route",
     "Leaderboard",
-    "The estimate in detail",
     "Hole@k",
     "Bias-reduction curves",
     "Reusability: leave one system out",
@@ -131,7 +150,8 @@ REPORT_SECTIONS = (
     "Query-id checks",
     "Definitions",
 )
-"""The report's sections, in order: the answer first, then what it rests on (a section may be absent)."""
+"""The report's sections, in order: the answer first, then what it rests on (a section may be absent); those after
+:data:`HARD_LABELS` up to the reusability test sit inside its fold."""
 
 
 def build_blocks(
@@ -141,12 +161,15 @@ def build_blocks(
     reusability: Mapping[str, Any] | None = None,
 ) -> list[Block]:
     inputs, config, scores, cmp_ = result.inputs, result.config, result.scores, result.compared
-    blocks: list[Block] = [Heading(f"bridge evaluation report: {inputs.dataset}", 1), Para(_data_line(result))]
+    blocks: list[Block] = [
+        Heading(f"bridge evaluation report: {inputs.dataset}", 1), Para(_data_line(result)), Contents()
+    ]  # fmt: skip
     if result.estimated is not None:
         blocks += _answer_blocks(result, figures)
         blocks += _trust_blocks(result)
     if cmp_ == AUGMENTED:
         blocks += _audit_blocks(inputs.audit)
+    blocks += _estimate_blocks(result)
     blocks.append(Heading("Inputs and settings"))
     blocks.append(
         Bullets(
@@ -162,8 +185,9 @@ def build_blocks(
             )
         )
     )
+    hard: list[Block] = []
     if result.routes:
-        blocks += [
+        hard += [
             Heading("Judgments by route"),
             Para(
                 f"Where the judgments of the {cmp_} qrels came from, over the topics: the original qrels, and each "
@@ -174,10 +198,17 @@ def build_blocks(
                 tuple((r.route, str(r.relevant), str(r.not_relevant), str(r.undecided)) for r in result.routes),
             ),
         ]
-    blocks += _leaderboard_blocks(result, figures)
-    blocks += _estimate_blocks(result)
-    blocks += _hole_blocks(result, figures)
-    blocks += _curve_blocks(result, figures)
+    hard += _leaderboard_blocks(result, figures)
+    hard += _hole_blocks(result, figures)
+    hard += _curve_blocks(result, figures)
+    if result.estimated is None:  # no estimate: the thresholded scores are the report
+        blocks += hard
+    else:
+        intro = Para(
+            "The augmented qrels scored as trec_eval reads them: every new label at its threshold, every pair left "
+            "open counted not relevant. For tools that take qrels files; the estimate above is what to quote."
+        )
+        blocks.append(Fold(HARD_LABELS, (intro, *hard)))
     if reusability:
         blocks += _reusability_blocks(reusability, figures)
     if rag:
@@ -267,8 +298,9 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
         blocks.append(
             Image(
                 figures["estimates"],
-                f"Each system's estimate with its 95% interval (blue) beside its {result.reference}-qrels score "
-                "(grey diamond).",
+                f"Each system's estimate (dot) with its 95% interval on these topics (thick bar) and on topics like "
+                f"these (thin line), the bounds the holes allow (grey band), beside its {result.reference}-qrels score "
+                "(diamond).",
             )
         )
     return blocks
@@ -309,7 +341,8 @@ def estimate_figure_points(result: EvalResult) -> dict[str, list[plots.EstimateP
     original = _holey_scores(result)
     out: dict[str, list[plots.EstimatePoint]] = {}
     for s in estimated.scores:
-        point = plots.EstimatePoint(s.system, original.get((s.system, s.measure), math.nan), s.estimate, s.interval)
+        holey = original.get((s.system, s.measure), math.nan)
+        point = plots.EstimatePoint(s.system, holey, s.estimate, s.interval, s.topic_interval, (s.low, s.high))
         out.setdefault(s.measure, []).append(point)
     return out
 
@@ -584,10 +617,13 @@ def _audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:
         ]
     if audit.get("warning"):
         blocks.append(Alert(f"WARNING: {audit['warning']}."))
+    calibrated = [name for name in audit.get("calibrations") or {} if name != "llm"]
+    named = f"; its calibrations {', '.join(calibrated)}, as the rest of this report names them" if calibrated else ""
+    model = f"model `{audit['model']}`" if audit.get("model") else "no model"
     blocks.append(
         Para(
-            f"Known pairs (half relevant) were judged in the label run of judge `{audit.get('judge')}` "
-            f"(`{audit.get('config_id')}`, model `{audit.get('model') or '-'}`) exactly as pool pairs are. "
+            f"Known pairs (half relevant) were judged in the label run of judge `{audit.get('judge')}` ({model}"
+            f"{named}; configuration `{audit.get('config_id')}`) exactly as pool pairs are. "
             "Measures on the pairs the judge decided, with 95% intervals from the Jeffreys posterior (they do not "
             "collapse when a sample holds no error); trust requires the lower end of the balanced-accuracy interval "
             f"above {audit.get('chance_line')}. The LLM lane's row covers the pairs the LLM decides in the pool; a "
@@ -1195,10 +1231,71 @@ def _definitions(result: EvalResult) -> list[Block]:
 # -- rendering ----------------------------------------------------------------------------------
 
 
-def to_markdown(blocks: Sequence[Block], base: Path) -> str:
-    out: list[str] = []
+def slug(text: str) -> str:
+    """A heading's anchor as GitHub makes it: lower case, letters, digits, spaces as hyphens, hyphens and
+    underscores; nothing else."""
+    return re.sub(r"[^\w\- ]", "", text.lower()).replace(" ", "-")
+
+
+@dataclass(frozen=True)
+class _FoldEdge:
+    """Where a fold opens (with its title, a level-2 heading) or closes, in the flat list the renderers walk."""
+
+    opening: bool
+    title: str = ""
+
+
+def _flat(blocks: Sequence[Block]) -> list[Block | _FoldEdge]:
+    """The blocks with each fold opened in place: its edge, its blocks' headings one level down, its closing edge."""
+    out: list[Block | _FoldEdge] = []
     for block in blocks:
-        if isinstance(block, Heading):
+        if isinstance(block, Fold):
+            inner = [Heading(b.text, b.level + 1) if isinstance(b, Heading) else b for b in block.blocks]
+            out += [_FoldEdge(True, block.title), *inner, _FoldEdge(False)]
+        else:
+            out.append(block)
+    return out
+
+
+def _heading_of(item: Block | _FoldEdge) -> tuple[str, int] | None:
+    if isinstance(item, Heading):
+        return item.text, item.level
+    if isinstance(item, _FoldEdge) and item.opening:
+        return item.title, 2
+    return None
+
+
+def _anchors(flat: Sequence[Block | _FoldEdge]) -> dict[int, str]:
+    """Each heading's anchor by its index in ``flat``, repeats numbered as GitHub numbers them (``-1``, ``-2``)."""
+    seen: dict[str, int] = {}
+    out: dict[int, str] = {}
+    for i, item in enumerate(flat):
+        heading = _heading_of(item)
+        if heading is not None:
+            base = slug(heading[0])
+            n = seen.get(base, 0)
+            seen[base] = n + 1
+            out[i] = base if n == 0 else f"{base}-{n}"
+    return out
+
+
+def _contents(flat: Sequence[Block | _FoldEdge], anchors: Mapping[int, str], link: str) -> str:
+    """The sections (level-2 headings) as one line of links: ``link`` formats (text, anchor)."""
+    top = [(i, h[0]) for i, h in ((i, _heading_of(x)) for i, x in enumerate(flat)) if h is not None and h[1] == 2]
+    return "Contents: " + " · ".join(link.format(text=text, anchor=anchors[i]) for i, text in top)
+
+
+def to_markdown(blocks: Sequence[Block], base: Path) -> str:
+    flat = _flat(blocks)
+    anchors = _anchors(flat)
+    out: list[str] = []
+    for block in flat:
+        if isinstance(block, Contents):
+            out.append(_contents(flat, anchors, "[{text}](#{anchor})"))
+        elif isinstance(block, _FoldEdge):
+            if block.opening:
+                out.append(f"## {block.title}")
+        elif isinstance(block, Heading):
             out.append("#" * block.level + " " + block.text)
         elif isinstance(block, Para):
             out.append(block.text)
@@ -1226,6 +1323,7 @@ font-variant-numeric:tabular-nums}tr:nth-child(even) td{background:#fafafa}
 .alert{background:#fde8e8;border:2px solid #c62828;color:#8e0000;padding:.7em 1em;font-weight:600;border-radius:4px}
 figure{margin:1em 0 2em}figure img{max-width:100%}figcaption{color:#555;font-size:.9em}
 code{background:#f3f3f3;padding:0 .2em}h1{border-bottom:2px solid #ddd}h2{margin-top:2em;border-bottom:1px solid #eee}
+p.contents{font-size:.85em;color:#555}details>summary{cursor:pointer}details>summary h2{display:inline-block}
 """
 
 
@@ -1247,9 +1345,17 @@ def to_html(blocks: Sequence[Block]) -> str:
         '<html lang="en"><head><meta charset="utf-8">',
         f"<title>{html.escape(title)}</title><style>{_CSS}</style></head><body>",
     ]
-    for block in blocks:
-        if isinstance(block, Heading):
-            out.append(f"<h{block.level}>{html.escape(block.text)}</h{block.level}>")
+    flat = _flat(blocks)
+    anchors = _anchors(flat)
+    for i, block in enumerate(flat):
+        if isinstance(block, Contents):
+            link = '<a href="#{anchor}">{text}</a>'
+            out.append(f'<p class="contents">{_contents(flat, anchors, link)}</p>')
+        elif isinstance(block, _FoldEdge):
+            out.append(f'<details><summary><h2 id="{anchors[i]}">{html.escape(block.title)}</h2></summary>'
+                       if block.opening else "</details>")  # fmt: skip
+        elif isinstance(block, Heading):
+            out.append(f'<h{block.level} id="{anchors[i]}">{html.escape(block.text)}</h{block.level}>')
         elif isinstance(block, Para):
             out.append(f"<p>{_inline(block.text)}</p>")
         elif isinstance(block, Alert):
@@ -1300,10 +1406,12 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
         written.append(out / CURVES_CSV)
         write_curves(result.curves, written[-1])
     if result.estimated is not None:
-        written += [out / COMPARISONS_CSV, out / VALUABLE_PAIRS, out / STABILITY_CSV]
-        write_comparisons(result.estimated, written[-3])
-        write_valuable_pairs(result.estimated, written[-2])
-        write_stability(result.estimated, written[-1])
+        written += [out / COMPARISONS_CSV, out / VALUABLE_PAIRS, out / STABILITY_CSV, out / ANSWER_TEX]
+        write_comparisons(result.estimated, written[-4])
+        write_valuable_pairs(result.estimated, written[-3])
+        write_stability(result.estimated, written[-2])
+        tex = answer_tex(result.estimated.scores, _holey_scores(result), result.reference, result.inputs.dataset)
+        write_text_atomic(written[-1], tex)
     reusability = read_reusability(out / REUSABILITY_JSON)
     figure_paths: dict[str, Path] = {}
     if figures:

@@ -171,3 +171,49 @@ def test_tied_probabilities_still_send_only_the_capped_share_to_the_debate():
     debated = sorted(r.docid for r in records if r.stage == "dream")
     assert len(debated) == 2  # ceil(0.1 x 20), not all 20
     assert debated == sorted(sorted((c.docid for c in cases), key=lambda d: pair_hash("q", d))[:2])
+
+
+def test_a_time_budget_bounds_the_cascades_debates_and_keeps_what_the_one_pass_settled(tmp_path, monkeypatch):
+    """A one-pass score costs 1 s (0 from the cache) and a debate call 10 s; about half the passages' scores say
+    nothing (raw 0.5, calibrated near 0.5: the debate), the rest are sure. With a 2-minute budget the scoring pass of
+    the 80 pool pairs takes 80 s, every pair it settled is kept, and the debates stop at the deadline: the budget's
+    ledger ends within 2 minutes plus one debate, where judging every debate would take 30-odd of them."""
+    import zlib
+
+    from test_audit import qa_dataset, stage_pool
+
+    from bridge.label import run as label_run
+
+    clock = [0.0]
+    monkeypatch.setattr(label_run.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(label_run.time, "perf_counter", lambda: clock[0])
+    ds = qa_dataset(answers=False, judged_negatives=True)
+    pool = stage_pool(ds, tmp_path)
+    texts = {e.docid: ds.corpus.get(e.docid).text for e in pool}
+
+    def unsure(passage: str) -> bool:
+        return zlib.crc32(passage.encode()) % 2 == 1
+
+    asked: set[str] = set()
+
+    def score(request):
+        chunk = request.messages[-1].content.split("<chunk>\n")[1].split("\n</chunk>")[0]
+        clock[0] += 0.0 if request.messages[-1].content in asked else 1.0
+        asked.add(request.messages[-1].content)
+        p = 0.5 if unsure(chunk) else 0.9 if "GOLD" in chunk else 0.1
+        return json.dumps({"is_supported": True}), probe_for(p)
+
+    def debate(request):
+        clock[0] += 10.0
+        return agent_reply("no")
+
+    cascade = CascadeJudge(CalibratedJudge(ScriptedLLM(score)), DebateEngine(ScriptedLLM(debate)),
+                           CascadeConfig(max_debate_share=None))  # fmt: skip
+    summary = run_label(ds, cascade, tmp_path, max_minutes=2.0, batch_pairs=16)
+    records = [json.loads(line) for line in (tmp_path / "labels.jsonl").read_text().splitlines()]
+    sure = sum(not unsure(texts[e.docid]) for e in pool)
+    debated = [r for r in records if r["stage"] == "dream"]
+    assert sum(r["route"] == "calibrated" for r in records) == sure and 20 < sure < 60
+    assert 0 < len(debated) < 80 - sure and summary.left_by_budget == 80 - sure - len(debated)
+    one_debate = max(r["usage"]["calls"] for r in debated) * 10.0
+    assert next(iter(json.loads((tmp_path / "budget.json").read_text()).values())) <= 120.0 + one_debate

@@ -90,7 +90,7 @@ def test_fast_curves_equal_ir_measures_recomputation(seed, graded, threshold):
     matrix = build_label_matrix(runs, original, augmented, topics, depth=4, threshold=threshold)
     fast = marginal_contribution(matrix, orders)
     slow = marginal_contribution_reference(runs, original, augmented, topics, orders, depth=4, threshold=threshold)
-    assert set(fast) == set(slow) == {"Hit@4", "nDCG@4", "Recall@4"}
+    assert set(fast) == set(slow) == {"Hit@4", "nDCG@4", "Recall@4", "MRR@4"}
     for label in fast:
         assert np.abs(fast[label] - slow[label]).max() < 1e-9, label
     assert any(fast[label].max() > 0 for label in fast)  # the case really exercises the sub-pools

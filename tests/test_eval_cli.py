@@ -6,6 +6,7 @@ from __future__ import annotations
 import csv
 import json
 import math
+import re
 import shutil
 
 import pytest
@@ -15,6 +16,7 @@ from bridge.cli import main
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import write_qrels, write_run
 from bridge.estimate.leaderboard import p_text
+from eval.report import HARD_LABELS
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 ORIGINAL = {q: {f"{q}-gold": 1} for q in TOPICS}
@@ -124,6 +126,20 @@ def test_eval_writes_the_full_report(workspace):
     assert float(splade["original"]) == 0.0 and float(splade["augmented"]) == pytest.approx(0.5)
     assert splade["rank_original"] == "3" and float(splade["delta_augmented"]) == pytest.approx(0.5)
 
+    # answer.tex: booktabs, one table per estimated measure, its rows in estimate order with leaderboard.csv's values
+    tex = (out / "answer.tex").read_text()
+    tables = tex.split(r"\begin{table}")[1:]
+    assert len(tables) == 4 and all(t.count(r"\toprule") == t.count(r"\bottomrule") == 1 for t in tables)
+    ndcg = next(t for t in tables if "nDCG@10:" in t)
+    body = ndcg.split("\\midrule\n")[1].split("\n\\bottomrule")[0].splitlines()
+    ranked = sorted((r for r in rows if r["measure"] == "nDCG@10"), key=lambda r: (-float(r["estimate"]), r["system"]))
+    assert [line.split(" & ")[1] for line in body] == [r["system"].replace("_", "\\_") for r in ranked]
+    for line, r in zip(body, ranked, strict=True):
+        cells = line.removesuffix(" \\\\").split(" & ")
+        assert float(cells[2]) == pytest.approx(float(r["estimate"]), abs=5e-4)
+        assert cells[3] == f"[{float(r['estimate_low']):.3f}, {float(r['estimate_high']):.3f}]"
+        assert float(cells[5]) == pytest.approx(float(r["original"]), abs=5e-4)
+
     holes = {r["system"]: r for r in read_csv(out / "holes.csv")}
     # dense top-3: a (hole everywhere), c (hole on q1-q3), gold -> (6 + 3) / (10 * 6)
     assert float(holes["dense"]["hole_rate"]) == pytest.approx(9 / 60) and holes["dense"]["holes"] == "9"
@@ -136,7 +152,12 @@ def test_eval_writes_the_full_report(workspace):
 
     curves = read_csv(out / "curves.csv")
     assert {r["curve"] for r in curves} == {"holes_found", "growth_rate", "marginal_contribution"}
-    assert {r["measure"] for r in curves if r["curve"] == "marginal_contribution"} == {"Hit@10", "nDCG@10", "Recall@10"}
+    assert {r["measure"] for r in curves if r["curve"] == "marginal_contribution"} == {
+        "Hit@10",
+        "nDCG@10",
+        "Recall@10",
+        "MRR@10",
+    }
     found = [r for r in curves if r["curve"] == "holes_found"]
     assert float(found[-1]["mean"]) == 9.0  # all holes once every system is pooled: a x6, c x3
 
@@ -147,15 +168,25 @@ def test_eval_writes_the_full_report(workspace):
     assert figures == ["estimates.png", "growth_rate.png", "holes.png", "leaderboard.png", "marginal_contribution.png"]
     assert all((out / "figures" / f).read_bytes().startswith(b"\x89PNG") for f in figures)
     markdown = (out / "report.md").read_text()
-    assert "](figures/leaderboard.png)" in markdown and "## Hole@10" in markdown
+    assert "](figures/leaderboard.png)" in markdown and "### Hole@10" in markdown
     html_text = (out / "report.html").read_text()
     assert html_text.count('src="data:image/png;base64,') == 5 and 'src="figures' not in html_text
     assert "<table>" in html_text and "Kendall" in html_text
     # the answer first: the estimate table, then the trust paragraph, then what they rest on; markdown rendered
     sections = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
-    assert sections[:4] == ["The answer", "How far to trust it", "Can these labels be trusted? (judge audit)",
-                            "Inputs and settings"]  # fmt: skip
-    assert sections.index("Leaderboard") < sections.index("The estimate in detail") < sections.index("Hole@10")
+    assert sections[:6] == ["The answer", "How far to trust it", "Can these labels be trusted? (judge audit)",
+                            "The estimate in detail", "Inputs and settings", HARD_LABELS]  # fmt: skip
+    # the sections on thresholded labels one level down in the fold, which HTML keeps closed
+    folded = markdown.split(f"## {HARD_LABELS}")[1].split("\n## ")[0]
+    inner = [line[4:] for line in folded.splitlines() if line.startswith("### ")]
+    assert inner[:4] == ["Judgments by route", "Leaderboard", "Hole@10", "Bias-reduction curves"], inner
+    assert '<details><summary><h2 id="for-tools-that-need-hard-labels">' in html_text
+    # the contents line links every section to its anchor, in Markdown (GitHub's slugs) and in HTML (the ids)
+    contents = next(line for line in markdown.splitlines() if line.startswith("Contents: "))
+    links = re.findall(r"\[([^]]+)\]\(#([^)]+)\)", contents)
+    assert [text for text, _ in links] == sections
+    assert ("Can these labels be trusted? (judge audit)", "can-these-labels-be-trusted-judge-audit") in links
+    assert all(f'id="{anchor}"' in html_text and f'href="#{anchor}"' in html_text for _, anchor in links)
     answer = markdown.split("## The answer")[1].split("## How far")[0]
     comparisons = {(c["measure"], c["upper"]): c for c in read_csv(out / "comparisons.csv")}
     top = next(line for line in answer.splitlines() if line.startswith("| 1 |"))
@@ -255,7 +286,7 @@ def test_check_refuses_augmented_qrels_whose_judge_audit_failed(workspace, capsy
     out = capsys.readouterr().out
     assert "WARNING: labels are below the 0.6 trust bar" in out
     html = (tmp / "reports/beir-small/report.html").read_text()
-    assert html.index('class="alert"') < html.index("<h2>Leaderboard</h2>")  # the warning comes first
+    assert html.index('class="alert"') < html.index(">Leaderboard</h2>")  # the warning comes first
     assert "labels are below the 0.6 trust bar" in html
     baseline = tmp / "baseline.csv"
     shutil.copy(tmp / "reports/beir-small/leaderboard.csv", baseline)

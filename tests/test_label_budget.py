@@ -44,8 +44,12 @@ def beir_folder(tmp_path, monkeypatch):
     return dataset
 
 
+def pool_pairs_of(folder: Path) -> int:
+    return len((folder / "pool.tsv").read_text().splitlines()) - 1
+
+
 def pool_pairs() -> int:
-    return len(Path("qrels/beir-plain/pool.tsv").read_text().splitlines()) - 1
+    return pool_pairs_of(Path("qrels/beir-plain"))
 
 
 def test_a_zero_budget_loads_no_model_and_every_hole_keeps_a_p_and_every_score_an_interval(  # the exemplar off
@@ -188,3 +192,43 @@ def test_a_model_at_chance_is_told_of_the_one_measured_above_chance(tmp_path):
     assert better_measured("dl19", "cascade", "unmeasured", path).model == "big"
     assert better_measured("dl19", "cascade", "bigger", path) is None  # itself above chance
     assert better_measured("nfcorpus", "cascade", "small", path) is None  # nobody above chance there
+
+
+@pytest.mark.slow
+def test_a_time_budget_ends_within_its_minutes_plus_one_pair_with_a_real_model(tmp_path, monkeypatch, capsys):
+    """The cascade with SmolLM2 (llama.cpp) on a BEIR folder whose qrels also hold a judged negative per topic (what it
+    calibrates on), every scored pair sent to the debate, in batches of 4: the first lines say what 15 seconds buy at
+    the measured rate, and the budget's ledger ends within them plus the slowest pair's LLM time (a second of
+    bookkeeping aside), whatever the machine's speed: the scoring pass and the debates both size their batches to
+    the time left and start nothing after the deadline."""
+    monkeypatch.chdir(tmp_path)
+    topics = [f"q{i}" for i in range(4)]
+    data = tmp_path / "judged"
+    (data / "qrels").mkdir(parents=True)
+    docs = [f"{q}-{x}" for q in topics for x in ("gold", "neg", "a", "b", "c", "d")]
+    texts = {d: f"Passage {d} on the history of topic {d[:2]}." for d in docs}
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": t}) + "\n"
+                                               for d, t in texts.items()))  # fmt: skip
+    (data / "queries.jsonl").write_text(
+        "".join(json.dumps({"_id": q, "text": f"What is the history of topic {q}?"}) + "\n" for q in topics)
+    )
+    (data / "qrels" / "test.tsv").write_text(
+        "query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{q}-gold\t1\n{q}\t{q}-neg\t0\n" for q in topics)
+    )
+    run = {q: {f"{q}-{x}": 6.0 - i for i, x in enumerate(("gold", "a", "b", "neg", "c", "d"))} for q in topics}
+    write_run(run, tmp_path / "runs/beir-judged/bm25.run", tag="bm25")
+    dataset = ["--dataset", f"beir:{data}"]
+    assert main(["pool", *dataset, "--depth", "6", "-q"]) == 0
+    label = ["label", *dataset, "--judge", "cascade", "--model", "smollm2-135m", "--exemplar", "off", "--audit-pairs",
+             "0", "--calibration-pairs", "12", "--debate-share", "1.0", "--no-value-order", "--batch-pairs", "4",
+             "--max-minutes", "0.25"]  # fmt: skip
+    assert main(label) == 0
+    said = capsys.readouterr()
+    budget_line = next(line for line in (said.out + said.err).splitlines() if line.startswith("budget: 0.25 minutes"))
+    assert re.search(r": about \d+ pairs at the [\d.]+ s per pair measured on .*dl19.* on 2 cores", budget_line)
+    folder = Path("qrels/beir-judged")
+    spent = next(iter(json.loads((folder / "budget.json").read_text()).values()))
+    records = [json.loads(line) for line in (folder / "labels.jsonl").read_text().splitlines()]
+    slowest = max((r["usage"]["latency_s"] for r in records), default=0.0)
+    assert 0 < spent <= 15.0 + slowest + 1.0
+    assert len(records) <= pool_pairs_of(folder) == 16

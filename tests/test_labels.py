@@ -171,8 +171,9 @@ def test_time_budget_is_kept_per_configuration_across_runs(staged):
 
 
 def test_time_budget_sizes_batches_to_the_time_left(monkeypatch):
-    """Each pair costs 2 s of a 30 s budget: the first batch probes 8 pool pairs (16 s), the next takes the 7 that
-    fit in the 14 s left, and no later pool pair starts; audit pairs run whatever the clock says."""
+    """Each pair costs 2 s of a 30 s budget: the first batch probes one pool pair (2 s), each next one takes the pairs
+    that fit in half the time left (7 of 28 s, 3 of 14 s, 2 of 8 s), then one at a time while time is left, and no
+    pool pair starts after the deadline; audit pairs run whatever the clock says."""
     from bridge.judging.base import Case
     from bridge.label import run as label_run
 
@@ -276,3 +277,14 @@ def test_a_loose_label_record_is_an_error_naming_file_line_and_field(tmp_path, f
     with pytest.raises(InputError) as info:
         read_labels(path)
     assert str(info.value) == f"{path}, line 2, field '{field}': {message}"
+
+
+def test_room_before_a_deadline_sizes_batches_to_half_the_time_left():
+    """By hand: 60 s left at 2 s a pair is 15 pairs (half of 30); nothing done yet is the one-pair probe; under two
+    pairs' time left still one pair; none at or after the deadline."""
+    from bridge.core.deadline import room_before
+
+    assert room_before(100.0, 0.0, 20, 40.0) == 15
+    assert room_before(100.0, 0.0, 0, 0.0) == 1
+    assert room_before(100.0, 0.0, 49, 98.0) == 1
+    assert room_before(100.0, 0.0, 50, 100.0) == 0 and room_before(100.0, 0.0, 50, 101.0) == 0

@@ -76,7 +76,7 @@ def test_the_drop_in_experiment_equals_bridge_eval(small, monkeypatch):  # noqa:
     assert main(["pool", *common]) == 0
     assert main(["label", *common, "--judge", "random", "--audit-pairs", "0", "--gate-audit", "0"]) == 0
     assert main(["eval", *common, "--significance", "none", "--orders", "0", "--no-figures", "--draws", "200",
-                 "--seed", "3"]) == 0  # fmt: skip
+                 "--seed", "3", "--baseline", next(iter(runs))]) == 0  # fmt: skip
     with open(tmp / "reports/beir-small/leaderboard.csv", newline="") as handle:
         cli = [row for row in csv.DictReader(handle) if row["measure"] in MEASURES]
     assert len(cli) == len(runs) * len(MEASURES)
@@ -89,10 +89,23 @@ def test_the_drop_in_experiment_equals_bridge_eval(small, monkeypatch):  # noqa:
     with open(tmp / "reports/beir-small/comparisons.csv", newline="") as handle:
         comparisons = [c for c in csv.DictReader(handle) if c["measure"] in MEASURES]
     mine = result.verdicts[result.verdicts.measure.isin(MEASURES)]
-    assert [(c["measure"], c["upper"], c["lower"], c["status"], c["verdict"]) for c in comparisons] == [
-        tuple(r) for r in mine[["measure", "upper", "lower", "status", "verdict"]].itertuples(index=False)
-    ]
-    assert [float(c["p_upper"]) for c in comparisons] == pytest.approx(mine.p_upper.tolist(), abs=1e-4)
+    named = ["measure", "upper", "lower", "status", "verdict", "against"]
+    assert [tuple(c[k] for k in named) for c in comparisons] == [tuple(r) for r in mine[named].itertuples(index=False)]
+    assert set(mine.against) == {"next", "baseline"}  # the adjacent comparisons, then each system against baseline=0
+    for column in ("p_upper", "delta", "delta_low", "delta_high", "delta_topic_low", "delta_topic_high"):
+        assert [float(c[column]) for c in comparisons] == pytest.approx(mine[column].tolist(), abs=1e-4), column
+    # a DataFrame like pt.Experiment's; against the baseline, each measure's delta, its interval, P and status
+    assert isinstance(result, pd.DataFrame) and list(result.name) == list(runs)
+    baseline, other = list(runs)[:2]
+    assert pd.isna(result.set_index("name").loc[baseline, "Success@10 delta"])
+    row = next(c for c in comparisons if (c["against"], c["measure"], c["upper"]) == ("baseline", "Hit@10", other))
+    mine = result.set_index("name").loc[other]
+    assert mine["Success@10 delta"] == pytest.approx(float(row["delta"]), abs=1e-6)
+    assert (mine["Success@10 delta_low"], mine["Success@10 delta_high"]) == pytest.approx(
+        (float(row["delta_low"]), float(row["delta_high"])), abs=1e-6
+    )
+    assert mine["Success@10 p_better"] == pytest.approx(float(row["p_upper"]), abs=1e-4)
+    assert mine["Success@10 status"] == row["status"]
 
 
 def test_transformers_run_once_and_bridge_names_its_columns(small):  # noqa: F811
@@ -108,9 +121,10 @@ def test_transformers_run_once_and_bridge_names_its_columns(small):  # noqa: F81
 
     first = pt.apply.generic(system)
     topics = pd.concat([get_topics(ds), pd.DataFrame({"qid": ["unjudged"], "query": ["nobody judged this"]})])
-    result = Experiment([first, frames(runs)[1]], topics, get_qrels(ds), ["nDCG@10", "AP"], names=["a", "b"],
-                        dataset=ds)  # fmt: skip
+    result = Experiment([first, frames(runs)[1]], topics, get_qrels(ds), ["nDCG@10", "AP", "Success@10"],
+                        names=["a", "b"], dataset=ds)  # fmt: skip
     assert calls == [sorted(TOPICS)]
+    assert isinstance(result, pd.DataFrame) and {"Success@10", "Success@10 estimate"} <= set(result.columns)
     assert result.table["AP estimate"].isna().all() and result.table["nDCG@10 estimate"].notna().all()
     estimate_columns = [f"nDCG@10 {c}" for c in ("estimate", "estimate_low", "estimate_high", "lower", "upper")]
     assert list(result.table.columns[:7]) == ["name", "nDCG@10", *estimate_columns]

@@ -41,6 +41,8 @@ RAG_CSV = "rag.csv"
 RAG_ANSWERS = "rag_answers.jsonl"
 REPORT_MD = "report.md"
 REPORT_HTML = "report.html"
+ANSWER_TEX = "answer.tex"
+"""The answer table as LaTeX (booktabs): one table per measure."""
 CALIBRATIONS_MD = "calibrations.md"
 ADAPTER_CURVE_CSV = "adapter-curve.csv"
 

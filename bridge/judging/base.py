@@ -83,11 +83,13 @@ class Preparation:
 @dataclass(frozen=True)
 class Prepared:
     """What a preparation did: lines for the summary, the LLM work it paid for, and (a scoring pass) the pool
-    pairs it scored (before the deadline, under a time budget)."""
+    pairs it scored (before the deadline, under a time budget) and those of them its score settles (no further call:
+    judging them reads the response cache)."""
 
     lines: list[str] = field(default_factory=list)
     usage: Usage = field(default_factory=Usage)
     scored: frozenset[tuple[str, str]] | None = None
+    settled: frozenset[tuple[str, str]] = frozenset()
 
 
 @runtime_checkable

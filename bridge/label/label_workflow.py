@@ -14,7 +14,7 @@ from bridge.core.stamp import StageStamp, stage_stamp
 from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
 from bridge.judging import judge_traits
-from bridge.judging.quality.measured import better_measured, measured_quality
+from bridge.judging.quality.measured import better_measured, measured_quality, measured_rate
 from bridge.label.chain import (
     COSTLY_ANSWER_JUDGES,
     EXEMPLAR_LLM,
@@ -141,6 +141,14 @@ def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tup
         return replace(settings, spec=spec.within_budget(0)), [quality, budget]
     if settings.max_minutes is not None:
         budget = f"budget: {settings.max_minutes:g} minutes of pool judging by {who} (its fixed costs apart)"
+        rate = measured_rate(ds.name, name, spec.llm.model)
+        if rate is None:
+            budget += "; its seconds per pair were never measured: the first pair measures them"
+        else:
+            pairs = int(60 * settings.max_minutes / rate[0])
+            budget += f": about {pairs} pairs at the {rate[0]:g} s per pair measured {rate[1]} on 2 cores"
+            if name == "cascade":
+                budget += " (its one pass; a pair sent to the debate costs several times that)"
     elif settings.max_pairs is not None:
         budget = f"budget: {settings.max_pairs} pool pairs for {who}"
     else:

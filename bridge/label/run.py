@@ -29,6 +29,7 @@ from typing import Any
 
 from tqdm.auto import tqdm
 
+from bridge.core.deadline import room_before
 from bridge.core.errors import BridgeError
 from bridge.core.fsio import JsonlAppender, write_json_atomic
 from bridge.core.label_records import (
@@ -176,7 +177,8 @@ class LabelOptions:
     this many minutes judging pool pairs in all (kept in budget.json beside labels.jsonl: a re-run after the budget
     is spent asks nothing new; raise it to go on; ``restart`` resets it). Fixed costs (a judge's fit, the audit)
     are paid outside the clock, reported apart, and reused by later runs. With the cascade the budget bounds
-    its scoring pass; the debates of the pairs scored in time follow (at most the debate share of them)."""
+    its scoring pass and its debates alike: the pairs whose one-pass score settles them are kept (their calls are
+    in the response cache), and no debate starts once the time left allows none."""
     runner: Callable[[JudgeChain], Callable[..., int]] | None = None
     """Given the prepared chain, what runs the work items (``run_items``'s signature); None: this process.
     ``bridge.core.executors.DistributedRunner`` runs them on Ray workers."""
@@ -370,10 +372,6 @@ def sigterm_interrupts() -> Iterator[None]:
         signal.signal(signal.SIGTERM, old)
 
 
-DEADLINE_PROBE = 8
-"""Pool items the first batch of a time-budgeted run takes (its rate sizes the later batches)."""
-
-
 def run_items(
     items: Sequence[WorkItem],
     judges: dict[str, Judge],
@@ -387,10 +385,10 @@ def run_items(
     judge go to it together (pool and audit pairs in one call, indistinguishable to the judge).
 
     With a ``deadline`` (a ``time.monotonic()`` value) a batch takes only as many pool items as the time left
-    allows at the rate measured so far (the first takes at most ``DEADLINE_PROBE``, to measure it; the items after
-    the cut wait for the next batch); once the time left allows none, no later pool item starts, so the budget's
-    pairs are a prefix of the order given. Audit items always run. Returns the number of pool items skipped. The
-    progress bar shows pairs per second, LLM calls per pair and the ETA.
+    allows at the rate measured so far (:func:`~bridge.core.deadline.room_before`: the first takes one, to measure
+    it; the items after the cut wait for the next batch); once the time left allows none, no later pool item starts,
+    so the budget's pairs are a prefix of the order given. Audit items always run. Returns the number of pool items
+    skipped. The progress bar shows pairs per second, LLM calls per pair and the ETA.
     """
     bar = tqdm(total=len(items), desc=desc, unit="pair", disable=not progress or not items, dynamic_ncols=True)
     calls = 0
@@ -403,9 +401,8 @@ def run_items(
     while begin < len(items):
         batch = items[begin : begin + max(batch_pairs, 1)]
         if deadline is not None:
-            now = time.monotonic()
-            room = int((deadline - now) / ((now - started) / pool_done)) if pool_done else DEADLINE_PROBE
-            closed = closed or now >= deadline or room <= 0
+            room = room_before(deadline, started, pool_done, time.monotonic())
+            closed = closed or room <= 0
             pool_at = [i for i, it in enumerate(batch) if it.lane == POOL]
             if closed:
                 skipped += len(pool_at)
@@ -434,6 +431,10 @@ def run_items(
             judges[group[0].lane].judge([it.case for it in group], keep)
     bar.close()
     return skipped
+
+
+def _key(item: WorkItem) -> tuple[str, str]:
+    return item.case.qid, item.case.docid
 
 
 def _distinct_pairs(items: Sequence[WorkItem]) -> list[list[WorkItem]]:
@@ -864,11 +865,17 @@ def _judge_costly(
     summary.evidence_lines = plan.prepared.lines + plan.refine_prepared.lines + summary.evidence_lines + scoring.lines
     summary.calibration_usage = plan.prepared.usage + plan.refine_prepared.usage
     summary.scoring_usage = scoring.usage
-    if scoring.scored is not None and deadline is not None:  # the time budget bounded the scoring pass
+    settled: list[WorkItem] = []
+    if scoring.scored is not None and deadline is not None:  # the time budget bounds the scoring pass and the debates
         scored = scoring.scored
-        kept = [it for it in pool_items if chain.llm_view(it.case) is None or (it.case.qid, it.case.docid) in scored]
-        summary.left_by_budget += len(pool_items) - len(kept)
-        pool_items, deadline = kept, None
+
+        def cheap(item: WorkItem) -> bool:  # no LLM sees it, or its one-pass score settled it (the cache has the call)
+            return chain.llm_view(item.case) is None or _key(item) in scoring.settled
+
+        in_time = [it for it in pool_items if cheap(it) or _key(it) in scored]
+        summary.left_by_budget += len(pool_items) - len(in_time)
+        settled = [it for it in in_time if cheap(it)]  # kept whatever the clock says
+        pool_items = [it for it in in_time if not cheap(it)]
     runner = options.runner(chain) if options.runner is not None else run_items  # after the scoring pass: its band
     with JsonlAppender(paths.labels) as log:
 
@@ -878,6 +885,8 @@ def _judge_costly(
             ledger.flush()
 
         desc = f"label ({pipeline.name})"
+        if settled:
+            runner(settled, plan.lane_judge, {POOL: keep}, options.batch_pairs, desc, options.progress, None)
         summary.left_by_budget += runner(pool_items, plan.lane_judge, {POOL: keep}, options.batch_pairs, desc,
                                          options.progress, deadline)  # fmt: skip
     ledger.flush()

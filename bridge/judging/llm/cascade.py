@@ -20,6 +20,7 @@ from dataclasses import asdict, dataclass, replace
 from functools import partial
 from typing import TYPE_CHECKING, Any
 
+from bridge.core.deadline import room_before
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.judging.base import (
@@ -194,16 +195,22 @@ def score_in_order(
     batch_pairs: int = 64,
     progress: bool = False,
 ) -> list[Score]:
-    """One-pass scores in batches, in order; no batch starts after ``deadline``."""
+    """One-pass scores in batches, in order; under a ``deadline`` each batch takes only the pairs the time left
+    allows at the rate measured so far (:func:`~bridge.core.deadline.room_before`), and none starts after it."""
     from tqdm.auto import tqdm
 
     out: list[Score] = []
     bar = tqdm(total=len(cases), desc="one-pass scores", unit="pair", disable=not progress or not cases)
-    for begin in range(0, len(cases), max(batch_pairs, 1)):
-        if deadline is not None and time.monotonic() > deadline:
-            break
-        out += scores(cases[begin : begin + batch_pairs])
-        bar.update(min(batch_pairs, len(cases) - begin))
+    started = time.monotonic()
+    while len(out) < len(cases):
+        size = max(batch_pairs, 1)
+        if deadline is not None:
+            size = min(size, room_before(deadline, started, len(out), time.monotonic()))
+            if size <= 0:
+                break
+        batch = cases[len(out) : len(out) + size]
+        out += scores(batch)
+        bar.update(len(batch))
     bar.close()
     return out
 
@@ -348,12 +355,14 @@ class CascadeJudge:
         usage = usage_of([r for _, s in scored for r in s.responses])
         band = self.set_band([c for c, _ in scored], [s for _, s in scored])
         probabilities = [None if s.raw is None else self.scorer.probability(s.raw) for _, s in scored]
-        inside = sum(1 for (c, _), p in zip(scored, probabilities, strict=True) if self.debates(c, p))
+        settled = frozenset((c.qid, c.docid) for (c, _), p in zip(scored, probabilities, strict=True)
+                            if not self.debates(c, p))  # fmt: skip
+        inside = len(scored) - len(settled)
         share = f"{inside} of {len(scored)} pool pairs ({inside / len(scored):.0%})" if scored else "no pool pair"
         lines = [f"cascade: band [{band.low:.3f}, {band.high:.3f}] sends {share} to the DREAM debate"]
         if len(scored) < len(to_llm):
             lines.append(f"cascade: the time budget ended the scoring pass after {len(scored)} of {len(to_llm)} pairs")
-        return Prepared(lines, usage, frozenset((c.qid, c.docid) for c, _ in scored))
+        return Prepared(lines, usage, frozenset((c.qid, c.docid) for c, _ in scored), settled)
 
     def debates(self, case: Case, p: float | None) -> bool:
         """Whether the pair goes to the debate: no usable one-pass score, or P inside the band."""

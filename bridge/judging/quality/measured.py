@@ -88,3 +88,18 @@ def better_measured(dataset: str, judge: str, model: str, path: Path = QUALITY_F
     rows = read_quality_table(path)
     others = [r for r in rows if r.dataset == dataset and r.judge == judge and r.model != model and r.above_chance]
     return max(others, key=lambda r: r.auc[0], default=None)
+
+
+def measured_rate(dataset: str, judge: str, model: str, path: Path = QUALITY_FILE) -> tuple[float, str] | None:
+    """Seconds per pair of ``judge`` with ``model`` on the project's 2-core machine and where they were measured: on
+    ``dataset`` itself, else the median over the datasets it was measured on; None where it never was."""
+    rows = [r for r in read_quality_table(path) if r.judge == judge and r.model == model]
+    own = [r for r in rows if r.dataset == dataset]
+    if own:
+        return own[0].s_per_pair, f"on {dataset}"
+    if not rows:
+        return None
+    rates = sorted(r.s_per_pair for r in rows)
+    middle = len(rates) // 2
+    median = rates[middle] if len(rates) % 2 else (rates[middle - 1] + rates[middle]) / 2
+    return median, f"on {', '.join(sorted(r.dataset for r in rows))} (the median)"

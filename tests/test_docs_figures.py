@@ -1,0 +1,75 @@
+"""The figures docs/eval.md quotes from the shipped example report (docs/example-report) are the example's own: each
+is read back from the docs' sentence and compared with the example's CSVs and report, so a regenerated example with
+stale docs fails here."""
+
+from __future__ import annotations
+
+import csv
+import re
+from pathlib import Path
+
+import pytest
+
+from bridge.estimate.leaderboard import p_text
+
+REPO = Path(__file__).resolve().parents[1]
+EXAMPLE = REPO / "docs" / "example-report"
+NUMBER = r"([\d.]+)"
+
+
+def rows(name: str) -> list[dict[str, str]]:
+    with open(EXAMPLE / name, newline="", encoding="utf-8") as handle:
+        return list(csv.DictReader(handle))
+
+
+def example_section() -> str:
+    text = (REPO / "docs" / "eval.md").read_text(encoding="utf-8")
+    return text.split("## Example report")[1].split("\n## ")[0]
+
+
+def whole(text: str) -> int:
+    return int(text.replace(",", ""))
+
+
+def test_the_quoted_answer_is_the_examples_leaderboard_row():
+    said = re.search(
+        rf"\*\*The answer\.\*\* (\S+) of (\S+) {NUMBER}, \[{NUMBER}, {NUMBER}\] on these topics and \[{NUMBER}, "
+        rf"{NUMBER}\] on topics\s+like these \(holey {NUMBER}, bounds {NUMBER}-{NUMBER}\)",
+        example_section(),
+    )
+    assert said is not None, "docs/eval.md no longer quotes the example's answer in the form this test reads"
+    measure, system, *figures = said.groups()
+    row = next(r for r in rows("leaderboard.csv") if (r["system"], r["measure"]) == (system, measure))
+    columns = ("estimate", "estimate_low", "estimate_high", "topics_low", "topics_high", "original", "lower", "upper")
+    for column, quoted in zip(columns, figures, strict=True):
+        assert float(quoted) == pytest.approx(float(row[column]), abs=5e-5), column
+
+
+def test_the_quoted_verdict_counts_and_comparison_are_the_examples():
+    section = example_section()
+    counts = re.search(r"of the (\d+) adjacent comparisons (\d+) are settled, (\d+) likely and (\d+)\s+open", section)
+    assert counts is not None
+    adjacent = [c for c in rows("comparisons.csv") if c["against"] == "next"]
+    by_status = [sum(c["status"] == s for c in adjacent) for s in ("settled", "likely", "open")]
+    assert [int(x) for x in counts.groups()] == [len(adjacent), *by_status]
+    pair = re.search(r"\((\S+)\s+against\s+(\S+):\s+Δ\s+([+-][\d.]+),\s+P\(better\)\s+([<>] [\d.]+|[\d.]+)\)", section)
+    assert pair is not None
+    upper, lower, delta, p = pair.groups()
+    c = next(c for c in adjacent if (c["upper"], c["lower"]) == (upper, lower))
+    assert float(delta) == pytest.approx(float(c["delta"]), abs=5e-4) and p == p_text(float(c["p_upper"]))
+
+
+def test_the_quoted_hole_counts_are_the_reports():
+    section = example_section()
+    report = (EXAMPLE / "report.md").read_text(encoding="utf-8")
+    rest = re.search(r"What the intervals rest on: ([\d,]+) holes, ([\d,]+) by the evidence gate", report)
+    assert rest is not None
+    pool, gate = (whole(x) for x in rest.groups())
+    by_judge = {m.group(2): whole(m.group(1)) for m in re.finditer(r"([\d,]+) by (answer-\w+)-[0-9a-f]+", report)}
+    said = re.search(r"([\d,]+) holes hold no answer string .*?, ([\d,]+) hold\s+one \(answer-lexical's calibrated "
+                     r"P on ([\d,]+), answer-reader's on ([\d,]+);.*?the route counts sum\s+to the pool's ([\d,]+) "
+                     r"pairs", section, re.S)  # fmt: skip
+    assert said is not None
+    quoted = [whole(x) for x in said.groups()]
+    answer_bearing = by_judge["answer-lexical"] + by_judge["answer-reader"]
+    assert quoted == [gate, answer_bearing, by_judge["answer-lexical"], by_judge["answer-reader"], pool]
