@@ -32,7 +32,7 @@ from eval.summary import fmt_ci
 
 
 class UntrustedLabelsError(BridgeError):
-    """The augmented qrels come from a label run whose judge audit did not beat chance."""
+    """The augmented qrels come from a label run whose judge audit did not clear the trust bar."""
 
 
 @dataclass(frozen=True)
@@ -53,7 +53,7 @@ class CheckConfig:
     either leaderboard is an error, not a regression: a run that was never scored certifies nothing."""
     allow_untrusted_labels: bool = False
     """Check the augmented column even where scores without estimates rest on labels whose judge audit is missing
-    or did not beat chance (:func:`check_files`; by default such a check is refused)."""
+    or did not clear the trust bar (:func:`check_files`; by default such a check is refused)."""
 
 
 @dataclass
@@ -127,7 +127,7 @@ def qrels_columns(rows: Sequence[dict[str, str]]) -> list[str]:
 def check_files(baseline: Path, current: Path, config: CheckConfig = CheckConfig()) -> CheckResult:
     """``bridge eval check``: the leaderboard.csv ``current`` against the saved ``baseline``. Estimates stand in for
     the judge audit only where every checked score has one (not AP): elsewhere augmented qrels whose labels were
-    never shown to beat chance are refused (:class:`UntrustedLabelsError`) unless the config allows them."""
+    never shown to clear the trust bar are refused (:class:`UntrustedLabelsError`) unless the config allows them."""
     baseline_rows, current_rows = read_leaderboard(baseline), read_leaderboard(current)
     checked = config.qrels or tuple(qrels_columns(current_rows))
     bounds = estimates_of(current_rows)
@@ -148,7 +148,7 @@ def check_files(baseline: Path, current: Path, config: CheckConfig = CheckConfig
 
 
 def refuse_untrusted(audit_path: Path, unbounded: Sequence[str] = ()) -> None:
-    """Stop ``eval check`` on augmented qrels whose label run did not show a judge better than chance
+    """Stop ``eval check`` on augmented qrels whose label run did not show a judge above the trust bar
     (``unbounded``: scores without bounds that made the audit necessary, named in the error)."""
     audit = read_audit_report(audit_path)
     if audit is None:

@@ -65,7 +65,7 @@ def register_check(eval_parser: argparse.ArgumentParser) -> None:
         "--allow-untrusted-labels",
         action="store_true",
         help="check the augmented column even when the label run's judge audit (judge-audit.json beside the "
-        "leaderboard) did not show its judge to beat chance, or is missing (needed only without estimates: "
+        "leaderboard) did not show its judge above the trust bar, or is missing (needed only without estimates: "
         "with them, every model's label is open and only settled or likely regressions fail)",
     )
     c.add_argument("--dataset", "-d", default=argparse.SUPPRESS, help="dataset whose report to check (default: nq)")

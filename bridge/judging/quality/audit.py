@@ -690,8 +690,9 @@ def audit_report(
         notes.append(
             f"trust is decided on the weakest kind of hole ({reference.weakest_kind}, "
             f"{reference.agreement.pairs} reference pairs): "
-            "its thresholded labels are not shown to beat chance, whatever the other kinds do (see the reference "
-            "lane's kinds); the estimate draws from the calibrated P instead, whose mean follows each kind's share"
+            f"its thresholded labels are not shown to clear the {CHANCE_LINE} trust bar, whatever the other kinds do "
+            "(see the reference lane's kinds); the estimate draws from the calibrated P instead, whose mean follows "
+            "each kind's share"
         )
     if any(a.pair.source == "easy-negative" for a in current):
         notes.append(

@@ -22,7 +22,8 @@ from scipy.stats import beta as beta_distribution
 BOOTSTRAP_RESAMPLES = 2000
 """Posterior draws behind the balanced-accuracy and kappa intervals (and bootstrap resamples elsewhere)."""
 CHANCE_LINE = 0.6
-"""A judge whose balanced-accuracy interval reaches down to this is not shown to beat chance."""
+"""The trust bar: a judge whose balanced-accuracy interval reaches down to this is not shown to clear it (a bar above
+chance, 0.5: labels barely better than a coin do not rank systems)."""
 
 
 def with_interval(quality: Mapping[str, Any], measure: str) -> str:
