@@ -11,6 +11,7 @@ from __future__ import annotations
 import csv
 from dataclasses import dataclass
 from pathlib import Path
+from statistics import median
 
 from bridge.core.errors import InputError
 from bridge.core.fsio import read_utf8
@@ -99,7 +100,4 @@ def measured_rate(dataset: str, judge: str, model: str, path: Path = QUALITY_FIL
         return own[0].s_per_pair, f"on {dataset}"
     if not rows:
         return None
-    rates = sorted(r.s_per_pair for r in rows)
-    middle = len(rates) // 2
-    median = rates[middle] if len(rates) % 2 else (rates[middle - 1] + rates[middle]) / 2
-    return median, f"on {', '.join(sorted(r.dataset for r in rows))} (the median)"
+    return median(r.s_per_pair for r in rows), f"on {', '.join(sorted(r.dataset for r in rows))} (the median)"
