@@ -344,7 +344,7 @@ def _outcome(system: Any, topics: pd.DataFrame) -> pd.DataFrame:
     return system.transform(topics)
 
 
-BASELINE_COLUMNS = ("delta", "delta_low", "delta_high", "p_better", "status")
+AGAINST_BASELINE = ("delta", "delta_low", "delta_high", "p_better", "status")
 """Per measure, with a baseline: the estimates' difference from it, its 95% interval (these topics), P(better than
 the baseline) and the comparison's status (settled, likely, open), by the rule of ``bridge eval --baseline``."""
 
@@ -369,10 +369,10 @@ def _table(pt_table: pd.DataFrame, names: Mapping[str, tuple[str, str]], evaluat
         ordered += [user, *(f"{user} {c}" for c in extra)]
         if not against.empty:
             found = {"p_better": "p_upper"}
-            for column in BASELINE_COLUMNS:
+            for column in AGAINST_BASELINE:
                 values = against[found.get(column, column)]
                 table[f"{user} {column}"] = [values.get((label, name), None) for name in table.name]
-            ordered += [f"{user} {c}" for c in BASELINE_COLUMNS]
+            ordered += [f"{user} {c}" for c in AGAINST_BASELINE]
     return table[ordered + [c for c in table.columns if c not in ordered]]
 
 
@@ -401,7 +401,7 @@ def Experiment(  # PyTerrier's name
     passed (``Success@10`` stays ``Success@10``; on graded qrels a binary measure counts relevance from the dataset's
     threshold, as ``bridge eval`` does), each followed by ``estimate``, ``estimate_low``, ``estimate_high`` (95%
     interval) and ``lower``, ``upper`` (bounds), and with a ``baseline`` by its difference from it
-    (:data:`BASELINE_COLUMNS`). Measures bridge does not estimate (MAP, ...) get empty estimate columns, and so does
+    (:data:`AGAINST_BASELINE`). Measures bridge does not estimate (MAP, ...) get empty estimate columns, and so does
     every measure with fewer than two systems.
     """
     for key, why in REFUSED.items():
