@@ -77,10 +77,9 @@ def pool_specs(pool_config: str) -> dict[str, Any]:
         return {}
 
 
-def _families(pool_config: str, runs: Mapping[str, Any]) -> dict[str, str]:
-    from retrievers.pipeline import pool_families
-
-    return pool_families(pool_config, runs)
+def pool_families(pool_config: str) -> dict[str, str]:
+    """System -> retrieval family of every system the pool file lists (the others are each their own family)."""
+    return {name: spec.family for name, spec in pool_specs(pool_config).items()}
 
 
 def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) -> EvalInputs:
@@ -102,6 +101,7 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
     pooled = frozenset(s for e in entries for s in e.systems) if pool_path.exists() else None
     audit = read_audit_report(ws.audit_report(ds.slug)) if AUGMENTED in qrels_sets else None
     calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
+    families = pool_families(files.pool_config)
     return EvalInputs(
         dataset=ds.name,
         topics=topics,
@@ -114,7 +114,7 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
         audit=audit,
         pool=tuple((e.qid, e.docid) for e in entries),
         calibrations=calibrations,
-        families=_families(files.pool_config, runs),
+        families={s: families.get(s, s) for s in runs},
         description=ds.description,
         passages=len(ds.corpus),
     )

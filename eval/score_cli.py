@@ -65,7 +65,7 @@ def cmd_score(args: argparse.Namespace) -> int:
     from bridge.core.trec import read_run
     from bridge.label.label_options_cli import spec_from_args
     from bridge.options import dataset_from_args, workspace_from_args
-    from eval.inputs import named_paths, pool_specs
+    from eval.inputs import named_paths, pool_families
     from eval.score import ScoreSettings, score_workspace
 
     if args.depth < 1 or args.k < 1 or args.draws < 1:
@@ -82,7 +82,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         measures=tuple(m.strip() for m in args.measures.split(",") if m.strip()) if args.measures else (),
         draws=args.draws,
         seed=args.seed,
-        families={name: spec.family for name, spec in pool_specs(args.pool_config).items()},
+        families=pool_families(args.pool_config),
         max_minutes=None if args.max_minutes < 0 else args.max_minutes,
         refine=args.refine,
         restart=args.restart,

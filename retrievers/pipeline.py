@@ -16,7 +16,7 @@ import json
 import logging
 import time
 import tomllib
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -32,16 +32,6 @@ from retrievers.base import RetrievalContext, Retriever, SystemSpec, make_retrie
 log = logging.getLogger(__name__)
 
 POOL_DIR = Path(__file__).parent / "pools"
-
-
-def pool_families(pool_config: str, systems: Iterable[str]) -> dict[str, str]:
-    """System -> retrieval family of ``systems`` as the pool file ``pool_config`` names them (a system it does not
-    list, or a pool file that cannot be read, is its own family): the strata of the estimate's transfer shift."""
-    try:
-        families = {spec.name: spec.family for spec in load_pool_config(pool_config)}
-    except BridgeError:
-        families = {}
-    return {s: families.get(s, s) for s in systems}
 
 
 def load_pool_config(name_or_path: str, _seen: tuple[Path, ...] = ()) -> list[SystemSpec]:

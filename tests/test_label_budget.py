@@ -248,39 +248,3 @@ def test_a_judges_rate_is_its_datasets_else_the_median_of_the_others(tmp_path):
     assert measured_rate("dl19", "cascade", "m", path) == (2.0, "on dl19")
     assert measured_rate("nq", "cascade", "m", path) == (4.0, "on dl19, nfcorpus, scifact (the median)")
     assert measured_rate("nq", "cascade", "other", path) is None
-
-
-def test_the_value_orders_hole_model_groups_pairs_by_family_as_eval_does(tmp_path, monkeypatch):
-    """Runs named as the default pool file names them (bm25 and bm25-rm3: one family, "bm25"): the label run's value
-    order builds its hole model with the families ``bridge eval`` reads, so a pair's stratum is the same set in both."""
-    from bridge.label import value
-    from eval.inputs import load_inputs
-
-    monkeypatch.chdir(tmp_path)
-    data = tmp_path / "plain"
-    (data / "qrels").mkdir(parents=True)
-    runs = {"bm25": SYSTEMS["lexical"], "bm25-rm3": SYSTEMS["dense"]}
-    docs = sorted({d for run in runs.values() for ranked in run.values() for d in ranked})
-    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "title": "", "text": f"passage {d}"}) + "\n"
-                                               for d in docs))  # fmt: skip
-    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": f"question {q}"}) + "\n" for q in TOPICS))
-    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + "".join(f"{q}\t{q}-gold\t1\n"
-                                                                                      for q in TOPICS))  # fmt: skip
-    for system, run in runs.items():
-        write_run(run, tmp_path / f"runs/beir-plain/{system}.run", tag=system)
-    dataset = ["--dataset", f"beir:{data}"]
-    assert main(["pool", *dataset, "--depth", "4", "-q"]) == 0
-    seen = []
-    build = value.build_hole_model
-
-    def capture(evidence, config):
-        seen.append(evidence.families)
-        return build(evidence, config)
-
-    monkeypatch.setattr(value, "build_hole_model", capture)
-    assert main(["label", *dataset, "--max-minutes", "0", "-q"]) == 0
-    from bridge.core.layout import Workspace
-    from bridge.datasets import load_dataset
-
-    ds = load_dataset(f"beir:{data}", tmp_path)
-    assert seen and seen[0] == {"bm25": "bm25", "bm25-rm3": "bm25"} == dict(load_inputs(Workspace(), ds).families)

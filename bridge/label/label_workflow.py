@@ -46,8 +46,6 @@ class LabelStageSettings:
     """:attr:`LabelOptions.max_minutes`."""
     value: ValueConfig | None = field(default_factory=ValueConfig)
     """The value order against the runs in runs/<ds>/ (None: every pool pair, in priority order)."""
-    pool_config: str = "default"
-    """The pool file that names the runs' retrieval families (the value order's strata, as ``bridge eval``'s)."""
     refine: str | None = None
     """A costly judge that re-judges, in value order, the pairs a free stage gave a P (an answer judge needs a
     reference; exemplar-llm the exemplar stage)."""
@@ -186,10 +184,7 @@ def _label_options(
     if settings.value is not None:
         runs = read_runs(ws.runs(ds.slug))
         if runs:
-            from retrievers.pipeline import pool_families
-
-            families = pool_families(settings.pool_config, runs)  # eval's strata (its --pool-config's default)
-            options = replace(options, runs=runs, value=settings.value, families=families)
+            options = replace(options, runs=runs, value=settings.value)
         else:
             say(f"no runs in {ws.runs(ds.slug)}: every pool pair is judged (no value order)")
     if settings.ray is not None:

@@ -188,9 +188,6 @@ class LabelOptions:
     """The systems to estimate (runs/<ds>/*.run): the free stages decide first, then the pairs for the costly judge
     go in value order (:mod:`bridge.label.value`), value-0 pairs not at all; None: every pair, priority order."""
     value: ValueConfig = field(default_factory=ValueConfig)
-    families: Mapping[str, str] | None = None
-    """System -> retrieval family of ``runs``: the value order's hole model groups pairs into strata as ``bridge eval``
-    does (None: each system its own)."""
     refine: JudgeChain | None = None
     """A costly judge (its chain) that re-judges, in value order within the budget, the pairs a free
     stage gave a P; its labels and calibrated P take the place of the free stage's."""
@@ -604,7 +601,7 @@ def _value_order(
     measured weakest), most valuable first within each."""
     pairs = [(it.case.qid, it.case.docid) for it in items]
     runs = options.runs or {}  # the callers order by value only where there are runs
-    found = pair_values(dataset, runs, records, pool, calibrations, gate, options.value, pairs, options.families)
+    found = pair_values(dataset, runs, records, pool, calibrations, gate, options.value, pairs)
     value = {pair: found.values.get(pair, 0.0) for pair in pairs}
     rank = kind_order or {}
     kinds = [rank.get(kind_of(dict(it.case.kind)), len(rank)) for it in items]

@@ -69,17 +69,15 @@ def hole_model_of(
     runs: Mapping[str, Run] | None,
     depth: int,
     config: HoleModelConfig | None = None,
-    families: Mapping[str, str] | None = None,
 ) -> HoleModel:
     """The hole model of a label run's current records (pass them with
     :func:`bridge.core.label_records.current_records`) over the dataset's judged topics, every pair the runs rank in
-    their top ``depth`` included; ``families`` (system -> retrieval family) make its strata ``bridge eval``'s."""
+    their top ``depth`` included."""
     topics = list(dataset.judged_topics())
     seen = ranked_lists(runs, topics, depth) if runs else set()
     evidence = HoleEvidence(
-        dataset.qrels, records, pool, topics, dataset.relevance_threshold, calibrations, gate_recall, seen,
-        families=families,
-    )  # fmt: skip
+        dataset.qrels, records, pool, topics, dataset.relevance_threshold, calibrations, gate_recall, seen
+    )
     return build_hole_model(evidence, config or HoleModelConfig())
 
 
@@ -92,13 +90,11 @@ def pair_values(
     gate_recall: tuple[int, int] | None,
     config: ValueConfig,
     pairs: Sequence[Pair] | None = None,
-    families: Mapping[str, str] | None = None,
 ) -> PairValues:
-    """The value of the pairs ``pairs`` (default: every open pair) given the current records, under the hole model
-    ``bridge eval`` builds (``families``: system -> retrieval family, as eval reads them from the pool file)."""
+    """The value of the pairs ``pairs`` (default: every open pair) given the current records."""
     measures = parse_measures(config.measures)
     depth = max(m.k for m in measures)
-    model = hole_model_of(dataset, records, pool, calibrations, gate_recall, runs, depth, config.holes, families)
+    model = hole_model_of(dataset, records, pool, calibrations, gate_recall, runs, depth, config.holes)
     board = Leaderboard(runs, model, list(dataset.judged_topics()), measures, config.estimate)
     values = board.values(pairs)
     return PairValues(values, len(board.open_comparisons()), len(board.comparisons))

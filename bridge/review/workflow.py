@@ -76,7 +76,6 @@ def case_values(
     from bridge.judging.quality.audit import gate_recall, read_audit_report
     from bridge.label.value import ValueConfig, ask_order, pair_values
     from bridge.pool.pooling import read_pool
-    from retrievers.pipeline import pool_families
 
     escalated = [(c.qid, c.docid) for c in cases if c.source.get("sampling") != RANDOM_SAMPLING]
     drawn = [(c.qid, c.docid) for c in cases if c.source.get("sampling") == RANDOM_SAMPLING]
@@ -87,9 +86,7 @@ def case_values(
         gate = gate_recall(read_audit_report(ws.audit_report(ds.slug)))
         calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
         pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
-        families = pool_families("default", runs)  # bridge eval's strata (its --pool-config's default)
-        found = pair_values(ds, runs, records, pool, calibrations, gate, ValueConfig(), escalated, families)
-        values.update(found.values)
+        values.update(pair_values(ds, runs, records, pool, calibrations, gate, ValueConfig(), escalated).values)
     order = ask_order(values, random_pairs=drawn)
     return {pair: float(len(order) - i) for i, (pair, _) in enumerate(order)}
 
