@@ -419,9 +419,9 @@ class Evaluation:
         import pandas as pd
 
         est = self.result.estimated
-        pairs = [(c, "next") for c in est.comparisons] + [(c, "baseline") for c in est.against_baseline] if est else []
+        listed = est.all_comparisons() if est else []
         rows = [(c.measure, c.upper, c.lower, c.status, c.verdict, c.p_upper, c.delta, *c.delta_interval,
-                 *c.delta_topic_interval, against) for c, against in pairs]  # fmt: skip
+                 *c.delta_topic_interval, against) for c, against in listed]  # fmt: skip
         columns = ["measure", "upper", "lower", "status", "verdict", "p_upper", "delta", "delta_low", "delta_high",
                    "delta_topic_low", "delta_topic_high", "against"]  # fmt: skip
         return pd.DataFrame(rows, columns=columns)

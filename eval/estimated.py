@@ -85,6 +85,18 @@ class EstimatedLeaderboard:
     def score(self, system: str, measure: str) -> SystemEstimate | None:
         return next((s for s in self.scores if s.system == system and s.measure == measure), None)
 
+    def ranked(self) -> dict[str, list[SystemEstimate]]:
+        """Per measure (in the scores' order), its systems best first under the estimate (ties by name)."""
+        out: dict[str, list[SystemEstimate]] = {}
+        for score in self.scores:
+            out.setdefault(score.measure, []).append(score)
+        return {m: sorted(scores, key=lambda s: (-s.estimate, s.system)) for m, scores in out.items()}
+
+    def all_comparisons(self) -> list[tuple[Comparison, str]]:
+        """Every comparison with what it is against: the adjacent ones (``next``), then each system against the
+        baseline (``baseline``), as comparisons.csv lists them."""
+        return [(c, "next") for c in self.comparisons] + [(c, "baseline") for c in self.against_baseline]
+
     def next_comparison(self, system: str, measure: str) -> Comparison | None:
         """The comparison of ``system`` with the system ranked just below it (estimate)."""
         return next((c for c in self.comparisons if c.upper == system and c.measure == measure), None)
@@ -193,8 +205,7 @@ def write_comparisons(estimated: EstimatedLeaderboard, path: Path) -> None:
         intervals = ("worst_low", "worst_high", "best_low", "best_high")
         delta = ("delta", "delta_low", "delta_high", "delta_topic_low", "delta_topic_high")
         writer.writerow(["measure", "upper", "lower", "status", "verdict", "p_upper", *intervals, *delta, "against"])
-        rows = [(c, "next") for c in estimated.comparisons] + [(c, "baseline") for c in estimated.against_baseline]
-        for c, against in rows:
+        for c, against in estimated.all_comparisons():
             writer.writerow(
                 [c.measure, c.upper, c.lower, c.status, c.verdict, f"{c.p_upper:.4f}"]
                 + [f"{x:+.6f}" for x in (*c.worst, *c.best, c.delta, *c.delta_interval, *c.delta_topic_interval)]

@@ -7,7 +7,7 @@ too), the holey score and the bounds. ``\\usepackage{booktabs}`` is all it needs
 
 from __future__ import annotations
 
-from collections.abc import Mapping
+from collections.abc import Mapping, Sequence
 
 from bridge.estimate.leaderboard import SystemEstimate
 
@@ -27,13 +27,17 @@ def _interval(low: float, high: float, digits: int) -> str:
 
 
 def answer_tex(
-    scores: list[SystemEstimate], holey: Mapping[tuple[str, str], float], reference: str, dataset: str, digits: int = 3
+    ranked: Mapping[str, Sequence[SystemEstimate]],
+    holey: Mapping[tuple[str, str], float],
+    reference: str,
+    dataset: str,
+    digits: int = 3,
 ) -> str:
-    """The answer table per measure as booktabs tables (``holey``: (system, measure) -> the score under the
+    """The answer table per measure as booktabs tables (``ranked``: measure -> its systems best first, as
+    :meth:`eval.estimated.EstimatedLeaderboard.ranked` gives them; ``holey``: (system, measure) -> the score under the
     ``reference`` qrels)."""
     out = [f"% bridge: the estimated leaderboard of {dataset} (booktabs); one table per measure", ""]
-    for measure in dict.fromkeys(s.measure for s in scores):
-        ranked = sorted((s for s in scores if s.measure == measure), key=lambda s: (-s.estimate, s.system))
+    for measure, scores in ranked.items():
         label = "".join(c if c.isalnum() else "-" for c in f"{dataset}-{measure}").strip("-").lower()
         out += [
             r"\begin{table}[t]",
@@ -47,7 +51,7 @@ def answer_tex(
             r"Rank & System & Estimate & 95\% CI (topics) & 95\% CI (population) & Holey & Bounds \\",
             r"\midrule",
         ]
-        for rank, s in enumerate(ranked, start=1):
+        for rank, s in enumerate(scores, start=1):
             holey_score = holey.get((s.system, measure))
             cells = [
                 str(rank), escape(s.system), f"{s.estimate:.{digits}f}", _interval(*s.interval, digits),

@@ -37,6 +37,12 @@ class EstimatePoint:
     """The lowest and highest score the holes allow."""
 
 
+def _legend_below(fig: Figure, ax: Any) -> None:
+    """The panels' one legend, in a row under them (where it covers no point), from the first panel's entries."""
+    handles, labels = ax.get_legend_handles_labels()
+    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
+
+
 def plot_estimates(points: Mapping[str, Sequence[EstimatePoint]], reference: str, path: Path) -> Path:
     """One panel per measure, systems ordered by their estimate on the first measure: each estimate with its 95%
     interval on these topics as a thick bar, on topics like these as a thin one and the bounds as a light band, beside
@@ -68,8 +74,7 @@ def plot_estimates(points: Mapping[str, Sequence[EstimatePoint]], reference: str
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, systems, fontsize="small" if rows > 20 else "medium")
     axes[0].set_ylim(-0.7, rows - 0.3)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
+    _legend_below(fig, axes[0])
     fig.suptitle(f"Each system's estimate once every hole is judged, beside its {reference}-qrels score")
     return save_png(fig, path)
 
@@ -122,8 +127,7 @@ def plot_dumbbell(
         ax.set_title(measure)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, systems)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
+    _legend_below(fig, axes[0])
     fig.suptitle(f"Leaderboard: {reference} vs {compared} qrels (sorted by {measures[0]} under {compared})")
     return save_png(fig, path)
 
@@ -159,7 +163,6 @@ def plot_reusability(systems: Sequence[Mapping[str, Any]], measures: Sequence[st
         ax.set_title(measure)
         ax.grid(axis="x", alpha=0.3)
     axes[0].set_yticks(y, names)
-    handles, labels = axes[0].get_legend_handles_labels()
-    fig.legend(handles, labels, loc="outside lower center", ncols=len(labels), fontsize="small")
+    _legend_below(fig, axes[0])
     fig.suptitle("Leave-one-system-out: full, holey (own unique judgments removed) qrels and the estimate")
     return save_png(fig, path)

@@ -274,8 +274,7 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
         ),
     ]
     original = _holey_scores(result)
-    for measure in dict.fromkeys(s.measure for s in estimated.scores):
-        ranked = sorted((s for s in estimated.scores if s.measure == measure), key=lambda s: (-s.estimate, s.system))
+    for measure, ranked in estimated.ranked().items():
         rows = []
         for rank, score in enumerate(ranked, start=1):
             below = estimated.next_comparison(score.system, measure)
@@ -1410,7 +1409,7 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
         write_comparisons(result.estimated, written[-4])
         write_valuable_pairs(result.estimated, written[-3])
         write_stability(result.estimated, written[-2])
-        tex = answer_tex(result.estimated.scores, _holey_scores(result), result.reference, result.inputs.dataset)
+        tex = answer_tex(result.estimated.ranked(), _holey_scores(result), result.reference, result.inputs.dataset)
         write_text_atomic(written[-1], tex)
     reusability = read_reusability(out / REUSABILITY_JSON)
     figure_paths: dict[str, Path] = {}

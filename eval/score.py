@@ -331,8 +331,7 @@ def placements(result: EvalResult, systems: Sequence[str]) -> list[Placement]:
     if estimated is None:
         return []
     out = []
-    for measure in dict.fromkeys(s.measure for s in estimated.scores):
-        ranked = sorted((s for s in estimated.scores if s.measure == measure), key=lambda s: (-s.estimate, s.system))
+    for measure, ranked in estimated.ranked().items():
         order = [s.system for s in ranked]
         for system in systems:
             if system not in order:
