@@ -289,7 +289,7 @@ def run_fit_llm(args: argparse.Namespace) -> int:
 
 
 def _facts(rows: list[dict]) -> list:
-    from bridge.estimate.holes import PairFacts
+    from bridge.estimate.calibration import PairFacts
 
     return [PairFacts(extra={f: float(r[f]) for f in FEATURES}) for r in rows]
 

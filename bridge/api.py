@@ -36,15 +36,16 @@ from bridge.core.layout import DEFAULT_DATA_DIR, REUSABILITY_JSON, Workspace
 from bridge.core.trec import Qrels, Run, read_qrels, read_run
 from bridge.datasets import Dataset
 from bridge.datasets import load_dataset as _load_dataset
-from bridge.estimate.holes import Calibration, Pair
+from bridge.estimate.calibration import Calibration, Pair
 from bridge.pool.pooling import PoolEntry, build_pool
 
 if TYPE_CHECKING:
     import pandas as pd
 
     from bridge.label.chain import ChainSpec
-    from bridge.label.run import LabelPaths
-    from eval.harness import EvalInputs, EvalResult
+    from bridge.label.files import LabelPaths
+    from eval.harness import EvalResult
+    from eval.inputs import EvalInputs
     from eval.score import ScoreResult
 
 __all__ = [
@@ -257,8 +258,8 @@ class Labels:
 
     @classmethod
     def read(cls, paths: LabelPaths) -> Labels:
-        """What a label run left at ``paths`` (:func:`bridge.label.run.read_label_state`)."""
-        from bridge.label.run import read_label_state
+        """What a label run left at ``paths`` (:func:`bridge.label.files.read_label_state`)."""
+        from bridge.label.files import read_label_state
 
         state = read_label_state(paths)
         return cls(state.records, tuple((e.qid, e.docid) for e in state.pool), state.calibrations, state.audit)
@@ -267,7 +268,7 @@ class Labels:
 def read_labels_folder(dataset: Dataset | str, workspace: Workspace | None = None) -> Labels:
     """The labels ``bridge label`` left in a workspace (``qrels/<ds>/``, ``reports/<ds>/judge-audit.json``)."""
     from bridge.datasets import dataset_slug
-    from bridge.label.run import LabelPaths
+    from bridge.label.files import LabelPaths
 
     slug = dataset.slug if isinstance(dataset, Dataset) else dataset_slug(dataset)
     paths = LabelPaths.of_workspace(workspace or Workspace(), slug)
@@ -324,7 +325,9 @@ def label_pairs(
     ...                      options=LabelingOptions(audit_pairs=60, max_minutes=10, runs=runs))  # doctest: +SKIP
     """
     from bridge.label.chain import build_chain
-    from bridge.label.run import LabelOptions, LabelPaths, label_pool
+    from bridge.label.files import LabelPaths
+    from bridge.label.labeler import label_pool
+    from bridge.label.plan import LabelOptions
     from bridge.label.value import ValueConfig
     from bridge.pool.pooling import write_pool
 
@@ -389,7 +392,7 @@ class Evaluation:
         upper``; NaN elsewhere). Systems best first under the first compared qrels set, as leaderboard.csv."""
         import pandas as pd
 
-        from eval.harness import AUGMENTED
+        from eval.inputs import AUGMENTED
 
         est = self.result.estimated
         rows = []
@@ -530,7 +533,7 @@ def _eval_inputs(
     options: EvaluateOptions,
 ) -> EvalInputs:  # fmt: skip
     """What :func:`evaluate` scores: the runs, the original qrels and, with labels, the augmented ones."""
-    from eval.harness import AUGMENTED, ORIGINAL, EvalInputs
+    from eval.inputs import AUGMENTED, ORIGINAL, EvalInputs
 
     ds = qrels if isinstance(qrels, Dataset) else None
     original = as_qrels(qrels)
@@ -580,7 +583,7 @@ def hole_probabilities(
     import pandas as pd
 
     from eval.estimated import hole_model
-    from eval.harness import ORIGINAL
+    from eval.inputs import ORIGINAL
 
     inputs = _eval_inputs(runs, qrels, labels, options)
     model = hole_model(inputs, inputs.qrels_sets[ORIGINAL], depth)

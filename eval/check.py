@@ -27,7 +27,8 @@ from pathlib import Path
 from bridge.core.errors import BridgeError, InputError
 from bridge.core.layout import JUDGE_AUDIT
 from bridge.judging.quality.audit import read_audit_report
-from eval.leaderboard import AUGMENTED, read_leaderboard
+from eval.inputs import AUGMENTED
+from eval.leaderboard import read_leaderboard
 from eval.summary import fmt_ci
 
 

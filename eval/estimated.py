@@ -12,13 +12,14 @@ from collections import Counter
 from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 import numpy as np
 
 from bridge.core.fsio import atomic_write
 from bridge.core.trec import Qrels
-from bridge.estimate.holes import GateBound, HoleEvidence, HoleModel, HoleModelConfig, Pair, build_hole_model
+from bridge.estimate.calibration import Pair
+from bridge.estimate.holes import GateBound, HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,
@@ -33,10 +34,8 @@ from bridge.estimate.leaderboard import (
     settle_measure,
 )
 from bridge.judging.quality.audit import gate_recall
+from eval.inputs import EvalInputs
 from eval.measures import MeasureSpec
-
-if TYPE_CHECKING:
-    from eval.harness import EvalInputs
 
 
 def bounds_assumption(gate: GateBound | None) -> str:

@@ -8,19 +8,14 @@ from __future__ import annotations
 
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
-from functools import cached_property
-from typing import Any
 
 from bridge.core.errors import BridgeError
-from bridge.core.label_records import LabelRecord, counted_configs, current_records, lift_new_labels
-from bridge.core.trec import Qrels, Run
-from bridge.estimate.holes import Calibration
+from bridge.core.trec import Qrels
 from bridge.estimate.leaderboard import EstimateConfig
 from eval.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
 from eval.estimated import EstimatedLeaderboard, estimate_leaderboard, estimate_measures
+from eval.inputs import AUGMENTED, EvalInputs
 from eval.leaderboard import (
-    AUGMENTED,
-    ORIGINAL,
     HoleRow,
     LeaderboardRow,
     RankShift,
@@ -34,10 +29,10 @@ from eval.leaderboard import (
 )
 from eval.measures import MeasureSpec, default_measure_names, resolve_measures
 from eval.provenance import RouteCount, route_counts
-from eval.qids import QidIssue, check_qids
+from eval.qids import QidIssue
 from eval.significance import DEFAULT_PERMUTATIONS
 
-__all__ = ["AUGMENTED", "ORIGINAL", "EvalConfig", "EvalInputs", "EvalResult", "lift_new_labels", "run_evaluation"]
+__all__ = ["EvalConfig", "EvalResult", "run_evaluation"]
 
 
 @dataclass(frozen=True)
@@ -60,42 +55,6 @@ class EvalConfig:
     computed)."""
     baseline: str | None = None
     """A system every other is compared with under the estimate (Δ, its intervals, P(better), the verdict)."""
-
-
-@dataclass(frozen=True)
-class EvalInputs:
-    dataset: str
-    topics: tuple[str, ...]
-    """The dataset's (limited) queries that the original qrels judge."""
-    runs: Mapping[str, Run]
-    qrels_sets: Mapping[str, Qrels]
-    """``original`` first, then the sets compared with it (``augmented``, user qrels)."""
-    threshold: int = 1
-    labels: Sequence[LabelRecord] = ()
-    pooled_systems: frozenset[str] | None = None
-    """Systems whose top-k was pooled and labeled (None: unknown, assume all)."""
-    dataset_qids: tuple[str, ...] = ()
-    audit: Mapping[str, Any] | None = None
-    """The label run's judge audit (judge-audit.json), shown at the top of the report."""
-    pool: tuple[tuple[str, str], ...] = ()
-    """The pool's pairs (pool.tsv): what the labels complete, and what stays open where they do not."""
-    calibrations: Mapping[str, Calibration] = field(default_factory=dict)
-    """The label run's calibrations (hole-calibrations.json): what each open pair's P is drawn from."""
-    families: Mapping[str, str] = field(default_factory=dict)
-    """System -> retrieval family (the pool file's), the strata of a calibration's per-stratum uncertainty."""
-    description: str = ""
-    """What the dataset is (:attr:`bridge.datasets.Dataset.description`)."""
-    passages: int = 0
-    """The corpus's size."""
-
-    @cached_property
-    def counted_labels(self) -> list[LabelRecord]:
-        """One record per pair, the one that counts (people's, else the label run's latest counted configuration):
-        what the route counts and the hole model read."""
-        return current_records(self.labels, counted_configs(self.audit, self.labels))
-
-    def qid_issues(self) -> list[QidIssue]:
-        return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
 
 
 @dataclass(frozen=True)

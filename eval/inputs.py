@@ -1,28 +1,70 @@
 """What ``bridge eval`` and ``bridge rag`` evaluate: a workspace's runs, qrels sets, labels and pool, plus run and
-qrels files named on the command line (``[NAME=]FILE``), read into one :class:`eval.harness.EvalInputs`."""
+qrels files named on the command line (``[NAME=]FILE``), read into one :class:`EvalInputs`."""
 
 from __future__ import annotations
 
 import logging
 import re
 from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
 from bridge.core.errors import BridgeError
-from bridge.core.label_records import read_labels
+from bridge.core.label_records import LabelRecord, counted_configs, current_records, lift_new_labels, read_labels
 from bridge.core.layout import HOLE_CALIBRATIONS_FILE, Workspace
 from bridge.core.trec import Qrels, Run, read_qrels, read_run, read_runs, restrict
 from bridge.datasets import Dataset
-from bridge.estimate.holes import read_calibrations
+from bridge.estimate.calibration import Calibration, read_calibrations
 from bridge.judging.quality.audit import read_audit_report
 from bridge.pool.pooling import check_foreign_runs, read_pool
-from eval.harness import AUGMENTED, ORIGINAL, EvalInputs, lift_new_labels
+from eval.qids import QidIssue, check_qids
 
 log = logging.getLogger(__name__)
 
 _NAMED = re.compile(r"^([A-Za-z0-9][\w.+-]*)=(.+)$")
+
+ORIGINAL = "original"
+AUGMENTED = "augmented"
+"""The names of the dataset's own qrels and of the label run's augmented qrels among an evaluation's qrels sets."""
+
+
+@dataclass(frozen=True)
+class EvalInputs:
+    dataset: str
+    topics: tuple[str, ...]
+    """The dataset's (limited) queries that the original qrels judge."""
+    runs: Mapping[str, Run]
+    qrels_sets: Mapping[str, Qrels]
+    """``original`` first, then the sets compared with it (``augmented``, user qrels)."""
+    threshold: int = 1
+    labels: Sequence[LabelRecord] = ()
+    pooled_systems: frozenset[str] | None = None
+    """Systems whose top-k was pooled and labeled (None: unknown, assume all)."""
+    dataset_qids: tuple[str, ...] = ()
+    audit: Mapping[str, Any] | None = None
+    """The label run's judge audit (judge-audit.json), shown at the top of the report."""
+    pool: tuple[tuple[str, str], ...] = ()
+    """The pool's pairs (pool.tsv): what the labels complete, and what stays open where they do not."""
+    calibrations: Mapping[str, Calibration] = field(default_factory=dict)
+    """The label run's calibrations (hole-calibrations.json): what each open pair's P is drawn from."""
+    families: Mapping[str, str] = field(default_factory=dict)
+    """System -> retrieval family (the pool file's), the strata of a calibration's per-stratum uncertainty."""
+    description: str = ""
+    """What the dataset is (:attr:`bridge.datasets.Dataset.description`)."""
+    passages: int = 0
+    """The corpus's size."""
+
+    @cached_property
+    def counted_labels(self) -> list[LabelRecord]:
+        """One record per pair, the one that counts (people's, else the label run's latest counted configuration):
+        what the route counts and the hole model read."""
+        return current_records(self.labels, counted_configs(self.audit, self.labels))
+
+    def qid_issues(self) -> list[QidIssue]:
+        return check_qids(self.topics, self.runs, self.qrels_sets, self.dataset_qids, self.threshold)
+
 
 NamedPaths = tuple[tuple[str, Path], ...]
 """(name, file) pairs: extra runs or qrels sets, each under its own name."""

@@ -21,12 +21,10 @@ from bridge.core.errors import InputError
 from bridge.core.fsio import atomic_write
 from bridge.core.trec import Qrels, Run
 from eval.estimated import EstimatedLeaderboard
+from eval.inputs import ORIGINAL
 from eval.measures import MeasureSpec, Scorer, holes_in_top_k, per_query_scores
 from eval.rankcorr import kendall_tau, tau_ap
 from eval.significance import DEFAULT_PERMUTATIONS, PairTest, compare_families
-
-ORIGINAL = "original"
-AUGMENTED = "augmented"
 
 
 @dataclass(frozen=True)

@@ -99,7 +99,7 @@ def _label(measure: ir_measures.Measure) -> str:
 
 
 @dataclass(frozen=True)
-class Evaluation:
+class RunScores:
     """Mean and per-query values of each measure over a topic set."""
 
     means: dict[str, float]
@@ -161,7 +161,7 @@ class Scorer:
         so a run prepared once serves every qrels set."""
         return canonical_scores({q: d for q, d in run.items() if q in self._topic_set}, self.depth)
 
-    def evaluate(self, run: Run, prepared: Run | None = None) -> Evaluation:
+    def evaluate(self, run: Run, prepared: Run | None = None) -> RunScores:
         """``run`` scored; ``prepared``: :meth:`prepare` of it, where the caller has it."""
         run_part = self.prepare(run) if prepared is None else prepared
         per_query: dict[str, dict[str, float]] = {str(m): dict.fromkeys(self.topics, 0.0) for m in self.measures}
@@ -173,10 +173,10 @@ class Scorer:
                 per_query[str(metric.measure)][metric.query_id] = float(metric.value)
         means = {name: (sum(values.values()) / len(values) if values else 0.0) for name, values in per_query.items()}
         missing = tuple(q for q in self.topics if q not in run)
-        return Evaluation(means, per_query, missing)
+        return RunScores(means, per_query, missing)
 
 
-def evaluate(run: Run, qrels: Qrels, topics: Sequence[str], measures: Sequence[str] = DEFAULT_MEASURES) -> Evaluation:
+def evaluate(run: Run, qrels: Qrels, topics: Sequence[str], measures: Sequence[str] = DEFAULT_MEASURES) -> RunScores:
     """Evaluate one run against qrels over exactly ``topics`` (each topic weighs the same)."""
     return Scorer(qrels, topics, measures).evaluate(run)
 

@@ -36,7 +36,7 @@ from bridge.core.layout import (
     STABILITY_CSV,
     VALUABLE_PAIRS,
 )
-from bridge.estimate.holes import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
+from bridge.estimate.calibration import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
 from bridge.estimate.leaderboard import LIKELY, OPEN, SETTLED, Comparison, SystemEstimate, p_text, verdict_rule
 from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
@@ -46,8 +46,9 @@ from eval import plots
 from eval.curves import write_curves
 from eval.estimated import EstimatedLeaderboard, write_comparisons, write_stability, write_valuable_pairs
 from eval.harness import EvalResult
+from eval.inputs import AUGMENTED
 from eval.latex import answer_tex
-from eval.leaderboard import AUGMENTED, write_holes, write_leaderboard, write_significance
+from eval.leaderboard import write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
 from eval.reusability import read_reusability
 

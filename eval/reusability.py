@@ -32,7 +32,8 @@ from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord
 from bridge.core.measures import Measure
 from bridge.core.trec import Qrels, Run, top_k
-from bridge.estimate.holes import RANDOM_SAMPLING, Calibration, HoleEvidence, HoleModel, build_hole_model
+from bridge.estimate.calibration import RANDOM_SAMPLING, Calibration
+from bridge.estimate.holes import HoleEvidence, HoleModel, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 from bridge.estimate.vectorized import FlatQrels, RunMatrix, per_topic
 from bridge.judging.quality.metrics import Agreement, agreement_of

@@ -17,11 +17,14 @@ from bridge.core.layout import HOLE_CALIBRATIONS_FILE, REUSABILITY_JSON, Workspa
 from bridge.core.measures import REUSABILITY, Measure, at, parse_measures
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
-from bridge.estimate.holes import read_calibrations
+from bridge.estimate.calibration import read_calibrations
 from bridge.estimate.leaderboard import EstimateConfig
 from bridge.judging.quality.audit import gate_recall
 from bridge.label.chain import ChainSpec, build_chain
-from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, label_pool
+from bridge.label.files import LabelPaths
+from bridge.label.labeler import label_pool
+from bridge.label.plan import LabelOptions
+from bridge.label.summary import LabelSummary
 from bridge.pool.pooling import build_pool, load_runs, write_pool
 from eval.inputs import pool_specs
 from eval.reusability import (

@@ -24,13 +24,14 @@ from bridge.core.layout import COMPARISONS_CSV, JUDGE_AUDIT, LEADERBOARD_CSV, PO
 from bridge.core.trec import Qrels, Run, read_runs
 from bridge.datasets import Dataset
 from bridge.datasets.bridge_benchmark import run_docid_issues
-from bridge.estimate.holes import Calibration, Pair
+from bridge.estimate.calibration import Calibration, Pair
 from bridge.estimate.leaderboard import Comparison, EstimateConfig, SystemEstimate, p_text
 from bridge.label.chain import ChainSpec, build_refine_chain
-from bridge.label.run import LabelPaths, LabelState, read_label_state
+from bridge.label.files import LabelPaths, LabelState, read_label_state
 from bridge.pool.pooling import PoolEntry, build_pool, write_pool
 from eval.estimated import write_comparisons
-from eval.harness import AUGMENTED, ORIGINAL, EvalConfig, EvalInputs, EvalResult, run_evaluation
+from eval.harness import EvalConfig, EvalResult, run_evaluation
+from eval.inputs import AUGMENTED, ORIGINAL, EvalInputs
 from eval.leaderboard import write_leaderboard
 
 LABELS_FOLDER = "labels"
@@ -370,7 +371,8 @@ def chain_labeller(
     ``settings.restart``: the score folder's labels and ledger start afresh."""
     from bridge.judging.quality.audit import AuditConfig
     from bridge.label.chain import build_chain
-    from bridge.label.run import LabelOptions, label_pool
+    from bridge.label.labeler import label_pool
+    from bridge.label.plan import LabelOptions
 
     def label(entries: Sequence[PoolEntry], folder: Path, runs: Mapping[str, Run]) -> NewLabels:
         for fixed in (*saved_folder.glob("calibration*.json"), *saved_folder.glob("*-fit-*.json")):

@@ -34,7 +34,8 @@ from bridge.core.layout import Workspace
 from bridge.core.measures import Measure, parse_measures
 from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
-from bridge.estimate.holes import HoleEvidence, build_hole_model, shift_calibration
+from bridge.estimate.calibration import shift_calibration
+from bridge.estimate.holes import HoleEvidence, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 from bridge.judging import cases_for
 from bridge.judging.learned.exemplar import ExemplarFeatures
@@ -160,7 +161,7 @@ def answer_random_holes(ws: Workspace, full: Dataset, sparse: Dataset, entries: 
     Returns how many were drawn."""
     from bridge.core.fsio import JsonlAppender
     from bridge.core.label_records import HUMAN_JUDGE
-    from bridge.estimate.holes import RANDOM_SAMPLING
+    from bridge.estimate.calibration import RANDOM_SAMPLING
     from bridge.label.hole_reading import counted_records, people_answer
 
     path = ws.labels_file(sparse.slug)

@@ -3,7 +3,7 @@ returns it)."""
 
 from __future__ import annotations
 
-from eval.leaderboard import AUGMENTED as AUGMENTED_NAME
+from eval.inputs import AUGMENTED as AUGMENTED_NAME
 
 
 def audit_lines(audit: dict | None) -> list[str]:

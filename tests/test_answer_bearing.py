@@ -110,7 +110,7 @@ def test_a_label_run_calibrates_on_the_whole_reference_and_reuses_the_fit(tmp_pa
     cross-fitted by question), every record carries the calibrated P, its features and the calibration's name, the
     hole model gets the calibration, and a second run reuses the fit kept beside the labels."""
     from bridge.core.layout import HOLE_CALIBRATIONS_FILE
-    from bridge.estimate.holes import read_calibrations
+    from bridge.estimate.calibration import read_calibrations
 
     ds = company_dataset()
     reference = tmp_path / "ref.tsv"
@@ -201,11 +201,11 @@ def test_a_costly_answer_judge_refines_in_value_order_and_a_larger_budget_goes_o
     import math
 
     from bridge.judging.llm.cascade import CalibratedJudge
-    from bridge.label import run as label_run
+    from bridge.label import judging as label_judging
     from bridge.label.chain import JudgeChain
 
     clock = [0.0]
-    monkeypatch.setattr(label_run.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(label_judging.time, "monotonic", lambda: clock[0])
     ds = company_dataset()
     reference = tmp_path / "ref.tsv"
     write_reference(reference)
@@ -254,10 +254,12 @@ def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(
     pair of value 0."""
     import numpy as np
 
-    from bridge.estimate.holes import INTERCEPT, Calibration
+    from bridge.estimate.calibration import INTERCEPT, Calibration
     from bridge.judging.base import Case
-    from bridge.label import run as label_run
+    from bridge.label import judging as label_judging
+    from bridge.label.plan import LabelOptions
     from bridge.label.value import PairValues
+    from bridge.label.work import WorkItem
 
     strata = [
         {"stratum": "all", "auc": 0.80, "kind": False},
@@ -265,20 +267,20 @@ def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(
         {"stratum": "other topic", "auc": 0.85, "kind": True},
     ]
     free = Calibration("lexical", (INTERCEPT,), np.zeros((1, 1)), "ref", True, {"strata": strata})
-    order = label_run.weakest_kinds_first([free])
+    order = label_judging.weakest_kinds_first([free])
     assert order == {"listed topic": 0, "other topic": 1}
 
-    def case(docid: str, listed: float) -> label_run.WorkItem:
+    def case(docid: str, listed: float) -> WorkItem:
         kind = (("topic_listed", listed), ("passage_listed", 0.0))
-        return label_run.WorkItem("pool", Case("q", docid, "question", "text", kind=kind))
+        return WorkItem("pool", Case("q", docid, "question", "text", kind=kind))
 
     items = [case("o-high", 0.0), case("l-low", 1.0), case("o-zero", 0.0), case("l-high", 1.0)]
     values = {("q", "o-high"): 3.0, ("q", "l-low"): 1.0, ("q", "o-zero"): 0.0, ("q", "l-high"): 2.0}
-    monkeypatch.setattr(label_run, "pair_values", lambda *a, **k: PairValues(values, 2, 3))
-    options = label_run.LabelOptions()
-    ordered, _ = label_run._value_order(None, options, [], [], items, {}, None, order)
+    monkeypatch.setattr(label_judging, "pair_values", lambda *a, **k: PairValues(values, 2, 3))
+    options = LabelOptions()
+    ordered, _ = label_judging.value_order(None, options, [], [], items, {}, None, order)
     assert [it.case.docid for it in ordered] == ["l-high", "l-low", "o-high"]
-    plain, _ = label_run._value_order(None, options, [], [], items, {}, None)
+    plain, _ = label_judging.value_order(None, options, [], [], items, {}, None)
     assert [it.case.docid for it in plain] == ["o-high", "l-high", "l-low"]
 
 

@@ -182,11 +182,11 @@ def test_a_time_budget_bounds_the_cascades_debates_and_keeps_what_the_one_pass_s
 
     from test_audit import qa_dataset, stage_pool
 
-    from bridge.label import run as label_run
+    from bridge.label import judging as label_judging
 
     clock = [0.0]
-    monkeypatch.setattr(label_run.time, "monotonic", lambda: clock[0])
-    monkeypatch.setattr(label_run.time, "perf_counter", lambda: clock[0])
+    monkeypatch.setattr(label_judging.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(label_judging.time, "perf_counter", lambda: clock[0])
     ds = qa_dataset(answers=False, judged_negatives=True)
     pool = stage_pool(ds, tmp_path)
     texts = {e.docid: ds.corpus.get(e.docid).text for e in pool}

@@ -13,16 +13,8 @@ import pytest
 
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import top_k
-from bridge.estimate.holes import (
-    INTERCEPT,
-    Calibration,
-    CappedPairs,
-    HoleEvidence,
-    HoleModel,
-    HoleModelConfig,
-    build_hole_model,
-    constant_calibration,
-)
+from bridge.estimate.calibration import INTERCEPT, Calibration, constant_calibration
+from bridge.estimate.holes import CappedPairs, HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,

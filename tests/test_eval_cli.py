@@ -88,8 +88,8 @@ def write_calibrations(folder, right: float) -> None:
     import numpy as np
 
     from bridge.core.layout import HOLE_CALIBRATIONS_FILE
-    from bridge.estimate.holes import INTERCEPT, Calibration
-    from bridge.estimate.holes import write_calibrations as write
+    from bridge.estimate.calibration import INTERCEPT, Calibration
+    from bridge.estimate.calibration import write_calibrations as write
 
     wrong = math.log((1 - right) / right)
     draws = np.array([[-2 * wrong, wrong]])
@@ -310,7 +310,7 @@ def test_check_rejects_a_file_that_is_not_a_leaderboard(workspace, capsys):
 
 
 def test_new_binary_labels_count_as_relevant_on_graded_datasets():
-    from eval.harness import lift_new_labels
+    from bridge.core.label_records import lift_new_labels
 
     original = {"q": {"a": 3, "b": 1, "c": 0}}
     augmented = {"q": {"a": 3, "b": 1, "c": 0, "new1": 1, "new0": 0}}

@@ -13,7 +13,8 @@ import pytest
 from conftest import run_label
 
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from bridge.estimate.holes import INTERCEPT, Calibration, HoleEvidence, build_hole_model, read_calibrations
+from bridge.estimate.calibration import INTERCEPT, Calibration, read_calibrations
+from bridge.estimate.holes import HoleEvidence, build_hole_model
 from bridge.judging.base import Case
 from bridge.judging.free.reference import OpenJudge
 from bridge.judging.learned.exemplar import (

@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 
 from bridge.core.label_records import LabelRecord
-from bridge.estimate.holes import (
+from bridge.estimate.calibration import (
     ADAPTER,
     GATE,
     INTERCEPT,
@@ -19,14 +19,11 @@ from bridge.estimate.holes import (
     PRIOR,
     RANDOM_SAMPLING,
     Calibration,
-    CappedPairs,
-    HoleEvidence,
-    HoleModelConfig,
     PairFacts,
-    build_hole_model,
     read_calibrations,
     write_calibrations,
 )
+from bridge.estimate.holes import CappedPairs, HoleEvidence, HoleModelConfig, build_hole_model
 from bridge.judging.learned.hole_calibration import (
     HoleCalibrationConfig,
     Sample,
@@ -266,7 +263,7 @@ def test_holes_nothing_measured_draw_their_share_anywhere_in_0_1_together():
     """Positives-only qrels (no judged non-relevant pair) and no calibrated stage: the holes are unmeasured, their
     share relevant drawn uniformly once per draw for all of them, so the expected count is half the holes and the
     spread of the drawn share is a uniform's (sd 1/sqrt(12)), not a mean of independent coins."""
-    from bridge.estimate.holes import UNMEASURED
+    from bridge.estimate.calibration import UNMEASURED
 
     pool = [("q1", d) for d in "abcdef"] + [("q2", d) for d in "ghij"]
     original = {"q1": {"x": 1}, "q2": {"y": 1}}
@@ -288,7 +285,7 @@ def test_peoples_random_answers_measure_the_share_of_holes_nothing_else_measured
     """Positives-only qrels, no judge: 40 random holes of q1 answered by people, 4 of them relevant. Their answers are
     judgments of q1 (its prior is now its measured share); q2, which nobody answered, stays unmeasured, but its common
     share is narrowed by the answers to about theirs (a Beta(1 + 4, 1 + 36) has mean 5/42)."""
-    from bridge.estimate.holes import UNMEASURED
+    from bridge.estimate.calibration import UNMEASURED
 
     pool = [("q1", f"d{i}") for i in range(400)] + [("q2", f"e{i}") for i in range(100)]
     people = [

@@ -12,7 +12,7 @@ from bridge.core.errors import InputError
 from bridge.core.fsio import read_jsonl
 from bridge.core.label_records import LabelRecord, read_labels
 from bridge.core.trec import read_qrels, read_run, write_run
-from bridge.estimate.holes import read_calibrations
+from bridge.estimate.calibration import read_calibrations
 from bridge.pool.pooling import read_pool
 
 LATIN1 = "caf\xe9".encode("latin-1")  # not UTF-8

@@ -16,9 +16,9 @@ REPO = Path(__file__).resolve().parents[1]
 
 
 def test_restarts_within_one_second_keep_every_backup(tiny_beir, tmp_path, monkeypatch):
-    from bridge.label import run as label_run
+    from bridge.label import files as label_files
 
-    monkeypatch.setattr(label_run.time, "strftime", lambda _fmt, *_: "20260101-000000")  # all in the same second
+    monkeypatch.setattr(label_files.time, "strftime", lambda _fmt, *_: "20260101-000000")  # all in the same second
     write_pool([PoolEntry("q1", "d2", ("x",), 1)], tmp_path / "pool.tsv")
     ds = load_beir(tiny_beir)
     for answer in ("yes", "no", "yes"):

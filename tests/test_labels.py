@@ -175,10 +175,10 @@ def test_time_budget_sizes_batches_to_the_time_left(monkeypatch):
     that fit in half the time left (7 of 28 s, 3 of 14 s, 2 of 8 s), then one at a time while time is left, and no
     pool pair starts after the deadline; audit pairs run whatever the clock says."""
     from bridge.judging.base import Case
-    from bridge.label import run as label_run
+    from bridge.label import work as label_work
 
     clock = [0.0]
-    monkeypatch.setattr(label_run.time, "monotonic", lambda: clock[0])
+    monkeypatch.setattr(label_work.time, "monotonic", lambda: clock[0])
 
     class TwoSecondJudge:
         def judge(self, cases, keep):
@@ -187,23 +187,23 @@ def test_time_budget_sizes_batches_to_the_time_left(monkeypatch):
                 keep(LabelRecord(case.qid, case.docid, 0, "r", "timed", "cfg", "m"))
 
     judge = TwoSecondJudge()
-    pool = [label_run.WorkItem(label_run.POOL, Case("q", f"p{i}", "query", "text")) for i in range(20)]
-    audit = [label_run.WorkItem("audit", Case("q", f"a{i}", "query", "text")) for i in range(4)]
+    pool = [label_work.WorkItem(label_work.POOL, Case("q", f"p{i}", "query", "text")) for i in range(20)]
+    audit = [label_work.WorkItem("audit", Case("q", f"a{i}", "query", "text")) for i in range(4)]
     seen: list[str] = []
 
     def keep(item, record):
         seen.append(record.docid)
 
     items = pool[:8] + pool[8:16] + audit + pool[16:]  # batches of 8: pool, pool, audit + 4 pool
-    skipped = label_run.run_items(
-        items, {label_run.POOL: judge, "audit": judge}, {label_run.POOL: keep, "audit": keep}, 8, "t", False, 30.0
+    skipped = label_work.run_items(
+        items, {label_work.POOL: judge, "audit": judge}, {label_work.POOL: keep, "audit": keep}, 8, "t", False, 30.0
     )
     assert seen == [f"p{i}" for i in range(15)] + [f"a{i}" for i in range(4)]
     assert skipped == 5
     # the probe only measures: with time for all, the rest of its span and the later batches are all judged
     seen.clear()
     clock[0] = 0.0
-    skipped = label_run.run_items(pool, {label_run.POOL: judge}, {label_run.POOL: keep}, 16, "t", False, 100.0)
+    skipped = label_work.run_items(pool, {label_work.POOL: judge}, {label_work.POOL: keep}, 16, "t", False, 100.0)
     assert seen == [f"p{i}" for i in range(20)] and skipped == 0
 
 

@@ -18,7 +18,8 @@ from test_reader import ScoringLLM
 from bridge.core import digests
 from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from bridge.estimate.holes import PRIOR, _stage_calibration
+from bridge.estimate.calibration import PRIOR
+from bridge.estimate.holes import _stage_calibration
 from bridge.judging.base import Case
 from bridge.judging.learned.answer_context import AnswerContextJudge
 from bridge.judging.llm.cascade import CalibratedJudge

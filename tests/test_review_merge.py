@@ -8,9 +8,8 @@ import pytest
 from review_support import decided, staged_records, synced_db, tiny_dataset, write_labels
 
 from bridge.cli import main
-from bridge.core.label_records import read_labels
+from bridge.core.label_records import counted_records, read_labels
 from bridge.core.trec import read_qrels
-from bridge.label.run import counted_records
 from bridge.review import merge as merge_module
 from bridge.review.merge import merge
 from bridge.review.store import ImportRow

@@ -29,7 +29,7 @@ class Registry(Generic[T]):
         self._loaded = not self.modules
 
     def register(self, name: str) -> Callable[[T], T]:
-        """Decorator: register the decorated object under ``name`` (a later registration replaces it)."""
+        """Decorator: register the decorated object under ``name`` (a name is taken once: see :meth:`add`)."""
 
         def add(entry: T) -> T:
             self.add(name, entry)
@@ -38,6 +38,10 @@ class Registry(Generic[T]):
         return add
 
     def add(self, name: str, entry: T) -> None:
+        """Register ``entry`` under ``name``; a second, different entry under a taken name is refused, so that a
+        plug-in cannot silently replace another (registering the same entry again is harmless)."""
+        if name in self._entries and self._entries[name] is not entry and self._entries[name] != entry:
+            raise BridgeError(f"{self.kind} {name!r} is registered twice (a name can be taken once)")
         self._entries[name] = entry
 
     def _load(self) -> dict[str, T]:

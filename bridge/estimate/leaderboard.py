@@ -41,7 +41,8 @@ import numpy as np
 
 from bridge.core.measures import ESTIMATED, Measure
 from bridge.core.trec import Qrels, Run, top_k
-from bridge.estimate.holes import CappedPairs, HoleModel, Pair
+from bridge.estimate.calibration import Pair
+from bridge.estimate.holes import CappedPairs, HoleModel
 from bridge.estimate.vectorized import FlatQrels, RunMatrix, gain_values, gains_at, normaliser, relevance_effects
 
 SETTLED, LIKELY, OPEN = "settled", "likely", "open"

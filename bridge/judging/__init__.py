@@ -19,7 +19,7 @@
   (``metrics.py``), the read reference (``reference_labels.py``).
 
 Where a pool pair gets its label: ``bridge/label/`` chains these judges (``chain.py``) and runs them over the pool
-and the audit (``run.py``). The registry imports the modules that register judges on its first lookup.
+and the audit (``labeler.py``). The registry imports the modules that register judges on its first lookup.
 """
 
 from bridge.judging.base import (

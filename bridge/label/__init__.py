@@ -2,9 +2,16 @@
 
 * ``chain.py``        the judge chain (answer evidence -> topic adapters -> the judge), built from one
   frozen :class:`ChainSpec`; judges prepare themselves (hold-outs, calibration);
-* ``run.py``          the label run: resume from labels.jsonl, fixed costs (preparation, audit) first, the free
-  stages, then the budget for costly judges in value order (and ``--refine``), records, augmented qrels, the
-  hole model's calibrations and judge-audit.json;
+* ``labeler.py``      the label run (:func:`label_pool`): plan, judge the pool, audit, write; resumes from labels.jsonl;
+  * ``plan.py``       its options and what it decides first: the pool left to judge, the audit's pairs, each judge's
+    preparation (fixed costs);
+  * ``judging.py``    the pool's pairs: the free stages, then the budget for costly judges in value order (and
+    ``--refine``);
+  * ``audit_run.py``  the audit's known pairs after the pool, and the outputs from the records: augmented qrels, the
+    hole model's calibrations, judge-audit.json;
+  * ``work.py``       a pair in a lane and how batches of them go to the judges under a deadline;
+  * ``budget.py``     prices and the time budget's ledger (budget.json); ``files.py`` the run's files and what they
+    hold; ``summary.py`` what the run did, as ``bridge label`` prints it;
 * ``value.py``        the value of asking about a pair, from the hole model's estimate of the runs;
 * ``distributed.py``  the same run on Ray workers that rebuild the chain from the pickled spec;
 * ``judge_eval.py``   judges measured against human labels: samples, qualities, the report;
@@ -18,6 +25,9 @@ The judges themselves live in :mod:`bridge.judging`; the records in :mod:`bridge
 """
 
 from bridge.label.chain import ChainSpec, JudgeChain, build_chain
-from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, label_pool
+from bridge.label.files import LabelPaths
+from bridge.label.labeler import label_pool
+from bridge.label.plan import LabelOptions
+from bridge.label.summary import LabelSummary
 
 __all__ = ["ChainSpec", "JudgeChain", "LabelOptions", "LabelPaths", "LabelSummary", "build_chain", "label_pool"]

@@ -19,7 +19,7 @@ from typing import Any
 from bridge.core.errors import BridgeError
 from bridge.core.executors import Mapper, RayConfig, RayMapper, chunked_by_query
 from bridge.label.chain import ChainSpec, JudgeChain, build_chain
-from bridge.label.run import POOL, WorkItem, run_items
+from bridge.label.work import POOL, WorkItem, run_items
 
 
 class LabelWorker:

@@ -48,7 +48,7 @@ from bridge.judging.quality.metrics import (
     weighted_measures,
 )
 from bridge.judging.quality.reference_labels import HumanPair, question_folds
-from bridge.label.run import judge_pairs
+from bridge.label.judging import judge_pairs
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import PROMPT_DIR
 
@@ -593,7 +593,7 @@ def adapter_lines(evaluation: AdapterEvaluation) -> list[str]:
         )
     lines += [
         "",
-        "Floor to beat (issue 19, measured here): logistic regression on frozen all-MiniLM-L6-v2 passage embeddings, "
+        "Floor to beat (measured here): logistic regression on frozen all-MiniLM-L6-v2 passage embeddings, "
         "32 random judged passages per topic: bAcc 0.78, kappa 0.53, AUC 0.87. Published: per-topic classifiers "
         "rank systems at Spearman rho > 0.94 against full human qrels (Gienapp et al., ECIR 2026).",
         "",

@@ -74,8 +74,8 @@ def add_value_options(p: argparse.ArgumentParser) -> None:
 
 
 def cmd_label(args: argparse.Namespace) -> int:
+    from bridge.label.budget import Pricing
     from bridge.label.label_workflow import LabelStageSettings, label_stage
-    from bridge.label.run import Pricing
     from bridge.label.value import ValueConfig
 
     ws = workspace_from_args(args)

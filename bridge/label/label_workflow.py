@@ -1,5 +1,5 @@
 """``bridge label`` as a library function (:func:`label_stage`): the up-to-date stamp, the judge chain, the run's
-options (value order, executor, refine), the label run of :mod:`bridge.label.run` and what it says."""
+options (value order, executor, refine), the label run of :mod:`bridge.label.labeler` and what it says."""
 
 from __future__ import annotations
 
@@ -15,6 +15,7 @@ from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
 from bridge.judging import judge_traits
 from bridge.judging.quality.measured import better_measured, measured_quality, measured_rate
+from bridge.label.budget import Pricing
 from bridge.label.chain import (
     COSTLY_ANSWER_JUDGES,
     EXEMPLAR_LLM,
@@ -23,7 +24,10 @@ from bridge.label.chain import (
     build_refine_chain,
     exemplar_wanted,
 )
-from bridge.label.run import LabelOptions, LabelPaths, LabelSummary, Pricing, label_pool
+from bridge.label.files import LabelPaths
+from bridge.label.labeler import label_pool
+from bridge.label.plan import LabelOptions
+from bridge.label.summary import LabelSummary
 from bridge.label.value import ValueConfig
 
 if TYPE_CHECKING:

@@ -19,15 +19,8 @@ from bridge.core.label_records import LabelRecord
 from bridge.core.measures import COMPARED, at, parse_measures
 from bridge.core.trec import Run
 from bridge.datasets import Dataset
-from bridge.estimate.holes import (
-    RANDOM_SAMPLING,
-    Calibration,
-    HoleEvidence,
-    HoleModel,
-    HoleModelConfig,
-    Pair,
-    build_hole_model,
-)
+from bridge.estimate.calibration import RANDOM_SAMPLING, Calibration, Pair
+from bridge.estimate.holes import HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 
 VALUE_FLOOR = 1e-9

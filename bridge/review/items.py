@@ -20,7 +20,7 @@ from typing import Any
 
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.datasets import Dataset
-from bridge.estimate.holes import RANDOM_SAMPLING
+from bridge.estimate.calibration import RANDOM_SAMPLING
 from bridge.judging import cases_for
 from bridge.pool.pooling import PoolEntry
 

@@ -18,7 +18,7 @@ from typing import Any
 from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, read_labels
 from bridge.datasets import Dataset
-from bridge.label.run import write_label_qrels
+from bridge.label.files import write_label_qrels
 from bridge.review.aggregate import CaseVotes, Judgment, annotator_stats, excluded_annotators, tally
 from bridge.review.config import ReviewConfig
 from bridge.review.store import Item, ReviewDB

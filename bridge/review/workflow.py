@@ -72,7 +72,7 @@ def case_values(
     them (:func:`bridge.label.value.ask_order`). Without runs or a pool: escalated cases first, in file order."""
     from bridge.core.layout import HOLE_CALIBRATIONS_FILE
     from bridge.core.trec import read_runs
-    from bridge.estimate.holes import RANDOM_SAMPLING, read_calibrations
+    from bridge.estimate.calibration import RANDOM_SAMPLING, read_calibrations
     from bridge.judging.quality.audit import gate_recall, read_audit_report
     from bridge.label.value import ValueConfig, ask_order, pair_values
     from bridge.pool.pooling import read_pool

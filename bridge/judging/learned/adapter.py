@@ -28,7 +28,7 @@ from bridge.core.fsio import write_json_atomic
 from bridge.core.label_records import LabelRecord
 from bridge.datasets import Dataset
 from bridge.encoders.embeddings import PassageEmbeddings
-from bridge.estimate.holes import ADAPTER, Calibration, PairFacts, prior_logit
+from bridge.estimate.calibration import ADAPTER, Calibration, PairFacts, prior_logit
 from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared
 from bridge.judging.learned.hole_calibration import known_pair_calibration
 from bridge.judging.learned.topic_models import (

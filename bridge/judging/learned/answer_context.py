@@ -49,7 +49,7 @@ from bridge.core.layout import FALLBACK_CALIBRATION_FILE
 from bridge.datasets.kinds import FACTS as KIND_FACTS
 from bridge.datasets.kinds import kind_of
 from bridge.encoders.precision import cpu_label
-from bridge.estimate.holes import Calibration, PairFacts, pool_candidates
+from bridge.estimate.calibration import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,
     Judge,

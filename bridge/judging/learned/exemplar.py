@@ -40,7 +40,7 @@ from bridge.core.errors import BridgeError, InputError
 from bridge.core.fsio import read_utf8
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.datasets import Dataset
-from bridge.estimate.holes import INTERCEPT, Calibration, PairFacts
+from bridge.estimate.calibration import INTERCEPT, Calibration, PairFacts
 from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared, register_judge, usage_of
 from bridge.judging.learned.hole_calibration import HoleCalibrationConfig, Sample, fit_hole_calibration, fit_procedure
 from bridge.judging.learned.topic_models import Encoder

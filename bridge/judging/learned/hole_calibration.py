@@ -38,7 +38,7 @@ from typing import Any
 import numpy as np
 
 from bridge.datasets.kinds import ALL
-from bridge.estimate.holes import INTERCEPT, KIND_PREFIX, Calibration, PairFacts, sigmoid
+from bridge.estimate.calibration import INTERCEPT, KIND_PREFIX, Calibration, PairFacts, sigmoid
 from bridge.judging.quality.metrics import DesignSample, design_intervals, weighted_measures
 
 
