@@ -13,8 +13,14 @@ On the machine at hand, in one run:
    cache under ``--cache-dir``): nDCG@10 over the judged queries and the share of the fp32 top-10 kept; then
    whether the path ``auto`` picked is the fastest at nDCG@10 within ``--tolerance`` (0.005) of fp32's.
 ``--onnx-int8`` adds ONNX Runtime dynamic int8 MiniLM to the throughput table (needs the ``onnx`` package).
+``--torch-int8`` measures MiniLM with torch's dynamic int8 (every linear layer, weights per output channel), a
+candidate path that is not shipped: its speed on ``--dataset`` and, per quality dataset, its nDCG@10 against fp32's
+by exact search over the whole corpus. ``--options`` adds MiniLM's speed by thread count, batch size and length
+bucketing (one pass each); ``--batches`` each encoder's by batch size, alternated over three rounds. Each nDCG@10
+difference to fp32 is paired over topics (mean and a 95% interval, +- 1.96 standard errors).
 
-    python -m bench encoders [--datasets nq,scifact,dl19] [--docs 1000] [--onnx-int8]
+    python -m bench encoders [--dataset nq] [--quality scifact,nfcorpus,dl19] [--docs 1000]
+                             [--torch-int8] [--options] [--batches]
 """
 
 from __future__ import annotations
@@ -23,6 +29,7 @@ import argparse
 import tempfile
 import time
 from collections.abc import Callable, Sequence
+from functools import partial
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +47,9 @@ from retrievers.pipeline import retrieve
 from retrievers.splade import SpladeRetriever, load_splade
 
 SYSTEMS = [SystemSpec("dense-minilm", "dense"), SystemSpec("splade-tiny", "splade")]
-PASSAGE_LENGTH = {"MiniLM": default_passage_length(MINILM) or 256, "SPLADE-tiny": 256}
+SPLADE_CAP = 256
+"""SPLADE's passage length as the retriever reads passages (its max_length)."""
+PASSAGE_LENGTH = {"MiniLM": default_passage_length(MINILM) or 256, "SPLADE-tiny": SPLADE_CAP}
 """Each encoder's passage length cap as the retrievers use it (MiniLM's shipped default, SPLADE's max_length)."""
 
 
@@ -196,6 +205,56 @@ def throughput(
     return lines, by_encoder
 
 
+def options(texts: Sequence[str]) -> list[str]:
+    """MiniLM's throughput by thread count, batch size and length bucketing, in fp32 and torch int8 (values do not
+    depend on these beyond float rounding, so only speed is compared). Without bucketing, batches are taken in corpus
+    order (each padded to its longest passage); sentence-transformers sorts by length (the default)."""
+    import torch
+
+    threads = torch.get_num_threads()
+    fp32 = SentenceEncoder().model
+    lines = [f"{'path':5s} {'threads':>7s} {'batch':>5s} {'bucketed':>8s} {'docs/s':>8s} {'x default':>9s}"]
+    for path, model in (("fp32", fp32), ("int8", torch_int8(fp32))):
+        model.encode(list(texts[:16]))
+        default = None
+        for n, batch, bucketed in [(threads, 64, True), (1, 64, True), (threads, 16, True), (threads, 32, True),
+                                   (threads, 128, True), (threads, 64, False)]:  # fmt: skip
+            chunks = [list(texts)] if bucketed else [list(texts[i : i + batch]) for i in range(0, len(texts), batch)]
+            torch.set_num_threads(n)
+            try:
+                seconds = _seconds(lambda m=model, c=chunks, b=batch: [m.encode(x, batch_size=b) for x in c])
+            finally:
+                torch.set_num_threads(threads)
+            speed = len(texts) / seconds
+            default = default or speed
+            lines.append(f"{path:5s} {n:7d} {batch:5d} {bucketed!s:>8s} {speed:8.1f} {speed / default:8.2f}x")
+    return lines
+
+
+def batch_rounds(texts: Sequence[str], rounds: int = 3) -> list[str]:
+    """Each encoder's speed by batch size in each shipped path, the sizes alternated over ``rounds`` (the order
+    reversed every other round, so that warm-up and drift fall on every size alike): every round's docs/s and the
+    best."""
+    lines = []
+    for path in PATHS:
+        encoders = (
+            ("MiniLM", (16, 32, 64), lambda b, p=path: SentenceEncoder(precision=p, batch_size=b).encode_passages),
+            ("SPLADE", (8, 16, 32), lambda b, p=path: partial(SpladeRetriever(precision=p, batch_size=b).encode,
+                                                               max_length=SPLADE_CAP, progress=False)),
+        )  # fmt: skip
+        for name, sizes, make in encoders:
+            make(sizes[0])(list(texts[:32]))
+            speeds: dict[int, list[float]] = {b: [] for b in sizes}
+            for r in range(rounds):
+                for b in sizes if r % 2 == 0 else sizes[::-1]:
+                    encode = make(b)
+                    speeds[b].append(len(texts) / _seconds(lambda e=encode: e(list(texts))))
+            for b in sizes:
+                each = " ".join(f"{x:6.1f}" for x in speeds[b])
+                lines.append(f"{name:7s} {path} batch {b:3d}: {each}  best {max(speeds[b]):6.1f} docs/s")
+    return lines
+
+
 def _seconds(work: Callable[[], Any]) -> float:
     start = time.perf_counter()
     work()
@@ -214,17 +273,71 @@ def quality(dataset: str, data_dir: Path, cache_dir: Path) -> tuple[list[str], d
             )
             for r in results:
                 runs[(r.system, precision)] = read_run(r.path)
-    ndcg = {key: evaluate(run, ds.qrels, topics, ["nDCG@10"]).means["nDCG@10"] for key, run in runs.items()}
+    evaluations = {key: evaluate(run, ds.qrels, topics, ["nDCG@10"]) for key, run in runs.items()}
+    ndcg = {key: e.means["nDCG@10"] for key, e in evaluations.items()}
     lines = [
-        f"{dataset}: {len(topics)} judged queries",
-        f"{'system':14s} {'nDCG@10 fp32':>13s} {'bf16':>7s} {'diff':>8s} {'top-10 kept':>12s}",
+        f"{dataset}: {len(topics)} judged queries; diff: paired over topics, mean [95% interval]",
+        f"{'system':14s} {'path':5s} {'nDCG@10':>8s} {'diff to fp32':>27s} {'top-10 kept':>12s}",
     ]
     for spec in SYSTEMS:
-        a, b = runs[(spec.name, "fp32")], runs[(spec.name, "bf16")]
-        n32, n16 = ndcg[(spec.name, "fp32")], ndcg[(spec.name, "bf16")]
-        kept = np.mean([len(set(top_k(a.get(q, {}), 10)) & set(top_k(b.get(q, {}), 10))) / 10 for q in topics])
-        lines.append(f"{spec.name:14s} {n32:13.4f} {n16:7.4f} {n16 - n32:+8.4f} {kept:12.3f}")
+        lines.append(f"{spec.name:14s} {'fp32':5s} {ndcg[(spec.name, 'fp32')]:8.4f}")
+        for path in PATHS[1:]:
+            pair = (evaluations[(spec.name, "fp32")], evaluations[(spec.name, path)])
+            kept = top10_kept(runs[(spec.name, "fp32")], runs[(spec.name, path)], topics)
+            interval = paired(*pair, topics)
+            lines.append(f"{spec.name:14s} {path:5s} {ndcg[(spec.name, path)]:8.4f} {interval:>27s} {kept:12.3f}")
     return lines, ndcg
+
+
+def paired(base: Any, other: Any, topics: Sequence[str]) -> str:
+    """nDCG@10 of ``other`` minus ``base``, paired over topics: mean [95% interval]."""
+    a, b = base.per_query["nDCG@10"], other.per_query["nDCG@10"]
+    diff = np.array([b.get(q, 0.0) - a.get(q, 0.0) for q in topics])
+    half = 1.96 * diff.std(ddof=1) / np.sqrt(len(diff)) if len(diff) > 1 else float("nan")
+    return f"{diff.mean():+.4f} [{diff.mean() - half:+.4f}, {diff.mean() + half:+.4f}]"
+
+
+def top10_kept(a: Any, b: Any, topics: Sequence[str]) -> float:
+    """The mean share of ``a``'s top 10 that ``b`` keeps."""
+    return float(np.mean([len(set(top_k(a.get(q, {}), 10)) & set(top_k(b.get(q, {}), 10))) for q in topics]) / 10)
+
+
+def torch_int8(model: Any) -> Any:
+    """A copy of a sentence-transformers model with every linear layer in torch's dynamic int8 (per output channel)."""
+    import copy
+    import warnings
+
+    import torch
+    from torch.ao.quantization import per_channel_dynamic_qconfig, quantize_dynamic
+
+    with warnings.catch_warnings():  # torch marks eager quantization as moving to torchao
+        warnings.simplefilter("ignore")
+        return quantize_dynamic(copy.deepcopy(model), {torch.nn.Linear: per_channel_dynamic_qconfig}, torch.qint8)
+
+
+def int8_quality(dataset: str, data_dir: Path) -> list[str]:
+    """MiniLM fp32 against torch int8 on a whole corpus: exact inner-product search, nDCG@10 paired over topics."""
+    ds = load_dataset(dataset, data_dir)
+    topics = [q for q in ds.qids if ds.qrels.get(q)]
+    docs = list(ds.corpus)
+    queries = [ds.query(q).text for q in topics]
+    fp32 = SentenceEncoder().model
+    out, runs, rates = {}, {}, {}
+    for path, model in (("fp32", fp32), ("int8", torch_int8(fp32))):
+        start = time.perf_counter()
+        passages = model.encode([d.contents() for d in docs], batch_size=64, normalize_embeddings=True)
+        rates[path] = len(docs) / (time.perf_counter() - start)
+        scores = model.encode(queries, batch_size=64, normalize_embeddings=True) @ passages.T
+        best = np.argsort(-scores, axis=1)[:, :100]
+        runs[path] = {q: {docs[j].docid: float(scores[i, j]) for j in best[i]} for i, q in enumerate(topics)}
+        out[path] = evaluate(runs[path], ds.qrels, topics, ["nDCG@10"])
+    return [
+        f"{dataset}: MiniLM by exact search, {len(topics)} judged queries, {len(docs)} passages",
+        f"{'path':5s} {'docs/s':>7s} {'nDCG@10':>8s} {'diff to fp32':>27s} {'top-10 kept':>12s}",
+        f"{'fp32':5s} {rates['fp32']:7.1f} {out['fp32'].means['nDCG@10']:8.4f}",
+        f"{'int8':5s} {rates['int8']:7.1f} {out['int8'].means['nDCG@10']:8.4f} "
+        f"{paired(out['fp32'], out['int8'], topics):>27s} {top10_kept(runs['fp32'], runs['int8'], topics):12.3f}",
+    ]
 
 
 def verdicts(
@@ -233,14 +346,15 @@ def verdicts(
     """Whether ``auto``'s path is the fastest (this bench's throughput) at nDCG@10 within ``tolerance`` of fp32."""
     lines = []
     for (name, probe), spec in zip(probes.items(), SYSTEMS, strict=True):
+        paths = PATHS
         at_parity = [
-            p for p in PATHS if all(abs(n[(spec.name, p)] - n[(spec.name, "fp32")]) <= tolerance for n in ndcg.values())
+            p for p in paths if all(abs(n[(spec.name, p)] - n[(spec.name, "fp32")]) <= tolerance for n in ndcg.values())
         ]
         fastest = max(at_parity, key=lambda p: rates[name][p])
         verdict = "yes" if fastest == probe.choice else "NO"
         lines.append(
             f"{name}: auto -> {probe.choice}; fastest path at nDCG@10 within {tolerance} of fp32 on "
-            f"{', '.join(ndcg)}: {fastest} ({', '.join(f'{p} {rates[name][p]:.1f} docs/s' for p in PATHS)}): {verdict}"
+            f"{', '.join(ndcg)}: {fastest} ({', '.join(f'{p} {rates[name][p]:.1f} docs/s' for p in paths)}): {verdict}"
         )
     return lines
 
@@ -252,12 +366,23 @@ def main(argv: Sequence[str] | None = None) -> int:
         prog="python -m bench encoders", description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter
     )
     parser.add_argument("--dataset", default="nq", help="throughput and the corpus floor on this dataset (nq)")
-    parser.add_argument("--quality", default="scifact,dl19", help="datasets of the nDCG@10 tables (scifact,dl19)")
+    parser.add_argument(
+        "--quality", default="scifact,nfcorpus,dl19", help="datasets of the nDCG@10 tables (scifact,nfcorpus,dl19)"
+    )
     parser.add_argument("--data-dir", type=Path, default=DEFAULT_DATA_DIR)
     parser.add_argument("--cache-dir", type=Path, default=Path("cache"))
     parser.add_argument("--docs", type=int, default=1000, help="passages for the throughput table")
     parser.add_argument("--tolerance", type=float, default=0.005, help="nDCG@10 parity with fp32 (0.005)")
     parser.add_argument("--onnx-int8", action="store_true", help="add ONNX Runtime dynamic int8 MiniLM")
+    parser.add_argument(
+        "--options", action="store_true", help="add MiniLM's speed by threads, batch size and length bucketing"
+    )
+    parser.add_argument(
+        "--batches", action="store_true", help="add each encoder's speed by batch size, alternated over 3 rounds"
+    )
+    parser.add_argument(
+        "--torch-int8", action="store_true", help="measure MiniLM in torch's dynamic int8 (speed, nDCG@10 paired)"
+    )
     args = parser.parse_args(argv)
     print(f"CPU: {cpu_label()}; torch {torch.__version__}, {torch.get_num_threads()} threads", flush=True)
     gflops = {p: matmul_gflops(p) for p in PATHS}
@@ -271,10 +396,21 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(probes[name].table())
     lines, rates = throughput(args.dataset, args.data_dir, args.docs, gflops, args.onnx_int8)
     print("\n" + "\n".join(lines), flush=True)
+    if args.options:
+        texts = [d.contents() for d in load_dataset(args.dataset, args.data_dir).corpus][: args.docs]
+        print(f"\n{args.dataset}: MiniLM on the first {len(texts)} passages by encoder option", flush=True)
+        print("\n".join(options(texts)), flush=True)
+    if args.batches:
+        texts = [d.contents() for d in load_dataset(args.dataset, args.data_dir).corpus][: args.docs]
+        print(f"\n{args.dataset}: each encoder on the first {len(texts)} passages by batch size", flush=True)
+        print("\n".join(batch_rounds(texts)), flush=True)
     ndcg = {}
     for dataset in [d.strip() for d in args.quality.split(",") if d.strip()]:
         table, ndcg[dataset] = quality(dataset, args.data_dir, args.cache_dir)
         print("\n" + "\n".join(table), flush=True)
     if ndcg:
         print("\n" + "\n".join(verdicts(probes, rates, ndcg, args.tolerance)))
+    if args.torch_int8:
+        for dataset in [d.strip() for d in args.quality.split(",") if d.strip()]:
+            print("\n" + "\n".join(int8_quality(dataset, args.data_dir)), flush=True)
     return 0

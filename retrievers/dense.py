@@ -16,6 +16,7 @@ import numpy as np
 from bridge.core.errors import BridgeError
 from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
+from bridge.encoders.device import settle_device
 from bridge.encoders.embeddings import SentenceEncoder, corpus_embeddings, embeddings_dir
 from bridge.encoders.precision import precision_key
 from bridge.encoders.sources import MINILM, resolve_model
@@ -40,11 +41,14 @@ class DenseConfig:
     hnsw_ef_construction: int = 200
     hnsw_ef_search: int = 128
     """Candidates kept while searching the graph; at least k is used (faiss's default, 16, loses recall)."""
-    batch_size: int = 64
+    batch_size: int | None = None
+    """Passages per forward pass; None: 16 on a CPU (1.17x the speed of 64 for MiniLM in fp32 on 2 cores, bench
+    encoders), 256 on a GPU (bridge.encoders.device)."""
     max_length: int | None = None
     """Word pieces per text; None: the shipped model's default (192 for all-MiniLM-L6-v2,
     :data:`bridge.encoders.sources.PASSAGE_LENGTHS`), else the model's own limit."""
-    device: str = "cpu"
+    device: str = "auto"
+    """``auto`` (a CUDA device where torch sees one, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
     precision: str = "fp32"
     """The encoder's precision; :func:`dense_from_params` settles a pool's ``auto`` (or ``--encoder-precision``)."""
 
@@ -160,6 +164,7 @@ DENSE_PARAMS = config_params(DenseConfig)
 def dense_from_params(params: Mapping[str, Any], context: RetrievalContext) -> DenseRetriever:
     """A dense retriever whose passage embeddings live in the dataset's shared cache folder."""
     config = config_from_params(DenseConfig, params)
+    config = replace(config, device=settle_device(config.device))
 
     def encode(precision: str, texts: Sequence[str]) -> np.ndarray:
         encoder = SentenceEncoder(

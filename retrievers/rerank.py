@@ -24,7 +24,7 @@ from __future__ import annotations
 import logging
 import math
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from functools import cache
 from pathlib import Path
 from typing import Any
@@ -34,6 +34,7 @@ import numpy as np
 from bridge.core.errors import BridgeError
 from bridge.core.trec import Run, top_k
 from bridge.datasets import Corpus, Query
+from bridge.encoders.device import batch_size_for, settle_device
 from bridge.encoders.sources import ModelRef, hub_error, resolve_model
 from bridge.llm.base import LLMBackend, LLMRequest, Message, answer_probability, schema_text
 from bridge.prompts import template_digest, template_module
@@ -164,14 +165,16 @@ class CrossEncoderConfig:
     kind: str = "cross-encoder"
     """``cross-encoder`` (sentence-transformers ``CrossEncoder``) or ``monot5``."""
     depth: int = 100
-    batch_size: int = 32
+    batch_size: int | None = None
+    """Pairs per forward pass; None: 32 on a CPU, 128 on a GPU (bridge.encoders.device)."""
     max_length: int | None = 512
     """Tokens per (query, passage) pair."""
     true_token: str = "▁true"
     """monoT5: the token whose log-probability is the score."""
     false_token: str = "▁false"
     """monoT5: the token the score is normalised against."""
-    device: str = "cpu"
+    device: str = "auto"
+    """``auto`` (a CUDA device where torch sees one, else the CPU), ``cpu``, ``cuda`` or ``cuda:N``."""
 
 
 class CrossEncoderReranker(WindowReranker):
@@ -181,7 +184,8 @@ class CrossEncoderReranker(WindowReranker):
         super().__init__(context, config.first_stage, config.depth)
         if config.kind not in ("cross-encoder", "monot5"):
             raise BridgeError(f"rerank-ce: kind must be 'cross-encoder' or 'monot5', got {config.kind!r}")
-        self.config = config
+        device = settle_device(config.device)
+        self.config = replace(config, device=device, batch_size=batch_size_for(device, config.batch_size, 32, 128))
         self.model_ref = resolve_model(config.model)
 
     def scorer_fingerprint(self) -> dict[str, Any]:

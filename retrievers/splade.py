@@ -24,6 +24,7 @@ from bridge.core.errors import BridgeError
 from bridge.core.fsio import atomic_write, write_json_atomic
 from bridge.core.trec import Run
 from bridge.datasets import Corpus, Query
+from bridge.encoders.device import AUTO, batch_size_for, settle_device
 from bridge.encoders.embeddings import CORPUS_ENCODED, encode_in_chunks
 from bridge.encoders.precision import inference_precision, precision_key, shipped_path
 from bridge.encoders.sources import SPLADE_TINY, ModelRef, hub_error, resolve_model
@@ -51,7 +52,7 @@ class SpladeModel:
         d, ``mask``: texts x tokens). A padding position takes its text's first real token's state, which changes no max
         and spares a masking pass. One product per ``PROJECTION_CHUNK`` vocabulary rows over the whole batch: each
         chunk's output stays near the cache until it is max-reduced; the 30k-wide output, not the multiplications, is
-        what one whole product pays for (33 against 200-217 GFLOP/s in fp32 on 2 cores; bench/RESULTS.md, issue 36)."""
+        what one whole product pays for (33 against 200-217 GFLOP/s in fp32 on 2 cores; bench encoders)."""
         import torch
 
         linear = torch.nn.functional.linear
@@ -114,8 +115,8 @@ class SpladeRetriever:
         model: str = SPLADE_TINY,
         max_length: int = 256,
         query_max_length: int = 64,
-        batch_size: int = 16,
-        device: str = "cpu",
+        batch_size: int | None = None,
+        device: str = AUTO,
         precision: str = "fp32",
     ) -> None:
         self.model_ref = resolve_model(model)
@@ -123,12 +124,13 @@ class SpladeRetriever:
         """fp32 or bf16 (the body under bfloat16 autocast, the projection in bfloat16 chunks: SpladeModel.pooled)."""
         self.max_length = max_length
         self.query_max_length = query_max_length
-        self.batch_size = batch_size
-        self.device = device
+        self.device = settle_device(device)
+        """``auto``: a CUDA device where torch sees one, else the CPU (bridge.encoders.device); not in the cache key."""
+        self.batch_size = batch_size_for(self.device, batch_size, cpu=16, gpu=128)
         self._docs: Any = None  # scipy CSR, one row per document
         self._docids: list[str] = []
         self._params = {"model": model, "max_length": max_length, "query_max_length": query_max_length,
-                        "batch_size": batch_size, "device": device, "precision": self.precision}  # fmt: skip
+                        "batch_size": self.batch_size, "device": self.device, "precision": self.precision}  # fmt: skip
         self.mapper: Any = None
         """Encodes the corpus on workers (``bridge.core.executors.Mapper``) when set; None: in this process."""
         self.progress = True
@@ -220,7 +222,8 @@ def _top(row: np.ndarray, docids: Sequence[str], k: int) -> dict[str, float]:
 def make_splade(params: Mapping[str, Any], context: RetrievalContext) -> SpladeRetriever:
     check_params("splade", params, ("model", "max_length", "query_max_length", "batch_size", "device", "precision"))
     model, max_length = str(params.get("model", SPLADE_TINY)), int(params.get("max_length", 256))
-    batch_size, device = int(params.get("batch_size", 16)), str(params.get("device", "cpu"))
+    device = settle_device(str(params.get("device", AUTO)))
+    batch_size = int(params["batch_size"]) if "batch_size" in params else None
 
     def encode(precision: str, texts: Sequence[str]) -> np.ndarray:
         retriever = SpladeRetriever(model, max_length, batch_size=batch_size, device=device, precision=precision)

@@ -431,3 +431,15 @@ def test_splade_batches_encode_each_text_as_alone(ds):
     alone = np.vstack([splade.encode([t], 256, False).toarray() for t in texts])
     assert together.shape == (len(texts), 30522) and np.all(together.any(axis=1))
     np.testing.assert_allclose(together, alone, rtol=1e-4, atol=1e-5)
+
+
+def test_minilm_embeddings_do_not_depend_on_the_batch_size(ds):
+    """The CPU default batch (16) was chosen for speed alone: padding is masked out of the mean pooling, so a
+    passage's embedding is the same in any batch up to float rounding."""
+    from bridge.encoders.embeddings import SentenceEncoder
+
+    texts = [d.contents() for d in ds.corpus] + ["short", " ".join(["long"] * 300)]
+    small = SentenceEncoder(batch_size=16, device="cpu").encode_passages(texts)
+    large = SentenceEncoder(batch_size=64, device="cpu").encode_passages(texts)
+    one = SentenceEncoder(batch_size=1, device="cpu").encode_passages(texts)
+    assert np.abs(small - large).max() < 1e-5 and np.abs(small - one).max() < 1e-5

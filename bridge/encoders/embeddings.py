@@ -23,6 +23,7 @@ import numpy as np
 
 from bridge.core.fsio import artifact_dir, atomic_write, write_json_atomic
 from bridge.datasets import Corpus, Dataset
+from bridge.encoders.device import AUTO, batch_size_for, settle_device
 from bridge.encoders.precision import inference_precision, precision_key, shipped_path
 from bridge.encoders.sources import MINILM, ModelRef, default_passage_length, hub_error, resolve_model
 
@@ -53,9 +54,9 @@ class SentenceEncoder:
         model: str = MINILM,
         query_prefix: str = "",
         passage_prefix: str = "",
-        batch_size: int = 64,
+        batch_size: int | None = None,
         max_length: int | None = None,
-        device: str = "cpu",
+        device: str = AUTO,
         precision: str = "fp32",
     ) -> None:
         self.model_ref = resolve_model(model)
@@ -64,15 +65,15 @@ class SentenceEncoder:
         apart from fp32 ones."""
         self.query_prefix = query_prefix
         self.passage_prefix = passage_prefix
-        self.batch_size = batch_size
+        self.device = settle_device(device)
+        """torch device (``auto``: a CUDA device where torch sees one, else ``cpu``); not part of the cache key."""
+        self.batch_size = batch_size_for(self.device, batch_size, cpu=16, gpu=256)
         self.max_length = max_length if max_length is not None else default_passage_length(model)
         """Word pieces read of a text (None: the model's own limit); a shipped model's default where none is given,
         so the retriever's corpus encoding and the topic adapters' passage embeddings stay one encoding."""
-        self.device = device
-        """torch device (``cpu``, ``cuda``); not part of the cache key: it does not change results."""
         self.params = {
             "model": model, "query_prefix": query_prefix, "passage_prefix": passage_prefix,
-            "batch_size": batch_size, "max_length": max_length, "device": device, "precision": self.precision,
+            "batch_size": self.batch_size, "max_length": max_length, "device": self.device, "precision": self.precision,
         }  # fmt: skip
         """What rebuilds this encoder elsewhere (a Ray worker encoding a chunk of the corpus)."""
 

@@ -7,8 +7,9 @@ shipped path the CPU can run natively (bf16 only where an x86 CPU has AVX512_BF1
 converts bfloat16 through fp32, at 0.08-0.16x fp32's rate on an AVX2 AMD EPYC, and probing it cost a cold run about
 36 s), and takes the fastest path whose embeddings agree with fp32's (cosine >= ``PARITY_COSINE`` on every passage)
 and whose speed beats fp32 by ``SPEED_MARGIN`` (timing noise must not flip the choice). The result is kept under
-``<cache>/precision-probe/`` in a file named by the CPU model and the torch version, one entry per encoder, so the
-probe runs once per machine type and model, and ``bench encoders`` prints the same table.
+``<cache>/precision-probe/`` in a file named by the CPU (its model name and its matrix instruction sets: two CPUs
+sold as "AMD EPYC", one with AVX-512 BF16 and one AVX2-only, must not share a choice) and the torch version, one entry
+per encoder, so the probe runs once per machine type and model, and ``bench encoders`` prints the same table.
 """
 
 from __future__ import annotations
@@ -142,7 +143,7 @@ def run_probe(encoder: str, encode: Encode, passages: Sequence[str] | None = Non
             seconds[path] = min(seconds[path], time.perf_counter() - start)
     rates = {p: len(texts) / seconds[p] for p in paths}
     min_cosine = {p: min_row_cosine(vectors["fp32"], vectors[p]) for p in paths}
-    return ProbeResult(encoder, rates, min_cosine, choose(rates, min_cosine), cpu_model(), torch.__version__)
+    return ProbeResult(encoder, rates, min_cosine, choose(rates, min_cosine), cpu_label(), torch.__version__)
 
 
 def min_row_cosine(a: np.ndarray, b: np.ndarray) -> float:
@@ -151,10 +152,10 @@ def min_row_cosine(a: np.ndarray, b: np.ndarray) -> float:
 
 
 def probe_file(cache_dir: Path) -> Path:
-    """This CPU model's probe results (one JSON per CPU model and torch version, every encoder in it)."""
+    """This CPU's probe results (one JSON per CPU label and torch version, every encoder in it)."""
     import torch
 
-    cpu = cpu_model()
+    cpu = cpu_label()
     slug = re.sub(r"[^a-z0-9]+", "-", cpu.lower()).strip("-")[:60]
     digest = hashlib.sha256(f"{cpu}|{torch.__version__}".encode()).hexdigest()[:8]
     return Path(cache_dir) / "precision-probe" / f"{slug}-{digest}.json"
@@ -174,7 +175,7 @@ def probed_precision(encoder: str, encode: Encode, cache_dir: Path) -> ProbeResu
     path = probe_file(cache_dir)
     probes = read_probes(path)
     if encoder not in probes:
-        log.info("precision probe: %s on %s (once per CPU model; kept in %s)", encoder, cpu_model(), path)
+        log.info("precision probe: %s on %s (once per CPU type; kept in %s)", encoder, cpu_label(), path)
         probes[encoder] = run_probe(encoder, encode)
         write_json_atomic(path, {k: asdict(v) for k, v in probes.items()})
         log.info("precision probe: %s: auto -> %s\n%s", encoder, probes[encoder].choice, probes[encoder].table())
