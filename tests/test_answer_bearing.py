@@ -17,8 +17,8 @@ from bridge.judging.free.reference import ConstantJudge
 from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerContextJudge, lexical_features
 from bridge.judging.llm.single import SupportJudge
 from bridge.judging.quality.audit import read_audit
+from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
 from bridge.judging.quality.reference_labels import HumanPair, question_folds, read_reference, subsample
-from bridge.label.judge_eval import ReferenceSample, run_reference_eval
 from bridge.label.value import ValueConfig
 from bridge.pool.pooling import PoolEntry, write_pool
 

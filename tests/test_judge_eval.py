@@ -12,8 +12,7 @@ from bridge.datasets import Dataset as DS
 from bridge.datasets import DictCorpus, Document, Query
 from bridge.judging.llm.dream import DebateEngine
 from bridge.judging.llm.single import SupportJudge
-from bridge.judging.quality.metrics import cohen_kappa, roc_auc
-from bridge.label.judge_eval import (
+from bridge.judging.quality.judge_eval import (
     JudgeEvalReport,
     JudgeQuality,
     SampleConfig,
@@ -22,6 +21,7 @@ from bridge.label.judge_eval import (
     run_judge_eval,
     write_report,
 )
+from bridge.judging.quality.metrics import cohen_kappa, roc_auc
 
 
 def graded_dataset() -> DS:

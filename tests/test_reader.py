@@ -17,7 +17,7 @@ from bridge.core.errors import BridgeError
 from bridge.judging.base import Case
 from bridge.judging.learned.answer_context import LEXICAL, AnswerContextJudge
 from bridge.judging.llm.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
-from bridge.label.judge_eval import ReferenceSample, run_reference_eval
+from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
 from bridge.llm import LLMConfig
 from bridge.llm.base import LLMRequest, LLMResponse, Message, request_key
 from bridge.llm.openai_http import OpenAIBackend

@@ -16,7 +16,8 @@
   isotonic / Platt maps (``calibration.py``), hole-like calibration with strata chosen by cross-validation
   (``hole_calibration.py``);
 * ``quality/``   measuring a judge: the audit (``audit.py``), agreement and calibration metrics with their intervals
-  (``metrics.py``), the read reference (``reference_labels.py``).
+  (``metrics.py``), the read reference (``reference_labels.py``), judges measured against people's labels
+  (``judge_eval.py``, what ``bridge judge-eval`` runs).
 
 Where a pool pair gets its label: ``bridge/label/`` chains these judges (``chain.py``) and runs them over the pool
 and the audit (``labeler.py``). The registry imports the modules that register judges on its first lookup.

@@ -17,14 +17,7 @@ from bridge.datasets.kinds import pair_kind
 from bridge.judging import JudgeSpec, build_judge, judge_traits
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.topic_models import AdapterConfig
-from bridge.judging.quality.reference_labels import (
-    read_reference,
-    read_reference_design,
-    read_reference_facts,
-    subsample,
-)
-from bridge.label.chain import ANSWER_JUDGES
-from bridge.label.judge_eval import (
+from bridge.judging.quality.judge_eval import (
     AdapterEvaluation,
     JudgeEvalReport,
     JudgeQuality,
@@ -44,6 +37,13 @@ from bridge.label.judge_eval import (
     run_reference_eval,
     write_report,
 )
+from bridge.judging.quality.reference_labels import (
+    read_reference,
+    read_reference_design,
+    read_reference_facts,
+    subsample,
+)
+from bridge.label.chain import ANSWER_JUDGES
 from bridge.label.judge_eval_methods import EVAL_METHODS, REFERENCE_METHODS
 from bridge.llm import LLMConfig, open_llm
 

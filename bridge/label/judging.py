@@ -5,61 +5,26 @@ from __future__ import annotations
 
 import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from pathlib import Path
 
 from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import (
     HUMAN_JUDGE,
     LabelRecord,
-    counted_records,
     current_records,
     read_labels,
 )
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import kind_of
 from bridge.estimate.calibration import Calibration
-from bridge.judging.base import Case, Judge, cases_for
+from bridge.judging.base import Case, cases_for
 from bridge.label.budget import BudgetLedger
 from bridge.label.chain import JudgeChain
-from bridge.label.files import LabelPaths, backup
+from bridge.label.files import LabelPaths
 from bridge.label.plan import LabelOptions, LabelPlan
 from bridge.label.summary import LabelSummary
 from bridge.label.value import VALUE_FLOOR, PairValues, pair_values, value_summary
 from bridge.label.work import POOL, WorkItem, pair_key, priority, run_items
 from bridge.pool.pooling import PoolEntry
-
-
-def judge_pairs(
-    dataset: Dataset,
-    judge: Judge,
-    entries: Sequence[PoolEntry],
-    labels_path: Path,
-    restart: bool = False,
-    batch_pairs: int = 64,
-    progress: bool = True,
-) -> tuple[LabelSummary, list[LabelRecord]]:
-    """Judge the pairs that ``labels_path`` does not hold yet for this judge configuration (no audit).
-
-    Returns the run's summary and the current records of the configuration (plus human
-    decisions) for ``entries``. Records are appended and fsynced as each pair is decided.
-    """
-    if restart:
-        backup(labels_path)
-    existing = read_labels(labels_path)
-    wanted = {(e.qid, e.docid) for e in entries}
-    done = {(r.qid, r.docid) for r in counted_records(existing, {judge.config_id})}
-    todo = [e for e in entries if (e.qid, e.docid) not in done]
-    summary = LabelSummary(pool_pairs=len(entries), resumed=len(entries) - len(todo))
-    items = [WorkItem(POOL, c) for c in cases_for(dataset, todo)]
-    with JsonlAppender(labels_path) as log:
-
-        def keep(_: WorkItem, record: LabelRecord) -> None:
-            log.append(record.to_json())
-            summary.add(record)
-
-        run_items(items, {POOL: judge}, {POOL: keep}, batch_pairs, f"label ({judge.name})", progress)
-    records = [r for r in counted_records(read_labels(labels_path), {judge.config_id}) if (r.qid, r.docid) in wanted]
-    return summary, records
 
 
 def _budgeted(

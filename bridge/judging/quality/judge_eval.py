@@ -24,11 +24,12 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
+from tqdm.auto import tqdm
 
 from bridge.core.errors import BridgeError
 from bridge.core.figures import save_png
-from bridge.core.fsio import atomic_write
-from bridge.core.label_records import LabelRecord
+from bridge.core.fsio import JsonlAppender, atomic_write
+from bridge.core.label_records import LabelRecord, counted_records, read_labels
 from bridge.core.layout import ADAPTER_CURVE_CSV
 from bridge.datasets import Dataset
 from bridge.judging.base import Case, Judge, cases_for
@@ -48,16 +49,39 @@ from bridge.judging.quality.metrics import (
     weighted_measures,
 )
 from bridge.judging.quality.reference_labels import HumanPair, question_folds
-from bridge.label.judging import judge_pairs
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import PROMPT_DIR
 
+JUDGED_AT_ONCE = 64
+"""Pairs a judge is given at once (its batch; records are kept as each pair is decided)."""
 SAMPLE_TAG = "human-sample"
 PAPER_REFERENCE = (
     "Reference points (DREAM paper, Llama-3.3-70B-Instruct, 700 expert-labeled triplets): "
     "DREAM 95.2% bAcc on non-escalated pairs at 3.5% escalation; single LLM judge (LLMJudge prompt) "
     "73.9% bAcc; LARA (confidence escalation) 82.1% at 3.5%."
 )
+
+
+def judge_pairs(
+    dataset: Dataset, judge: Judge, entries: Sequence[PoolEntry], labels_path: Path, progress: bool = True
+) -> list[LabelRecord]:
+    """The judge's records for ``entries``: those ``labels_path`` holds for this judge configuration, and the others
+    judged now, in batches, each record appended and fsynced as its pair is decided (a killed measurement resumes)."""
+    wanted = {(e.qid, e.docid) for e in entries}
+    done = {(r.qid, r.docid) for r in counted_records(read_labels(labels_path), {judge.config_id})}
+    cases = cases_for(dataset, [e for e in entries if (e.qid, e.docid) not in done])
+    with (
+        JsonlAppender(labels_path) as log,
+        tqdm(total=len(cases), desc=f"label ({judge.name})", unit="pair", disable=not progress or not cases) as bar,
+    ):
+
+        def keep(record: LabelRecord) -> None:
+            log.append(record.to_json())
+            bar.update(1)
+
+        for start in range(0, len(cases), JUDGED_AT_ONCE):
+            judge.judge(cases[start : start + JUDGED_AT_ONCE], keep)
+    return [r for r in counted_records(read_labels(labels_path), {judge.config_id}) if (r.qid, r.docid) in wanted]
 
 
 def balanced_sample(
@@ -283,7 +307,7 @@ def run_judge_eval(
             source = f"{len(calibration)} human-judged pairs of {dataset.name} outside the evaluation sample"
             truth = [int(p.relevant) for p in calibration]
             judge.calibrate(cases, truth, source)  # type: ignore[attr-defined]
-        _, records = judge_pairs(dataset, judge, entries, out_dir / f"{method}.labels.jsonl", progress=progress)
+        records = judge_pairs(dataset, judge, entries, out_dir / f"{method}.labels.jsonl", progress=progress)
         qualities.append(score(method, sample, records))
         if injection_pairs:
             irrelevant = [e for e, p in zip(entries, sample, strict=True) if not p.relevant][:injection_pairs]
@@ -367,7 +391,7 @@ def run_reference_eval(
             name = f"{method}.part{k + 1}of{folds}" if fitted else method
             path = out_dir / f"{name}.labels.jsonl"
             scored = [facts.get((e.qid, e.docid), e) for e in scored]
-            _, got = judge_pairs(dataset, EvidenceStage(judge, EvidenceConfig("gate")), scored, path, progress=progress)
+            got = judge_pairs(dataset, EvidenceStage(judge, EvidenceConfig("gate")), scored, path, progress=progress)
             records += got
             if not fitted:
                 break
