@@ -14,6 +14,7 @@ from typing import Any
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, counted_configs, current_records, lift_new_labels, read_labels
 from bridge.core.layout import HOLE_CALIBRATIONS_FILE, Workspace
+from bridge.core.stamp import run_families
 from bridge.core.trec import Qrels, Run, read_qrels, read_run, read_runs, restrict
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, read_calibrations
@@ -143,7 +144,7 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
     pooled = frozenset(s for e in entries for s in e.systems) if pool_path.exists() else None
     audit = read_audit_report(ws.audit_report(ds.slug)) if AUGMENTED in qrels_sets else None
     calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
-    families = pool_families(files.pool_config)
+    families = {**pool_families(files.pool_config), **run_families(ws.runs(ds.slug))}  # the runs' own stamps first
     return EvalInputs(
         dataset=ds.name,
         topics=topics,

@@ -24,6 +24,7 @@ from typing import Any
 from tqdm.auto import tqdm
 
 from bridge.core.errors import BridgeError, InputError
+from bridge.core.layout import RUN_STAMPS
 from bridge.core.stamp import StageStamp, stage_stamp
 from bridge.core.trec import Run, read_run, write_run
 from bridge.datasets import Dataset
@@ -120,7 +121,7 @@ def run_stamp(runs_dir: Path, spec: SystemSpec, meta: Mapping[str, Any]) -> Stag
     reads (its inputs'), its own run file once written; not the code (the retriever's fingerprint in ``meta``
     names what changes the run)."""
     inputs = [runs_dir / f"{name}.run" for name in spec.inputs]
-    return stage_stamp(runs_dir / ".meta", spec.name, meta, inputs, with_code=False)
+    return stage_stamp(runs_dir / RUN_STAMPS, spec.name, meta, inputs, with_code=False)
 
 
 def retrieval_context(

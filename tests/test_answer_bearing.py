@@ -402,3 +402,23 @@ def test_the_shipped_nq_answer_lexical_fit_matches_the_code_that_would_refit_it(
     shipped = reference.parent / "fits" / f"answer-lexical-fit-{judge._digest(pairs, facts, design)}.json"
     assert shipped.exists(), f"no shipped fit {shipped.name}: refit with `make label DATASET=nq` and ship it"
     assert json.loads(shipped.read_text())["inputs"] == judge.fit_inputs(pairs, facts, design)
+
+
+def test_the_value_orders_hole_model_groups_pairs_by_family_as_eval_does(monkeypatch):
+    """A pair's stratum is the set of families that pooled it (bridge eval's rule), not the set of systems: the
+    value order hands the runs' families to the hole model, each system without one its own."""
+    from bridge.label import value
+
+    seen = {}
+
+    def capture(evidence, config):
+        seen["families"] = evidence.families
+        raise RuntimeError("captured")
+
+    monkeypatch.setattr(value, "build_hole_model", capture)
+    ds = company_dataset()
+    runs = {"A": {}, "B": {}, "C": {}}
+    systems = value.Systems(runs, {"A": "bm25", "B": "bm25"})
+    with pytest.raises(RuntimeError, match="captured"):
+        value.hole_model_of(ds, [], [], {}, None, systems, 10)
+    assert seen["families"] == {"A": "bm25", "B": "bm25", "C": "C"}

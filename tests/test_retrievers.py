@@ -383,3 +383,18 @@ def test_bm25s_scores_match_hand_computed_bm25(tiny_beir, tmp_path):
     idf = math.log(1 + (n - df + 0.5) / (df + 0.5))
     expected = idf * tf / (tf + 0.9 * (1 - 0.4 + 0.4 * dl / avgdl))
     assert run["q"] == {"d5": pytest.approx(expected, rel=1e-5)}
+
+
+def test_each_run_keeps_its_family_beside_it_for_the_stages_after(tiny_beir, tmp_path):
+    """The label stage may not read the pool files: the retrieve stage's stamps record each run's family, and a
+    run with no stamp (a file copied in) has none."""
+    from bridge.core.stamp import run_families
+
+    ds = load_beir(tiny_beir)
+    runs_dir = tmp_path / "runs"
+    specs = [SystemSpec("lex", "bm25s", {"k1": 0.9}), SystemSpec("lex2", "bm25s", {"k1": 1.2}),
+             SystemSpec("fused", "rrf", {"runs": ["lex", "lex2"]})]  # fmt: skip
+    retrieve(ds, specs, runs_dir, tmp_path / "cache", k=3, progress=False)
+    (runs_dir / "mine.run").write_text((runs_dir / "lex.run").read_text())
+    assert run_families(runs_dir) == {"lex": "bm25s", "lex2": "bm25s", "fused": "rrf"}
+    assert run_families(tmp_path / "nowhere") == {}

@@ -9,6 +9,8 @@ DEFAULT_DATA_DIR = Path("../shared/data")
 
 # A label run's folder (qrels/<ds>/): every file a stage writes there, named once.
 POOL_FILE = "pool.tsv"
+RUN_STAMPS = ".meta"
+"""runs/<ds>/.meta/: each run's stamp, with what made it (its system's family and parameters)."""
 LABELS_FILE = "labels.jsonl"
 AUGMENTED_QRELS = "augmented.qrels"
 ORIGINAL_QRELS = "original.qrels"

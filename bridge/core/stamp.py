@@ -26,6 +26,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.core.fsio import write_json_atomic
+from bridge.core.layout import RUN_STAMPS
 
 STAMP_SUFFIX = ".stamp.json"
 SOURCE_SUFFIXES = (".py", ".j2", ".toml", ".txt", ".html", ".js", ".css")
@@ -127,6 +128,21 @@ class StageStamp:
         stage = self.path.name.removeprefix(".").removesuffix(STAMP_SUFFIX)
         why = f"nothing changed since the last run (stamp {self.path}; --force runs it again)"
         return f"{stage}: up to date: {why}\n{saved}"
+
+
+def run_families(run_dir: Path) -> dict[str, str]:
+    """System -> retrieval family of every run in ``run_dir`` that ``bridge retrieve`` made: its stamp
+    (``.meta/.<system>.stamp.json``) records the family, so the label stage's value order and the evaluation group
+    pairs by the same families without reading the pool files (a run with no stamp is absent: its own family)."""
+    families = {}
+    for path in sorted((run_dir / RUN_STAMPS).glob(f".*{STAMP_SUFFIX}")):
+        try:
+            settings = json.loads(path.read_text(encoding="utf-8")).get("settings", {})
+        except (OSError, ValueError, AttributeError):
+            continue  # a stamp is a cache record: one that cannot be read says nothing
+        if isinstance(settings, dict) and isinstance(settings.get("system"), str) and settings.get("family"):
+            families[settings["system"]] = str(settings["family"])
+    return families
 
 
 def stage_stamp(

@@ -14,8 +14,9 @@
     hold; ``summary.py`` what the run did, as ``bridge label`` prints it;
 * ``value.py``        the value of asking about a pair, from the hole model's estimate of the runs;
 * ``distributed.py``  the same run on Ray workers that rebuild the chain from the pickled spec;
-* ``label_workflow.py``, ``judge_eval_workflow.py`` (the measurement itself: :mod:`bridge.judging.quality.judge_eval`), ``evidence_workflow.py``  each command's work as a library
-  function over typed settings (``judge_eval_methods.py``: the judges judge-eval measures);
+* ``label_workflow.py``, ``judge_eval_workflow.py``, ``evidence_workflow.py``  each command's work as a library
+  function over typed settings (``judge_eval_methods.py``: the judges judge-eval measures; the measurement itself
+  is :mod:`bridge.judging.quality.judge_eval`);
 * ``cli.py``          registers ``bridge label``, ``judge-eval``, ``evidence`` (``label_cli.py``, ``judge_eval_cli.py``,
   ``evidence_cli.py``: argparse -> settings -> the workflow); the shared options and the specs they describe in
   ``label_options_cli.py`` (ChainSpec), ``judge_options_cli.py`` (JudgeSpec), ``adapter_options_cli.py``.

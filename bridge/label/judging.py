@@ -22,7 +22,7 @@ from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths
 from bridge.label.plan import LabelOptions, LabelPlan
 from bridge.label.summary import LabelSummary
-from bridge.label.value import VALUE_FLOOR, PairValues, pair_values, value_summary
+from bridge.label.value import VALUE_FLOOR, PairValues, Systems, pair_values, value_summary
 from bridge.label.work import POOL, WorkItem, pair_key, priority, run_items
 from bridge.pool.pooling import PoolEntry
 
@@ -100,8 +100,8 @@ def value_order(
     ``kind_order`` (kind of hole -> rank), the pairs of a lower-ranked kind first (the kinds where the free judge is
     measured weakest), most valuable first within each."""
     pairs = [(it.case.qid, it.case.docid) for it in items]
-    runs = options.runs or {}  # the callers order by value only where there are runs
-    found = pair_values(dataset, runs, records, pool, calibrations, gate, options.value, pairs)
+    systems = Systems(options.runs or {}, options.families)  # the callers order by value only where there are runs
+    found = pair_values(dataset, systems, records, pool, calibrations, gate, options.value, pairs)
     value = {pair: found.values.get(pair, 0.0) for pair in pairs}
     rank = kind_order or {}
     kinds = [rank.get(kind_of(dict(it.case.kind)), len(rank)) for it in items]

@@ -10,7 +10,7 @@ from typing import TYPE_CHECKING, Any
 
 from bridge.core.errors import BridgeError
 from bridge.core.layout import Workspace
-from bridge.core.stamp import StageStamp, stage_stamp
+from bridge.core.stamp import StageStamp, run_families, stage_stamp
 from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
 from bridge.judging import judge_traits
@@ -188,7 +188,7 @@ def _label_options(
     if settings.value is not None:
         runs = read_runs(ws.runs(ds.slug))
         if runs:
-            options = replace(options, runs=runs, value=settings.value)
+            options = replace(options, runs=runs, families=run_families(ws.runs(ds.slug)), value=settings.value)
         else:
             say(f"no runs in {ws.runs(ds.slug)}: every pool pair is judged (no value order)")
     if settings.ray is not None:

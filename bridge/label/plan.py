@@ -70,6 +70,9 @@ class LabelOptions:
     runs: Mapping[str, Run] | None = None
     """The systems to estimate (runs/<ds>/*.run): the free stages decide first, then the pairs for the costly judge
     go in value order (:mod:`bridge.label.value`), value-0 pairs not at all; None: every pair, priority order."""
+    families: Mapping[str, str] = field(default_factory=dict)
+    """System -> retrieval family of ``runs`` (their stamps, :func:`bridge.core.stamp.run_families`): the value
+    order's hole model groups pairs by the families that pooled them, as ``bridge eval`` does."""
     value: ValueConfig = field(default_factory=ValueConfig)
     refine: JudgeChain | None = None
     """A costly judge (its chain) that re-judges, in value order within the budget, the pairs a free

@@ -38,6 +38,20 @@ class ValueConfig:
 
 
 @dataclass(frozen=True)
+class Systems:
+    """The runs whose comparisons a label may decide, with each system's retrieval family: the hole model's strata
+    are then the sets of families that pooled a pair, as ``bridge eval`` draws them (a system with no family given
+    is its own; :func:`bridge.core.stamp.run_families` reads them beside the runs)."""
+
+    runs: Mapping[str, Run]
+    families: Mapping[str, str] = field(default_factory=dict)
+
+    def family_of(self) -> dict[str, str]:
+        """Every run's family (its own name where none is given)."""
+        return {name: self.families.get(name, name) for name in self.runs}
+
+
+@dataclass(frozen=True)
 class PairValues:
     values: dict[Pair, float]
     """Pair -> the expected number of open comparisons its label would decide."""
@@ -59,7 +73,7 @@ def hole_model_of(
     pool: Sequence[Pair],
     calibrations: Mapping[str, Calibration],
     gate_recall: tuple[int, int] | None,
-    runs: Mapping[str, Run] | None,
+    systems: Systems | None,
     depth: int,
     config: HoleModelConfig | None = None,
 ) -> HoleModel:
@@ -67,16 +81,19 @@ def hole_model_of(
     :func:`bridge.core.label_records.current_records`) over the dataset's judged topics, every pair the runs rank in
     their top ``depth`` included."""
     topics = list(dataset.judged_topics())
+    runs = systems.runs if systems is not None else {}
     seen = ranked_lists(runs, topics, depth) if runs else set()
+    families = systems.family_of() if systems is not None else None
     evidence = HoleEvidence(
-        dataset.qrels, records, pool, topics, dataset.relevance_threshold, calibrations, gate_recall, seen
-    )
+        dataset.qrels, records, pool, topics, dataset.relevance_threshold, calibrations, gate_recall, seen,
+        families=families,
+    )  # fmt: skip
     return build_hole_model(evidence, config or HoleModelConfig())
 
 
 def pair_values(
     dataset: Dataset,
-    runs: Mapping[str, Run],
+    systems: Systems,
     records: Iterable[LabelRecord],
     pool: Sequence[Pair],
     calibrations: Mapping[str, Calibration],
@@ -87,8 +104,8 @@ def pair_values(
     """The value of the pairs ``pairs`` (default: every open pair) given the current records."""
     measures = parse_measures(config.measures)
     depth = max(m.k for m in measures)
-    model = hole_model_of(dataset, records, pool, calibrations, gate_recall, runs, depth, config.holes)
-    board = Leaderboard(runs, model, list(dataset.judged_topics()), measures, config.estimate)
+    model = hole_model_of(dataset, records, pool, calibrations, gate_recall, systems, depth, config.holes)
+    board = Leaderboard(systems.runs, model, list(dataset.judged_topics()), measures, config.estimate)
     values = board.values(pairs)
     return PairValues(values, len(board.open_comparisons()), len(board.comparisons))
 

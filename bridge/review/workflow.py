@@ -71,10 +71,11 @@ def case_values(
     of open comparisons of adjacent systems in runs/<ds>/ each label would decide), the random holes spread among
     them (:func:`bridge.label.value.ask_order`). Without runs or a pool: escalated cases first, in file order."""
     from bridge.core.layout import HOLE_CALIBRATIONS_FILE
+    from bridge.core.stamp import run_families
     from bridge.core.trec import read_runs
     from bridge.estimate.calibration import RANDOM_SAMPLING, read_calibrations
     from bridge.judging.quality.audit import gate_recall, read_audit_report
-    from bridge.label.value import ValueConfig, ask_order, pair_values
+    from bridge.label.value import Systems, ValueConfig, ask_order, pair_values
     from bridge.pool.pooling import read_pool
 
     escalated = [(c.qid, c.docid) for c in cases if c.source.get("sampling") != RANDOM_SAMPLING]
@@ -86,7 +87,8 @@ def case_values(
         gate = gate_recall(read_audit_report(ws.audit_report(ds.slug)))
         calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
         pool = [(e.qid, e.docid) for e in read_pool(pool_path)]
-        values.update(pair_values(ds, runs, records, pool, calibrations, gate, ValueConfig(), escalated).values)
+        systems = Systems(runs, run_families(ws.runs(ds.slug)))
+        values.update(pair_values(ds, systems, records, pool, calibrations, gate, ValueConfig(), escalated).values)
     order = ask_order(values, random_pairs=drawn)
     return {pair: float(len(order) - i) for i, (pair, _) in enumerate(order)}
 
