@@ -15,3 +15,20 @@ def test_a_second_entry_under_a_taken_name_is_refused_and_the_first_kept():
     with pytest.raises(BridgeError, match="registered twice"):
         registry.register("mine")("third")
     assert registry["mine"] == "first" and list(registry) == ["mine"]
+
+
+def test_every_judge_eval_method_is_a_registered_judge_or_one_of_its_own():
+    """judge-eval's lists name no judge that does not exist: each name is registered or declared as its own."""
+    from bridge.judging import judge_names
+    from bridge.label.judge_eval_methods import (
+        DEFAULT_EVAL_METHODS,
+        DEFAULT_REFERENCE_METHODS,
+        EVAL_METHODS,
+        OWN_METHODS,
+        REFERENCE_METHODS,
+    )
+
+    known = set(judge_names()) | set(OWN_METHODS)
+    named = {*EVAL_METHODS, *REFERENCE_METHODS, *DEFAULT_EVAL_METHODS.split(","), *DEFAULT_REFERENCE_METHODS.split(",")}
+    assert named - known == set()
+    assert not set(OWN_METHODS) & set(judge_names())  # an own method does not hide a judge of the same name

@@ -12,7 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.label.adapter_options_cli import adapter_config_from_args, add_chance_line
-from bridge.label.judge_eval_methods import DEFAULT_EVAL_METHODS, DEFAULT_REFERENCE_METHODS
+from bridge.label.judge_eval_methods import DEFAULT_EVAL_METHODS, DEFAULT_REFERENCE_METHODS, OWN_METHODS
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import (
@@ -76,9 +76,8 @@ def _add_sample_options(p: argparse.ArgumentParser) -> None:
         "--methods",
         default=None,
         help=f"comma-separated judges to compare (default: {DEFAULT_EVAL_METHODS}; with --reference: "
-        f"{DEFAULT_REFERENCE_METHODS}); also umbrela, and adapter (topic adapters: within-topic cross-validation, "
-        "its row on the same sample, and learning curves); answer-string says relevant to every pair that holds "
-        "an answer",
+        f"{DEFAULT_REFERENCE_METHODS}); also umbrela. Besides registered judges: "
+        + "; ".join(f"{name}: {what}" for name, what in OWN_METHODS.items()),
     )
     p.add_argument(
         "--calibration-sample",

@@ -1,4 +1,16 @@
-"""The judges ``bridge judge-eval`` measures, and its defaults (light: the command line's help names them)."""
+"""The judges ``bridge judge-eval`` measures, and its defaults (light: the command line's help names them).
+
+A method is a registered judge (:data:`bridge.judging.JUDGES`) or one of judge-eval's own, ``OWN_METHODS``; a test
+holds the lists to that, so that no name stands for a judge that does not exist.
+"""
+
+OWN_METHODS = {
+    "lara": "LARA-style confidence escalation over the calibrated judge's scores (no judge of its own)",
+    "adapter": "the topic adapters: within-topic cross-validation, their row on the same sample, learning curves",
+    "answer-string": "relevant wherever the passage holds an answer string (the constant judge, on answer-bearing "
+    "pairs only)",
+}
+"""judge-eval's methods that are not registered judges, and what each measures."""
 
 EVAL_METHODS = (
     "llmjudge",
