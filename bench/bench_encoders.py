@@ -346,15 +346,14 @@ def verdicts(
     """Whether ``auto``'s path is the fastest (this bench's throughput) at nDCG@10 within ``tolerance`` of fp32."""
     lines = []
     for (name, probe), spec in zip(probes.items(), SYSTEMS, strict=True):
-        paths = PATHS
         at_parity = [
-            p for p in paths if all(abs(n[(spec.name, p)] - n[(spec.name, "fp32")]) <= tolerance for n in ndcg.values())
+            p for p in PATHS if all(abs(n[(spec.name, p)] - n[(spec.name, "fp32")]) <= tolerance for n in ndcg.values())
         ]
         fastest = max(at_parity, key=lambda p: rates[name][p])
         verdict = "yes" if fastest == probe.choice else "NO"
         lines.append(
             f"{name}: auto -> {probe.choice}; fastest path at nDCG@10 within {tolerance} of fp32 on "
-            f"{', '.join(ndcg)}: {fastest} ({', '.join(f'{p} {rates[name][p]:.1f} docs/s' for p in paths)}): {verdict}"
+            f"{', '.join(ndcg)}: {fastest} ({', '.join(f'{p} {rates[name][p]:.1f} docs/s' for p in PATHS)}): {verdict}"
         )
     return lines
 
@@ -396,21 +395,22 @@ def main(argv: Sequence[str] | None = None) -> int:
         print(probes[name].table())
     lines, rates = throughput(args.dataset, args.data_dir, args.docs, gflops, args.onnx_int8)
     print("\n" + "\n".join(lines), flush=True)
-    if args.options:
+    if args.options or args.batches:
         texts = [d.contents() for d in load_dataset(args.dataset, args.data_dir).corpus][: args.docs]
-        print(f"\n{args.dataset}: MiniLM on the first {len(texts)} passages by encoder option", flush=True)
-        print("\n".join(options(texts)), flush=True)
-    if args.batches:
-        texts = [d.contents() for d in load_dataset(args.dataset, args.data_dir).corpus][: args.docs]
-        print(f"\n{args.dataset}: each encoder on the first {len(texts)} passages by batch size", flush=True)
-        print("\n".join(batch_rounds(texts)), flush=True)
+        if args.options:
+            print(f"\n{args.dataset}: MiniLM on the first {len(texts)} passages by encoder option", flush=True)
+            print("\n".join(options(texts)), flush=True)
+        if args.batches:
+            print(f"\n{args.dataset}: each encoder on the first {len(texts)} passages by batch size", flush=True)
+            print("\n".join(batch_rounds(texts)), flush=True)
+    quality_sets = [d.strip() for d in args.quality.split(",") if d.strip()]
     ndcg = {}
-    for dataset in [d.strip() for d in args.quality.split(",") if d.strip()]:
+    for dataset in quality_sets:
         table, ndcg[dataset] = quality(dataset, args.data_dir, args.cache_dir)
         print("\n" + "\n".join(table), flush=True)
     if ndcg:
         print("\n" + "\n".join(verdicts(probes, rates, ndcg, args.tolerance)))
     if args.torch_int8:
-        for dataset in [d.strip() for d in args.quality.split(",") if d.strip()]:
+        for dataset in quality_sets:
             print("\n" + "\n".join(int8_quality(dataset, args.data_dir)), flush=True)
     return 0

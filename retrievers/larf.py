@@ -147,7 +147,7 @@ class LarfRetriever:
         return self._judged(queries, tops)
 
     def _judged(self, queries: Sequence[Query], tops: Mapping[str, list[str]]) -> dict[str, list[str]]:
-        from bridge.label.work import POOL, WorkItem, run_items
+        from bridge.judging.work import POOL, WorkItem, run_items
 
         assert self._corpus is not None, "index() must be called before search()"
         by_qid = {q.qid: q for q in queries}

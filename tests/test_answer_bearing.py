@@ -256,10 +256,10 @@ def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(
 
     from bridge.estimate.calibration import INTERCEPT, Calibration
     from bridge.judging.base import Case
+    from bridge.judging.work import WorkItem
     from bridge.label import judging as label_judging
     from bridge.label.plan import LabelOptions
     from bridge.label.value import PairValues
-    from bridge.label.work import WorkItem
 
     strata = [
         {"stratum": "all", "auc": 0.80, "kind": False},

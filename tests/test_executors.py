@@ -43,8 +43,8 @@ def test_after_the_deadline_only_pool_pairs_are_left_out_and_scoring_stops():
     """A time budget skips pool pairs handed out after the deadline; audit pairs in the same chunks still run.
     The distributed scoring pass returns the scores of a prefix of its cases."""
     from bridge.judging.base import Case
+    from bridge.judging.work import POOL, WorkItem
     from bridge.label.distributed import DistributedRunner
-    from bridge.label.work import POOL, WorkItem
 
     judge = scripted_chain().pipeline
     cases = [Case(f"q{i}", f"d{i}", "who discovered x-rays", "Rontgen" if i % 2 else "nobody") for i in range(6)]

@@ -174,8 +174,8 @@ def test_time_budget_sizes_batches_to_the_time_left(monkeypatch):
     """Each pair costs 2 s of a 30 s budget: the first batch probes one pool pair (2 s), each next one takes the pairs
     that fit in half the time left (7 of 28 s, 3 of 14 s, 2 of 8 s), then one at a time while time is left, and no
     pool pair starts after the deadline; audit pairs run whatever the clock says."""
+    from bridge.judging import work as label_work
     from bridge.judging.base import Case
-    from bridge.label import work as label_work
 
     clock = [0.0]
     monkeypatch.setattr(label_work.time, "monotonic", lambda: clock[0])

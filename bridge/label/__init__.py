@@ -2,14 +2,14 @@
 
 * ``chain.py``        the judge chain (answer evidence -> topic adapters -> the judge), built from one
   frozen :class:`ChainSpec`; judges prepare themselves (hold-outs, calibration);
-* ``labeler.py``      the label run (:func:`label_pool`): plan, judge the pool, audit, write; resumes from labels.jsonl;
+* ``labeler.py``      the label run (:func:`label_pool`): plan, judge the pool, audit, write; resumes from labels.jsonl
+  (its pairs go to the judges in batches by :mod:`bridge.judging.work`);
   * ``plan.py``       its options and what it decides first: the pool left to judge, the audit's pairs, each judge's
     preparation (fixed costs);
   * ``judging.py``    the pool's pairs: the free stages, then the budget for costly judges in value order (and
     ``--refine``);
   * ``audit_run.py``  the audit's known pairs after the pool, and the outputs from the records: augmented qrels, the
     hole model's calibrations, judge-audit.json;
-  * ``work.py``       a pair in a lane and how batches of them go to the judges under a deadline;
   * ``budget.py``     prices and the time budget's ledger (budget.json); ``files.py`` the run's files and what they
     hold; ``summary.py`` what the run did, as ``bridge label`` prints it;
 * ``value.py``        the value of asking about a pair, from the hole model's estimate of the runs;

@@ -7,16 +7,8 @@ import time
 from collections.abc import Callable, Iterable, Sequence
 
 from bridge.core.fsio import JsonlAppender, write_json_atomic
-from bridge.core.label_records import (
-    HUMAN_JUDGE,
-    LabelRecord,
-    counted_records,
-    current_records,
-    read_labels,
-)
-from bridge.core.layout import (
-    HOLE_CALIBRATIONS_FILE,
-)
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, counted_records, current_records, read_labels
+from bridge.core.layout import HOLE_CALIBRATIONS_FILE
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, write_calibrations
 from bridge.judging.learned.adapter import TopicAdapterJudge, TopicRoute
@@ -33,12 +25,12 @@ from bridge.judging.quality.audit import (
     read_audit,
     reference_lane,
 )
+from bridge.judging.work import WorkItem
 from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths, write_label_qrels
 from bridge.label.judging import chain_calibrations
 from bridge.label.plan import LabelOptions, LabelPlan
 from bridge.label.summary import LabelSummary
-from bridge.label.work import WorkItem
 
 
 def judge_audit(

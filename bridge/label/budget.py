@@ -10,9 +10,7 @@ from pathlib import Path
 
 from bridge.core.errors import BridgeError
 from bridge.core.fsio import write_json_atomic
-from bridge.core.label_records import (
-    Usage,
-)
+from bridge.core.label_records import Usage
 
 
 @dataclass(frozen=True)

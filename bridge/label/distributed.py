@@ -18,8 +18,8 @@ from typing import Any
 
 from bridge.core.errors import BridgeError
 from bridge.core.executors import Mapper, RayConfig, RayMapper, chunked_by_query
+from bridge.judging.work import POOL, WorkItem, run_items
 from bridge.label.chain import ChainSpec, JudgeChain, build_chain
-from bridge.label.work import POOL, WorkItem, run_items
 
 
 class LabelWorker:

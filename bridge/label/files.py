@@ -10,13 +10,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
-from bridge.core.label_records import (
-    LabelRecord,
-    counted_configs,
-    current_records,
-    read_labels,
-    write_augmented_qrels,
-)
+from bridge.core.label_records import LabelRecord, counted_configs, current_records, read_labels, write_augmented_qrels
 from bridge.core.layout import (
     AUDIT_FILE,
     AUGMENTED_QRELS,
@@ -30,9 +24,7 @@ from bridge.core.layout import (
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, read_calibrations
-from bridge.judging.quality.audit import (
-    read_audit_report,
-)
+from bridge.judging.quality.audit import read_audit_report
 from bridge.pool.pooling import PoolEntry, read_pool
 
 

@@ -7,23 +7,18 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 
 from bridge.core.fsio import JsonlAppender
-from bridge.core.label_records import (
-    HUMAN_JUDGE,
-    LabelRecord,
-    current_records,
-    read_labels,
-)
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, current_records, read_labels
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import kind_of
 from bridge.estimate.calibration import Calibration
 from bridge.judging.base import Case, cases_for
+from bridge.judging.work import POOL, WorkItem, pair_key, priority, run_items
 from bridge.label.budget import BudgetLedger
 from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths
 from bridge.label.plan import LabelOptions, LabelPlan
 from bridge.label.summary import LabelSummary
 from bridge.label.value import VALUE_FLOOR, PairValues, Systems, pair_values, value_summary
-from bridge.label.work import POOL, WorkItem, pair_key, priority, run_items
 from bridge.pool.pooling import PoolEntry
 
 

@@ -9,15 +9,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.core.label_records import (
-    HUMAN_JUDGE,
-    counted_records,
-    read_labels,
-)
-from bridge.core.layout import (
-    BUDGET_FILE,
-    REFINE_CALIBRATION_FILE,
-)
+from bridge.core.label_records import HUMAN_JUDGE, counted_records, read_labels
+from bridge.core.layout import BUDGET_FILE, REFINE_CALIBRATION_FILE
 from bridge.core.trec import Run
 from bridge.datasets import Dataset
 from bridge.judging.base import Case, Judge, Prepared, cases_for
@@ -35,12 +28,12 @@ from bridge.judging.quality.audit import (
     draw_gate_pairs,
     read_audit,
 )
+from bridge.judging.work import POOL, WorkItem
 from bridge.label.budget import BudgetLedger, Pricing
 from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths, backup
 from bridge.label.summary import LabelSummary
 from bridge.label.value import ValueConfig
-from bridge.label.work import POOL, WorkItem
 from bridge.pool.pooling import PoolEntry, read_pool
 
 

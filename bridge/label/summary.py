@@ -5,13 +5,8 @@ from __future__ import annotations
 from collections import Counter
 from dataclasses import dataclass, field
 
-from bridge.core.label_records import (
-    LabelRecord,
-    Usage,
-)
-from bridge.judging.quality.audit import (
-    AuditReport,
-)
+from bridge.core.label_records import LabelRecord, Usage
+from bridge.judging.quality.audit import AuditReport
 
 
 @dataclass

@@ -24,7 +24,6 @@ from typing import Any
 
 import numpy as np
 from matplotlib.figure import Figure
-from tqdm.auto import tqdm
 
 from bridge.core.errors import BridgeError
 from bridge.core.figures import save_png
@@ -49,6 +48,7 @@ from bridge.judging.quality.metrics import (
     weighted_measures,
 )
 from bridge.judging.quality.reference_labels import HumanPair, question_folds
+from bridge.judging.work import POOL, WorkItem, run_items
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import PROMPT_DIR
 
@@ -66,21 +66,14 @@ def judge_pairs(
     dataset: Dataset, judge: Judge, entries: Sequence[PoolEntry], labels_path: Path, progress: bool = True
 ) -> list[LabelRecord]:
     """The judge's records for ``entries``: those ``labels_path`` holds for this judge configuration, and the others
-    judged now, in batches, each record appended and fsynced as its pair is decided (a killed measurement resumes)."""
+    judged now (:func:`~bridge.judging.work.run_items`), each record appended and fsynced as its pair is decided (a
+    killed measurement resumes)."""
     wanted = {(e.qid, e.docid) for e in entries}
     done = {(r.qid, r.docid) for r in counted_records(read_labels(labels_path), {judge.config_id})}
-    cases = cases_for(dataset, [e for e in entries if (e.qid, e.docid) not in done])
-    with (
-        JsonlAppender(labels_path) as log,
-        tqdm(total=len(cases), desc=f"label ({judge.name})", unit="pair", disable=not progress or not cases) as bar,
-    ):
-
-        def keep(record: LabelRecord) -> None:
-            log.append(record.to_json())
-            bar.update(1)
-
-        for start in range(0, len(cases), JUDGED_AT_ONCE):
-            judge.judge(cases[start : start + JUDGED_AT_ONCE], keep)
+    items = [WorkItem(POOL, c) for c in cases_for(dataset, [e for e in entries if (e.qid, e.docid) not in done])]
+    with JsonlAppender(labels_path) as log:
+        run_items(items, {POOL: judge}, {POOL: lambda _, record: log.append(record.to_json())}, JUDGED_AT_ONCE,
+                  f"label ({judge.name})", progress)  # fmt: skip
     return [r for r in counted_records(read_labels(labels_path), {judge.config_id}) if (r.qid, r.docid) in wanted]
 
 

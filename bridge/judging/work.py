@@ -1,5 +1,6 @@
-"""The unit of a label run's work, a pair in a lane (the pool or an audit lane), and how batches of them go to
-the judges under a deadline (:func:`run_items`; ``bridge.label.distributed`` runs the same items on Ray)."""
+"""The unit of judging work, a pair in a lane (the pool or an audit lane), and how batches of them go to the judges
+under a deadline (:func:`run_items`): the label run's, judge-eval's, LARF's, and ``bridge.label.distributed`` runs the
+same items on Ray."""
 
 from __future__ import annotations
 
@@ -11,13 +12,9 @@ from dataclasses import dataclass
 from tqdm.auto import tqdm
 
 from bridge.core.deadline import room_before
-from bridge.core.label_records import (
-    LabelRecord,
-)
+from bridge.core.label_records import LabelRecord
 from bridge.judging.base import Case, Judge
-from bridge.judging.quality.audit import (
-    AuditPair,
-)
+from bridge.judging.quality.audit import AuditPair
 from bridge.pool.pooling import PoolEntry
 
 POOL = "pool"
