@@ -223,3 +223,130 @@ def test_the_size_checks_see_what_they_should():
     tree = ast.parse("def f(self, a, b, *args, c=1, **kw):\n    pass\n")
     node = tree.body[0]
     assert isinstance(node, ast.FunctionDef) and parameters(node) == 3
+
+
+# -- how far a command's arguments travel ---------------------------------------------------------------------------
+
+
+def _definitions(sources: dict[str, str]) -> tuple[dict, dict]:
+    """module -> {top-level function name: node}, and module -> {imported name: (module, name)}."""
+    defs: dict[str, dict[str, ast.FunctionDef]] = {}
+    names: dict[str, dict[str, tuple[str, str]]] = {}
+    for module, text in sources.items():
+        tree = ast.parse(text)
+        defs[module] = {n.name: n for n in tree.body if isinstance(n, ast.FunctionDef)}
+        names[module] = {
+            alias.asname or alias.name: (node.module, alias.name)
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module in sources
+            for alias in node.names
+        }
+    return defs, names
+
+
+def argument_walk(sources: dict[str, str], module: str, function: str, parameter: str) -> list[tuple[str, str]]:
+    """The calls a value makes through the code: from ``module.function``'s ``parameter``, every call of a project
+    function that is handed that value (positionally or by keyword) and, in turn, the calls of its parameter.
+    Each ``(caller module, callee module)`` is a call the reader follows into a callee and climbs back up from."""
+    defs, names = _definitions(sources)
+    seen: set[tuple[str, str]] = set()
+    calls: list[tuple[str, str]] = []
+
+    def visit(mod: str, fn: str, param: str) -> None:
+        if (mod, fn) in seen:
+            return
+        seen.add((mod, fn))
+        for node in ast.walk(defs[mod][fn]):
+            if not (isinstance(node, ast.Call) and isinstance(node.func, ast.Name)):
+                continue
+            target = (mod, node.func.id) if node.func.id in defs[mod] else names[mod].get(node.func.id)
+            if target is None or target[1] not in defs.get(target[0], {}):
+                continue
+            callee = defs[target[0]][target[1]]
+            given = [a.arg for a in callee.args.args]
+            handed = [given[i] for i, a in enumerate(node.args) if isinstance(a, ast.Name) and a.id == param]
+            handed += [k.arg for k in node.keywords if isinstance(k.value, ast.Name) and k.value.id == param]
+            for name in handed:
+                calls.append((mod, target[0]))
+                visit(target[0], target[1], name)
+
+    visit(module, function, parameter)
+    return calls
+
+
+def climbs(calls: list[tuple[str, str]]) -> int:
+    """Calls into another module: each is a file the reader opens and then climbs back up from."""
+    return sum(caller != callee for caller, callee in calls)
+
+
+def test_the_argument_walk_follows_the_value_and_nothing_else():
+    sources = {
+        "a": "from b import g, h\ndef f(args):\n    g(args)\n    h(1)\n    local(x=args)\ndef local(x):\n    g(x)\n",
+        "b": "from c import k\ndef g(v):\n    k(1, v)\ndef h(n):\n    k(n, n)\n",
+        "c": "def k(a, b):\n    return b\n",
+    }
+    # f -> g (a->b) -> k (b->c); f -> local (a->a; g already walked); h never sees args
+    assert argument_walk(sources, "a", "f", "args") == [("a", "b"), ("b", "c"), ("a", "a"), ("a", "b")]
+    assert climbs(argument_walk(sources, "a", "f", "args")) == 3
+
+
+def test_bridge_labels_arguments_become_settings_near_the_command_line():
+    """``bridge label``'s parsed arguments are read where the command line is and become frozen settings there: the
+    reader following ``args`` opens fewer than 10 other modules (the settings carry the rest)."""
+    sources = {name: path.read_text(encoding="utf-8") for name, path in project_modules().items()}
+    calls = argument_walk(sources, "bridge.label.label_cli", "cmd_label", "args")
+    assert calls, "the walk found no call: the checker lost the command"
+    assert all(is_cli(callee) for _, callee in calls), "args reached a module below the command line"
+    assert climbs(calls) < 10, calls
+
+
+# -- layers ---------------------------------------------------------------------------------------------------------
+
+LAYERS: tuple[frozenset[str], ...] = tuple(
+    frozenset(layer.split())
+    for layer in (
+        "bridge.core",
+        "bridge.options",
+        "bridge.datasets bridge.llm bridge.prompts",
+        "bridge.encoders bridge.estimate bridge.pool",
+        "bridge.judging bridge.doctor",
+        "bridge.label",
+        "bridge.review retrievers",
+        "eval",
+        "bridge.api",
+        "bridge bridge.cli bridge.__main__ bridge.pyterrier",
+    )
+)
+"""The packages from the bottom up, as docs/architecture.md draws them: a module imports only from its own package
+and the layers below it (``bridge.options``, the options every command shares, sits just above the core)."""
+
+
+def package_of(module: str) -> str:
+    """``bridge.label.chain`` -> ``bridge.label``; ``eval.report`` -> ``eval``; top-level modules of ``bridge`` stand
+    alone (``bridge.options``)."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "bridge" and len(parts) > 1 else parts[0]
+
+
+def layer_of(module: str) -> int:
+    package = package_of(module)
+    found = [i for i, layer in enumerate(LAYERS) if package in layer]
+    assert found, f"{module}: its package {package} is in no layer of LAYERS"
+    return found[0]
+
+
+def test_the_layer_check_sees_what_it_should():
+    assert package_of("bridge.label.chain") == "bridge.label" and package_of("eval.report") == "eval"
+    assert layer_of("bridge.core.trec") < layer_of("bridge.options") < layer_of("bridge.datasets.core")
+    assert layer_of("bridge.label.chain") > layer_of("bridge.judging.base") > layer_of("bridge.llm.base")
+
+
+def test_no_module_imports_from_a_layer_above_its_own():
+    """Typing-only imports included: a reader of a layer needs nothing above it."""
+    up = sorted(
+        f"{name} imports {target}"
+        for name, targets in graph(typing_too=True).items()
+        for target in targets
+        if target != "argparse" and layer_of(target) > layer_of(name)
+    )
+    assert up == []
