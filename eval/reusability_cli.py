@@ -100,7 +100,7 @@ def parse_people(text: str) -> tuple[float, ...]:
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
-    from bridge.core.measures import parse_measures
+    from bridge.estimate.measures import parse_measures
     from bridge.label.label_options_cli import spec_from_args
     from eval.reusability_run import ReusabilitySettings, run_reusability
     from eval.reusability_summary import summary_lines
