@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--measures",
         default=at(REUSABILITY),
-        help=f"comma-separated NAME@K, NAME one of nDCG, P, Hit, Recall, RR (default: {at(REUSABILITY)})",
+        help="comma-separated NAME@K, NAME an estimated measure (nDCG, P, Hit, Recall, RR, ...; "
+        f"default: {at(REUSABILITY)})",
     )
     g.add_argument(
         "--fill-grades",
