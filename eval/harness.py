@@ -12,6 +12,7 @@ from dataclasses import dataclass, field
 from bridge.core.errors import BridgeError
 from bridge.core.trec import Qrels
 from bridge.estimate.leaderboard import EstimateConfig
+from bridge.estimate.measures import MEASURES
 from eval.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
 from eval.estimated import EstimatedLeaderboard, estimate_leaderboard, estimate_measures
 from eval.inputs import AUGMENTED, EvalInputs
@@ -133,7 +134,7 @@ def _estimated(
     if AUGMENTED not in compared:
         return None, "no augmented qrels"
     if not estimate_measures(specs, inputs.threshold):
-        return None, "none of the measures is estimated (Hit, nDCG, P, Recall, RR at a cutoff)"
+        return None, f"none of the measures is estimated ({', '.join(MEASURES.names())} at a cutoff)"
     if len(inputs.runs) < 2:
         return None, "fewer than two systems"
     note = "" if inputs.pool else "no pool file: every pair nobody labelled is open with the prior's P"

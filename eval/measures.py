@@ -25,13 +25,13 @@ import ir_measures
 import numpy as np
 
 from bridge.core.errors import InputError
-from bridge.core.measures import ALIASES, COMPARED, LABELS, LEADERBOARD
+from bridge.core.measures import COMPARED, LEADERBOARD
 from bridge.core.trec import Qrels, Run, canonical_scores, top_k
+from bridge.estimate.measures import MEASURES, aliases, labels
 
-DEFAULT_MEASURES = tuple(f"{ALIASES.get(name, name)}@10" for name in COMPARED)
+DEFAULT_MEASURES = tuple(f"{aliases().get(name, name)}@10" for name in COMPARED)
 """What :func:`evaluate` scores by default, as ir_measures names (Success@10, nDCG@10, R@10)."""
 COMPAT_PREFIX = "BRIDGE-"
-_ALIAS = re.compile(r"^(" + "|".join(ALIASES) + r")(?=[@(]|$)")
 
 
 @dataclass(frozen=True)
@@ -74,7 +74,9 @@ def resolve_measure(name: str, threshold: int = 1) -> MeasureSpec:
         parse_compat(name)  # validates
         return MeasureSpec(name, name, compat=True)
     try:
-        measure = ir_measures.parse_measure(_ALIAS.sub(lambda m: ALIASES[m.group(1)], name))
+        names = aliases()
+        alias = re.compile(r"^(" + "|".join(names) + r")(?=[@(]|$)")
+        measure = ir_measures.parse_measure(alias.sub(lambda m: names[m.group(1)], name))
     except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as exc:
         raise InputError(f"unknown measure {name!r} ({exc})", field="measures") from None
     label = _label(measure)
@@ -95,7 +97,7 @@ def resolve_measures(names: Iterable[str], threshold: int = 1) -> list[MeasureSp
 def _label(measure: ir_measures.Measure) -> str:
     text = str(measure)
     name = measure.NAME
-    return LABELS.get(name, name) + text[len(name) :] if text.startswith(name) else text
+    return labels().get(name, name) + text[len(name) :] if text.startswith(name) else text
 
 
 @dataclass(frozen=True)
@@ -108,19 +110,20 @@ class RunScores:
     missing_in_run: tuple[str, ...]
 
 
-TOP_K_MEASURES = frozenset({"Success", "nDCG", "P", "R", "RR", "Judged"})
-"""ir_measures measures whose value at a cutoff reads nothing of a run below its first ``cutoff`` documents (unless
-``judged_only`` filters the run first)."""
+def top_k_measures() -> frozenset[str]:
+    """ir_measures measures whose value at a cutoff reads nothing of a run below its first ``cutoff`` documents (unless
+    ``judged_only`` filters the run first): every estimated measure (it is computed from the top k) and Judged."""
+    return frozenset({m.ir_name for m in MEASURES.values()} | {"Judged"})
 
 
 def run_depth(measures: Sequence[ir_measures.Measure]) -> int | None:
     """How much of each ranking the measures read: the largest cutoff where every measure is one of
-    :data:`TOP_K_MEASURES` at a cutoff, else None (all of it). Scoring only that much gives the same values and
+    :func:`top_k_measures` at a cutoff, else None (all of it). Scoring only that much gives the same values and
     spares the back-ends sorting and scanning documents no measure looks at."""
-    cutoffs = []
+    cutoffs, top_k_names = [], top_k_measures()
     for m in measures:
         cutoff = m.params.get("cutoff")
-        if m.NAME not in TOP_K_MEASURES or cutoff is None or m.params.get("judged_only"):
+        if m.NAME not in top_k_names or cutoff is None or m.params.get("judged_only"):
             return None
         cutoffs.append(int(cutoff))
     return max(cutoffs, default=None)

@@ -35,6 +35,7 @@ from bridge.core.trec import Qrels, Run, top_k
 from bridge.estimate.calibration import RANDOM_SAMPLING, Calibration
 from bridge.estimate.holes import HoleEvidence, HoleModel, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
+from bridge.estimate.measures import MEASURES
 from bridge.estimate.vectorized import FlatQrels, RunMatrix, per_topic
 from bridge.judging.quality.metrics import Agreement, agreement_of
 from eval.rankcorr import kendall_tau_rows, tau_ap_rows
@@ -420,7 +421,7 @@ class LeaveOutScorer:
         grades = self.flat.grades.copy()
         for pair in e.removed:
             binary, gain = fill_grades(fill, pair, self.threshold, fill.grading or grading, topic_grades)
-            grades[self.flat.index[pair]] = gain if measure.name == "nDCG" else binary
+            grades[self.flat.index[pair]] = gain if MEASURES[measure.name].graded else binary
         matrix = self.matrix(e.system, measure.k, e.removed if fill.condensed else None)
         return per_topic(measure.name, matrix, self.flat, grades, measure.k)
 

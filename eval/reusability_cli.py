@@ -56,7 +56,8 @@ def register(sub: argparse._SubParsersAction) -> None:
     g.add_argument(
         "--measures",
         default=at(REUSABILITY),
-        help=f"comma-separated NAME@K, NAME one of nDCG, P, Hit, Recall, RR (default: {at(REUSABILITY)})",
+        help="comma-separated NAME@K, NAME an estimated measure (nDCG, P, Hit, Recall, RR, ...; "
+        f"default: {at(REUSABILITY)})",
     )
     g.add_argument(
         "--fill-grades",
@@ -100,7 +101,7 @@ def parse_people(text: str) -> tuple[float, ...]:
 
 
 def cmd_reusability(args: argparse.Namespace) -> int:
-    from bridge.core.measures import parse_measures
+    from bridge.estimate.measures import parse_measures
     from bridge.label.label_options_cli import spec_from_args
     from eval.reusability_run import ReusabilitySettings, run_reusability
     from eval.reusability_summary import summary_lines

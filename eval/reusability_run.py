@@ -14,11 +14,12 @@ from bridge.core.errors import BridgeError
 from bridge.core.fsio import write_json_atomic
 from bridge.core.label_records import counted_records, read_labels
 from bridge.core.layout import HOLE_CALIBRATIONS_FILE, REUSABILITY_JSON, Workspace
-from bridge.core.measures import REUSABILITY, Measure, at, parse_measures
+from bridge.core.measures import REUSABILITY, Measure, at
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import read_calibrations
 from bridge.estimate.leaderboard import EstimateConfig
+from bridge.estimate.measures import parse_measures
 from bridge.judging.quality.audit import gate_recall
 from bridge.label.chain import ChainSpec, build_chain
 from bridge.label.files import LabelPaths

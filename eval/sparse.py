@@ -31,12 +31,13 @@ import numpy as np
 
 from bridge.core.label_records import LabelRecord
 from bridge.core.layout import Workspace
-from bridge.core.measures import Measure, parse_measures
+from bridge.core.measures import Measure
 from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import shift_calibration
 from bridge.estimate.holes import HoleEvidence, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
+from bridge.estimate.measures import parse_measures
 from bridge.judging import cases_for
 from bridge.judging.learned.exemplar import ExemplarFeatures
 from bridge.pool.pooling import PoolEntry, build_pool, write_pool

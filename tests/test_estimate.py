@@ -13,18 +13,16 @@ import pytest
 
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import top_k
+from bridge.estimate.bounds import Bounds, TopicView, difference_bounds
 from bridge.estimate.calibration import INTERCEPT, Calibration, constant_calibration
 from bridge.estimate.holes import CappedPairs, HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,
     SETTLED,
-    Bounds,
     EstimateConfig,
     Leaderboard,
     Measure,
-    TopicView,
-    difference_bounds,
     settle_measure,
     verdict_of,
 )

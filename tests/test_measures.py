@@ -174,7 +174,8 @@ def test_one_measure_vocabulary_serves_every_command():
     """bridge/core/measures.py states the names once: eval's columns, label's value measures, reusability's measures and
     the API's default scores are its lists; the estimate parses both vocabularies to the same measure."""
     from bridge.cli import build_parser
-    from bridge.core.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at, parse_measures
+    from bridge.core.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at
+    from bridge.estimate.measures import parse_measures
     from eval.measures import DEFAULT_MEASURES, default_measure_names, resolve_measure
 
     parser = build_parser()

@@ -44,6 +44,10 @@ class Registry(Generic[T]):
             raise BridgeError(f"{self.kind} {name!r} is registered twice (a name can be taken once)")
         self._entries[name] = entry
 
+    def remove(self, name: str) -> None:
+        """Unregister ``name`` (an entry registered for a while only: a test's own plug-in)."""
+        self._load().pop(name, None)
+
     def _load(self) -> dict[str, T]:
         if not self._loaded:
             self._loaded = True

@@ -16,7 +16,8 @@ probabilities, and the value of asking about a pair, all from one model of the h
   people's labels (the original qrels, review answers) are fixed: a label a model gave is open, however
   good the model. The one exception is a free stage with a measured miss rate (the evidence gate): its
   zeros are not "could be relevant" each, but at most the number its miss rate's credible bound allows
-  (:class:`bridge.estimate.holes.GateBound`, :class:`Bounds`).
+  (:class:`bridge.estimate.holes.GateBound`, :mod:`bridge.estimate.bounds`). Each measure computes its own bounds
+  (:mod:`bridge.estimate.measures`).
 * **Verdicts.** Systems adjacent under the estimate: P(upper beats lower) is the share of draws in which
   its mean over the resampled topics is higher (ties count half). **settled** when the bounds decide it
   whatever the open labels are (the paired difference with every open pair against the upper system has
@@ -32,18 +33,21 @@ probabilities, and the value of asking about a pair, all from one model of the h
 from __future__ import annotations
 
 import itertools
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from functools import cached_property
 from statistics import NormalDist
 
 import numpy as np
 
-from bridge.core.measures import ESTIMATED, Measure
-from bridge.core.trec import Qrels, Run, top_k
+from bridge.core.measures import Measure
+from bridge.core.trec import Run, top_k
+from bridge.estimate.arrays import FlatQrels, RunMatrix, gains_at
+from bridge.estimate.bounds import Bounds
 from bridge.estimate.calibration import Pair
-from bridge.estimate.holes import CappedPairs, HoleModel
-from bridge.estimate.vectorized import FlatQrels, RunMatrix, gain_values, gains_at, normaliser, relevance_effects
+from bridge.estimate.holes import HoleModel
+from bridge.estimate.measures import estimated_name
+from bridge.estimate.vectorized import gain_values, normaliser, relevance_effects
 
 SETTLED, LIKELY, OPEN = "settled", "likely", "open"
 
@@ -57,7 +61,7 @@ def settle_measure(label: str, ir_measure: str, threshold: int = 1) -> Measure |
         parsed = ir_measures.parse_measure(ir_measure)
     except (ValueError, NameError, SyntaxError, TypeError, AttributeError):
         return None
-    name = ESTIMATED.get(parsed.NAME)
+    name = estimated_name(parsed.NAME)
     if parsed.params.get("rel", threshold) != threshold:
         return None
     cutoff = parsed.params.get("cutoff")
@@ -77,340 +81,6 @@ class EstimateConfig:
     """Draws in which each pair is forced relevant and not, to measure its effect (value of a judgment)."""
     chunk: int = 50
     """Draws scored at once (memory: chunk x pairs)."""
-
-
-# -- bounds --------------------------------------------------------------------------------------------
-
-
-@dataclass(frozen=True)
-class TopicView:
-    """One topic's judgments as the bounds read them: fixed grades, open documents, the relevance threshold, the
-    cutoff and the largest gain an open document may take in nDCG (default: the threshold grade)."""
-
-    grades: Mapping[str, int]
-    open: Iterable[str]
-    threshold: int
-    k: int
-    gain: int | None = None
-
-    def table(self, ranked: Sequence[Sequence[str]]) -> BoundsTable:
-        """A one-topic :class:`BoundsTable` of the given systems' rankings (system i is ``ranked[i]``)."""
-        systems = [str(i) for i in range(len(ranked))]
-        return BoundsTable(
-            {s: {"q": list(r)} for s, r in zip(systems, ranked, strict=True)},
-            systems, ["q"], {"q": dict(self.grades)}, {"q": set(self.open)}, self.threshold, self.k, self.gain,
-        )  # fmt: skip
-
-
-def difference_bounds(
-    measure: str, ranked_a: Sequence[str], ranked_b: Sequence[str], topic: TopicView
-) -> tuple[float, float]:
-    """(lowest, highest) of ``measure(a) - measure(b)`` at one topic over every assignment of its open labels
-    (:meth:`BoundsTable.difference_bounds` on that topic alone)."""
-    low, high = topic.table([ranked_a, ranked_b]).difference_bounds(measure, 0, 1)
-    return float(low[0]), float(high[0])
-
-
-MEASURES_WITH_BOUNDS = ("Hit", "P", "RR", "Recall", "nDCG")
-
-
-class BoundsTable:
-    """What the bounds read from every system's top k at every topic, as arrays (systems x topics x k): the fixed
-    grade at each rank (0 where the document is open or missing) and the column of an open document among its
-    topic's open documents (-1: not open). Everything the bounds compute is vectorized over topics and systems,
-    so a leaderboard of thousands of topics is bounded in a few array operations rather than a Python loop per
-    topic and pair of systems."""
-
-    def __init__(
-        self,
-        ranked: Mapping[str, Mapping[str, Sequence[str]]],
-        systems: Sequence[str],
-        topics: Sequence[str],
-        fixed: Qrels,
-        open_by_topic: Mapping[str, Iterable[str]],
-        threshold: int,
-        k: int,
-        gain: int | None = None,
-    ) -> None:
-        self.threshold, self.k = threshold, k
-        self.gain = threshold if gain is None else gain
-        """The largest gain an open document may take in nDCG (the dataset's top grade)."""
-        n_systems, n_topics = len(systems), len(topics)
-        opened = [sorted(set(open_by_topic.get(q, ()))) for q in topics]
-        self.n_open = np.array([len(docs) for docs in opened], dtype=int)
-        self.width = int(self.n_open.max(initial=0))
-        self.grade = np.zeros((n_systems, n_topics, k))
-        self.column = np.full((n_systems, n_topics, k), -1, dtype=int)
-        self.present = np.zeros((n_systems, n_topics, k), dtype=bool)
-        positives = np.zeros((n_topics, k))
-        self.relevant = np.zeros(n_topics, dtype=int)
-        """Fixed relevant documents per topic (the recall denominator before any open one)."""
-        self.has_positive = np.zeros(n_topics, dtype=bool)
-        for t, qid in enumerate(topics):
-            grades = fixed.get(qid, {})
-            column = {d: j for j, d in enumerate(opened[t])}
-            positive = sorted((g for g in grades.values() if g > 0), reverse=True)
-            self.relevant[t] = sum(1 for g in positive if g >= threshold)
-            self.has_positive[t] = bool(positive)
-            positives[t, : min(k, len(positive))] = positive[:k]
-            for i, system in enumerate(systems):
-                for r, docid in enumerate(ranked[system][qid][:k]):
-                    self.present[i, t, r] = True
-                    j = column.get(docid)
-                    if j is None:
-                        self.grade[i, t, r] = grades.get(docid, 0)
-                    else:
-                        self.column[i, t, r] = j
-        self.log2 = np.log2(np.arange(2, k + 2))
-        self.is_open = self.column >= 0
-        self.fixed_rel = self.present & ~self.is_open & (self.grade >= threshold)
-        self.found = self.fixed_rel.sum(axis=-1)
-        """Fixed relevant documents in each top k (systems x topics)."""
-        self.m_in = self.is_open.sum(axis=-1)
-        self.dcg = np.cumsum(self.grade / self.log2, axis=-1)[..., -1]
-        """DCG of each top k from its fixed grades alone (open documents contribute nothing)."""
-        self.idcg = self._ideal_dcg(positives)
-
-    def _ideal_dcg(self, positives: np.ndarray) -> np.ndarray:
-        """(topics, open + 1): the ideal DCG@k with m more documents of the largest gain, for every m: the fixed
-        positive grades (descending) with m copies of the gain merged in after the grades above it."""
-        k, extra = self.k, np.arange(self.width + 1)[None, :, None]
-        rank = np.arange(k)[None, None, :]
-        above = (positives > self.gain).sum(axis=1)[:, None, None]
-        source = np.where(rank < above, rank, np.where(rank < above + extra, -1, rank - extra))
-        fixed = np.take_along_axis(positives[:, None, :], np.maximum(source, 0), axis=2)
-        merged = np.where(source < 0, float(self.gain), fixed)
-        return np.cumsum(merged / self.log2, axis=-1)[..., -1]
-
-    def ideal_range(self) -> tuple[np.ndarray, np.ndarray]:
-        """Per topic, the smallest positive and the largest ideal DCG@k any grades of the open documents allow (0, 0
-        when nothing can be relevant)."""
-        topics = np.arange(len(self.n_open))
-        high = self.idcg[topics, self.n_open]
-        low = np.where(self.has_positive, self.idcg[:, 0], np.where(self.n_open > 0, 1.0, 0.0))
-        return low, high
-
-    def system_bounds(self, measure: str) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest, highest) value of ``measure`` per system and topic (systems x topics) over every assignment of
-        the open labels."""
-        k, found, m_in = self.k, self.found, self.m_in
-        if measure == "Hit":
-            return (found > 0).astype(float), (found + m_in > 0).astype(float)
-        if measure == "P":
-            return found / k, (found + m_in) / k
-        if measure == "RR":
-            return _reciprocal_rank(self.fixed_rel), _reciprocal_rank(self.fixed_rel | self.is_open)
-        n_out = self.n_open[None, :] - m_in
-        s = np.arange(k + 1)[None, None, :]
-        allowed = s <= m_in[..., None]  # s: relevant open documents inside the top k
-        if measure == "Recall":
-            low = _ratio(found[..., None] + s, self.relevant[None, :, None] + s + n_out[..., None])
-            high = _ratio(found[..., None] + s, self.relevant[None, :, None] + s)
-            return np.where(allowed, low, np.inf).min(axis=-1), np.where(allowed, high, -np.inf).max(axis=-1)
-        if measure != "nDCG":
-            raise ValueError(f"bounds are computed for {', '.join(MEASURES_WITH_BOUNDS)}, not {measure!r}")
-        discount = self.gain / self.log2
-        if self.gain != self.threshold:  # graded open documents: valid bounds, not tight
-            most = self.dcg + np.where(self.is_open, discount, 0.0).sum(axis=-1)
-            low_ideal, high_ideal = self.ideal_range()
-            low = _ratio(self.dcg, np.broadcast_to(high_ideal, self.dcg.shape))
-            high = np.where(most > 0, np.minimum(1.0, _ratio(most, np.broadcast_to(low_ideal, most.shape))), 0.0)
-            return low, high
-        ascending = np.sort(np.where(self.is_open, discount, np.inf), axis=-1)
-        smallest = _prefix_sums(np.where(np.isinf(ascending), 0.0, ascending))  # the s smallest discounts
-        descending = -np.sort(np.where(self.is_open, -discount, np.inf), axis=-1)
-        largest = _prefix_sums(np.where(np.isinf(descending), 0.0, descending))
-        ideal_low = np.take_along_axis(self.idcg[None], np.minimum(s + n_out[..., None], self.width), axis=2)
-        ideal_high = np.take_along_axis(self.idcg[None], np.minimum(s, self.width), axis=2)
-        low = _ratio(self.dcg[..., None] + smallest, ideal_low)
-        high = _ratio(self.dcg[..., None] + largest, ideal_high)
-        return np.where(allowed, low, np.inf).min(axis=-1), np.where(allowed, high, -np.inf).max(axis=-1)
-
-    def _open_columns(self, system: int, values: np.ndarray) -> np.ndarray:
-        """(topics, open documents) ``values`` (k,) at the rank where ``system`` ranks each open document, 0 where it
-        does not."""
-        out = np.zeros((len(self.n_open), max(self.width, 1)))
-        t, r = np.nonzero(self.is_open[system])
-        out[t, self.column[system, t, r]] = values[r]
-        return out
-
-    def difference_bounds(self, measure: str, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per topic, (lowest, highest) of ``measure(a) - measure(b)`` over every assignment of the open labels, the
-        two systems' top k taken together: an open document both rank alike moves both scores alike. Exact for Hit,
-        P, Recall and nDCG (for each count of relevant open documents the difference is linear in the labels, so
-        the extremes take the documents with the smallest or largest coefficients); RR takes the two systems' own
-        bounds (valid, not tight)."""
-        k = self.k
-        if measure == "RR":
-            low, high = self.system_bounds("RR")
-            return low[a] - high[b], high[a] - low[b]
-        ones = np.ones(k)
-        in_a, in_b = self._open_columns(a, ones) > 0, self._open_columns(b, ones) > 0
-        only_a, only_b = (in_a & ~in_b).sum(axis=1), (in_b & ~in_a).sum(axis=1)
-        if measure == "Hit":
-            hit_a, hit_b = self.found[a] > 0, self.found[b] > 0
-            low = _lowest_hit_difference(hit_a, hit_b, in_b.any(axis=1), only_b > 0)
-            return low, -_lowest_hit_difference(hit_b, hit_a, in_a.any(axis=1), only_a > 0)
-        base = (self.found[a] - self.found[b]).astype(float)
-        if measure == "P":
-            return (base - only_b) / k, (base + only_a) / k
-        if measure not in ("Recall", "nDCG"):
-            raise ValueError(f"bounds are computed for {', '.join(MEASURES_WITH_BOUNDS)}, not {measure!r}")
-        if measure == "nDCG" and self.gain != self.threshold:
-            return self._graded_ndcg_difference(a, b)
-        extra = np.arange(self.width + 1)[None, :]
-        if measure == "Recall":
-            coefs = in_a.astype(float) - in_b.astype(float)
-            denominators = (self.relevant[:, None] + extra).astype(float)
-        else:
-            discount = self.gain / self.log2
-            coefs = self._open_columns(a, discount) - self._open_columns(b, discount)
-            base = self.dcg[a] - self.dcg[b]
-            denominators = self.idcg
-        # open documents neither ranks have coefficient 0; columns past a topic's open documents are left out
-        valid = np.arange(coefs.shape[1])[None, :] < self.n_open[:, None]
-        smallest = _prefix_sums(np.sort(np.where(valid, coefs, np.inf), axis=1), valid)
-        largest = _prefix_sums(-np.sort(np.where(valid, -coefs, np.inf), axis=1), valid)
-        allowed = extra <= self.n_open[:, None]
-        low = _ratio(base[:, None] + smallest[:, : self.width + 1], denominators)
-        high = _ratio(base[:, None] + largest[:, : self.width + 1], denominators)
-        return np.where(allowed, low, np.inf).min(axis=1), np.where(allowed, high, -np.inf).max(axis=1)
-
-    def _graded_ndcg_difference(self, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """nDCG(a) - nDCG(b) when open documents may take any grade up to ``gain``: the difference of the two DCGs
-        ranges over [base + gain * (sum of negative coefficients), base + gain * (sum of positive ones)] and the
-        shared ideal DCG over :meth:`ideal_range`; for each numerator the ratio is monotone in the denominator, so
-        the extremes lie among the four corners (and 0, where every gain may be 0)."""
-        discount = 1.0 / self.log2
-        coefs = self._open_columns(a, discount) - self._open_columns(b, discount)
-        base = self.dcg[a] - self.dcg[b]
-        low = base + self.gain * np.where(coefs < 0, coefs, 0.0).sum(axis=1)
-        high = base + self.gain * np.where(coefs > 0, coefs, 0.0).sum(axis=1)
-        low_ideal, high_ideal = self.ideal_range()
-        corners = np.stack([_ratio(n, i) for n in (low, high) for i in (low_ideal, high_ideal)], axis=1)
-        usable = np.tile(np.stack([low_ideal > 0, high_ideal > 0], axis=1), 2)  # the corners' denominators
-        zero = np.where(self.has_positive, np.nan, 0.0)  # every gain may be 0: both scores 0 (NaN: no corner)
-        lowest = np.fmin(np.where(usable, corners, np.inf).min(axis=1), zero)
-        highest = np.fmax(np.where(usable, corners, -np.inf).max(axis=1), zero)
-        nothing = high_ideal <= 0
-        return np.where(nothing, 0.0, np.maximum(-1.0, lowest)), np.where(nothing, 0.0, np.minimum(1.0, highest))
-
-
-def _reciprocal_rank(relevant: np.ndarray) -> np.ndarray:
-    """1 / (rank of the first True + 1) along the last axis, 0 where there is none."""
-    first = np.argmax(relevant, axis=-1)
-    return np.where(relevant.any(axis=-1), 1.0 / (first + 1), 0.0)
-
-
-def _ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator, 0 where the denominator is not positive (nothing relevant: the score is 0)."""
-    numerator, denominator = np.broadcast_arrays(np.asarray(numerator, float), np.asarray(denominator, float))
-    return np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=denominator > 0)
-
-
-def _prefix_sums(values: np.ndarray, valid: np.ndarray | None = None) -> np.ndarray:
-    """Along the last axis: 0, then the running sums (entries outside ``valid`` count as 0)."""
-    if valid is not None:
-        values = np.where(valid, values, 0.0)
-    zero = np.zeros((*values.shape[:-1], 1))
-    return np.concatenate([zero, np.cumsum(values, axis=-1)], axis=-1)
-
-
-def _lowest_hit_difference(hit_a: np.ndarray, hit_b: np.ndarray, open_b: np.ndarray, only_b: np.ndarray) -> np.ndarray:
-    """min Hit(a) - Hit(b): with a fixed hit, a scores 1 and b can score 1 if it has a hit or any open document
-    (``open_b``); without one, a scores 0 when its open documents are not relevant, and b then scores 1 if it has a
-    hit or an open document a does not rank (``only_b``; one a ranks too would give a its hit)."""
-    return np.where(hit_a, np.where(hit_b | open_b, 0.0, 1.0), np.where(hit_b | only_b, -1.0, 0.0))
-
-
-class Bounds:
-    """The lowest and highest value of each measure over every assignment of the open labels that the hole model
-    allows: a genuinely uncertain pair may take any label; of the capped pairs (``cap``: the gate's zeros, decided by a
-    free stage with a measured miss rate) at most ``most_relevant`` are relevant
-    (:class:`bridge.estimate.holes.GateBound`).
-
-    Per topic, the tables give the extremes with no capped pair relevant (``low``, ``high``: systems x topics) and
-    with every capped pair free (``*_all``). A topic leaves the first range only when one of its capped pairs is
-    relevant, so with at most ``most_relevant`` of them relevant at most that many topics move, each by no more than
-    its gap: the bound adds the largest gaps (valid for every measure; equal to the extremes for a system's Hit and
-    RR, and for Hit's differences)."""
-
-    def __init__(
-        self,
-        ranked: Mapping[str, Mapping[str, list[str]]],
-        fixed: Qrels,
-        open_pairs: Iterable[Pair],
-        threshold: int,
-        topics: Sequence[str],
-        measures: Sequence[Measure],
-        gain: int | None = None,
-        cap: CappedPairs | None = None,
-    ) -> None:
-        cap = cap or CappedPairs()
-        self.systems = sorted(ranked)
-        self.topics = list(topics)
-        uncertain = list(open_pairs)
-        capped = list(cap.pairs)
-        self.most_relevant = len(capped) if cap.most_relevant is None else min(cap.most_relevant, len(capped))
-        cutoffs = sorted({m.k for m in measures})
-
-        def tables(pairs: Iterable[Pair]) -> dict[int, BoundsTable]:
-            by_topic: dict[str, set[str]] = {}
-            for qid, docid in pairs:
-                by_topic.setdefault(qid, set()).add(docid)
-            return {
-                k: BoundsTable(ranked, self.systems, self.topics, fixed, by_topic, threshold, k, gain) for k in cutoffs
-            }
-
-        self.tables = tables(uncertain)
-        self.capped = bool(capped) and self.most_relevant > 0
-        self.tables_all = tables([*uncertain, *capped]) if self.capped else self.tables
-        self.low: dict[str, np.ndarray] = {}
-        self.high: dict[str, np.ndarray] = {}
-        self.low_all: dict[str, np.ndarray] = {}
-        self.high_all: dict[str, np.ndarray] = {}
-        for m in measures:
-            self.low[m.label], self.high[m.label] = self.tables[m.k].system_bounds(m.name)
-            self.low_all[m.label], self.high_all[m.label] = (
-                self.tables_all[m.k].system_bounds(m.name) if self.capped else (self.low[m.label], self.high[m.label])
-            )
-
-    def system(self, measure: str) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest, highest) mean over topics per system."""
-        n = max(len(self.topics), 1)
-        low, high = self.low[measure], self.high[measure]
-        if not self.topics:
-            return np.zeros(len(self.systems)), np.zeros(len(self.systems))
-        drop = _largest_sum(low - self.low_all[measure], self.most_relevant)
-        rise = _largest_sum(self.high_all[measure] - high, self.most_relevant)
-        return low.mean(axis=1) - drop / n, high.mean(axis=1) + rise / n
-
-    def difference(self, measure: Measure, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
-        """Per topic, the lowest and highest ``measure(a) - measure(b)`` with no capped pair relevant (every
-        assignment where nothing is capped; :meth:`difference_means` spends the capped pairs' budget)."""
-        return self.tables[measure.k].difference_bounds(measure.name, a, b)
-
-    def difference_means(self, measure: Measure, a: int, b: int, weights: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """(lowest, highest) weighted mean of ``measure(a) - measure(b)`` for each row of topic ``weights``
-        (draws x topics, e.g. bootstrap resamples), the capped pairs' budget spent where it moves the mean most."""
-        low, high = self.difference(measure, a, b)
-        worst, best = weights @ low, weights @ high
-        if not self.capped:
-            return worst, best
-        low_all, high_all = self.tables_all[measure.k].difference_bounds(measure.name, a, b)
-        worst = worst - _largest_sum(weights * (low - low_all), self.most_relevant)
-        best = best + _largest_sum(weights * (high_all - high), self.most_relevant)
-        return worst, best
-
-
-def _largest_sum(gaps: np.ndarray, count: int) -> np.ndarray:
-    """The sum of the ``count`` largest entries along the last axis (gaps are >= 0)."""
-    gaps = np.maximum(gaps, 0.0)
-    if count <= 0:
-        return np.zeros(gaps.shape[:-1])
-    if count >= gaps.shape[-1]:
-        return gaps.sum(axis=-1)
-    return -np.partition(-gaps, count - 1, axis=-1)[..., :count].sum(axis=-1)
 
 
 # -- the estimate ------------------------------------------------------------------------------------------

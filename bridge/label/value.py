@@ -16,12 +16,13 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.core.label_records import LabelRecord
-from bridge.core.measures import COMPARED, at, parse_measures
+from bridge.core.measures import COMPARED, at
 from bridge.core.trec import Run
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import RANDOM_SAMPLING, Calibration, Pair
 from bridge.estimate.holes import HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
+from bridge.estimate.measures import parse_measures
 
 VALUE_FLOOR = 1e-9
 """Values at or below this are 0: the pair's label moves no open comparison."""
