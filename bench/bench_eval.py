@@ -40,7 +40,8 @@ def cpu_model() -> str:
 def time_bridge_eval(dataset: str, data_dir: Path, workspace: Path, reports_dir: Path) -> tuple[float, int, int]:
     """Seconds of ``bridge eval`` as the CLI runs it (the parser built beforehand), and its topics and systems."""
     from bridge.cli import build_parser
-    from bridge.options import dataset_from_args, workspace_from_args
+    from bridge.datasets.options_cli import dataset_from_args
+    from bridge.options import workspace_from_args
     from eval.inputs import load_inputs
 
     argv = ["eval", "--dataset", dataset, "--data-dir", str(data_dir), "--runs-dir", str(workspace / "runs")]

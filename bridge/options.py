@@ -60,12 +60,6 @@ def workspace_from_args(args: argparse.Namespace) -> Workspace:
     return Workspace(args.data_dir, args.runs_dir, args.qrels_dir, args.reports_dir, args.cache_dir)
 
 
-def dataset_from_args(args: argparse.Namespace):
-    from bridge.datasets import load_dataset
-
-    return load_dataset(args.dataset, args.data_dir, args.limit)
-
-
 def add_executor_options(
     p: argparse.ArgumentParser,
     what: str = "judge chunks of queries on Ray workers that each hold the judge (models loaded once per worker)",

@@ -6,14 +6,8 @@ from __future__ import annotations
 import argparse
 
 from bridge.core.errors import BridgeError
-from bridge.options import (
-    add_common_options,
-    add_force_option,
-    args_settings,
-    dataset_from_args,
-    show_progress,
-    workspace_from_args,
-)
+from bridge.datasets.options_cli import dataset_from_args
+from bridge.options import add_common_options, add_force_option, args_settings, show_progress, workspace_from_args
 from eval.check_cli import register_check
 from eval.inputs_cli import add_input_options, input_files
 from eval.significance import DEFAULT_PERMUTATIONS

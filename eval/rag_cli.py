@@ -4,13 +4,9 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.datasets.options_cli import dataset_from_args
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
-from bridge.options import (
-    add_common_options,
-    dataset_from_args,
-    show_progress,
-    workspace_from_args,
-)
+from bridge.options import add_common_options, show_progress, workspace_from_args
 from eval.inputs_cli import add_input_options, input_files
 
 DESCRIPTION = """\

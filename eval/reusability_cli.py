@@ -6,7 +6,8 @@ import argparse
 
 from bridge.core.errors import BridgeError
 from bridge.core.measures import REUSABILITY, at
-from bridge.options import add_common_options, dataset_from_args, workspace_from_args
+from bridge.datasets.options_cli import dataset_from_args
+from bridge.options import add_common_options, workspace_from_args
 
 DESCRIPTION = """\
 Leave-one-system-out (Zobel 1998): for each run of runs/<ds>/, remove from the original qrels the

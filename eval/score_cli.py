@@ -63,8 +63,9 @@ def register(sub: argparse._SubParsersAction) -> None:
 
 def cmd_score(args: argparse.Namespace) -> int:
     from bridge.core.trec import read_run
+    from bridge.datasets.options_cli import dataset_from_args
     from bridge.label.label_options_cli import spec_from_args
-    from bridge.options import dataset_from_args, workspace_from_args
+    from bridge.options import workspace_from_args
     from eval.inputs import named_paths, pool_families
     from eval.score import ScoreSettings, score_workspace
 

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.datasets.options_cli import dataset_from_args
 from bridge.encoders.precision import PRECISIONS
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
-from bridge.options import (
-    add_common_options,
-    dataset_from_args,
-    show_progress,
-    workspace_from_args,
-)
+from bridge.options import add_common_options, show_progress, workspace_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -5,7 +5,8 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.options import add_common_options, dataset_from_args, workspace_from_args
+from bridge.datasets.options_cli import dataset_from_args
+from bridge.options import add_common_options, workspace_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:

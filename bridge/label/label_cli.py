@@ -11,13 +11,13 @@ import argparse
 from typing import TYPE_CHECKING
 
 from bridge.core.measures import COMPARED, at
+from bridge.datasets.options_cli import dataset_from_args
 from bridge.label.label_options_cli import add_label_options, spec_from_args
 from bridge.options import (
     add_common_options,
     add_executor_options,
     add_force_option,
     args_settings,
-    dataset_from_args,
     workspace_from_args,
 )
 

@@ -6,7 +6,8 @@ import argparse
 import logging
 
 from bridge.core.stamp import stage_stamp
-from bridge.options import add_common_options, add_force_option, args_settings, dataset_from_args, workspace_from_args
+from bridge.datasets.options_cli import dataset_from_args
+from bridge.options import add_common_options, add_force_option, args_settings, workspace_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
