@@ -115,7 +115,8 @@ def test_a_too_long_response_is_not_cached(tmp_path):
 @pytest.mark.slow
 def test_a_real_tiny_model_with_a_small_context_finishes_the_run_and_records_the_long_pair(tmp_path):
     """SmolLM2-135M through llama.cpp with n_ctx 512 and one passage of about 2,000 tokens."""
-    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+    from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
     docs = {"long": Document("long", "", TOKENS_2000), "short": Document("short", "", "Paris is in France.")}
     ds = Dataset("d", "d", DictCorpus(docs), (Query("q", "where is paris"),), {}, "fp")
@@ -241,7 +242,8 @@ def test_two_ggufs_with_the_same_first_mib_have_different_digests_computed_once(
 
 
 def test_local_keys_hold_the_whole_file_the_context_size_and_the_library_version(tmp_path):
-    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+    from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
     one, two = _twin_ggufs(tmp_path)
 
