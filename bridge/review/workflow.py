@@ -14,7 +14,8 @@ from bridge.core.label_records import LabelRecord, current_records, read_labels
 from bridge.core.lock import folder_lock
 from bridge.review.config import ReviewOverrides
 from bridge.review.items import ItemSpec, Pair, attention_checks, review_cases
-from bridge.review.store import ImportSummary, ReviewDB
+from bridge.review.records import ImportSummary
+from bridge.review.store import ReviewDB
 
 if TYPE_CHECKING:
     from bridge.core.layout import Workspace
