@@ -19,7 +19,8 @@ import numpy as np
 from bridge.core.fsio import atomic_write
 from bridge.core.trec import Qrels
 from bridge.estimate.calibration import Pair
-from bridge.estimate.holes import GateBound, HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
+from bridge.estimate.holes import GateBound, HoleModel
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,

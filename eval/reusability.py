@@ -33,7 +33,8 @@ from bridge.core.label_records import LabelRecord
 from bridge.core.measures import Measure
 from bridge.core.trec import Qrels, Run, top_k
 from bridge.estimate.calibration import RANDOM_SAMPLING, Calibration
-from bridge.estimate.holes import HoleEvidence, HoleModel, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, build_hole_model
+from bridge.estimate.holes import HoleModel
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 from bridge.estimate.vectorized import FlatQrels, RunMatrix, per_topic
 from bridge.judging.quality.metrics import Agreement, agreement_of

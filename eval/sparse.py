@@ -35,7 +35,7 @@ from bridge.core.measures import Measure, parse_measures
 from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import shift_calibration
-from bridge.estimate.holes import HoleEvidence, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 from bridge.judging import cases_for
 from bridge.judging.learned.exemplar import ExemplarFeatures

@@ -19,7 +19,7 @@ from bridge.core import digests
 from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.estimate.calibration import PRIOR
-from bridge.estimate.holes import _stage_calibration
+from bridge.estimate.hole_evidence import stage_calibration
 from bridge.judging.base import Case
 from bridge.judging.learned.answer_context import AnswerContextJudge
 from bridge.judging.llm.cascade import CalibratedJudge
@@ -195,7 +195,7 @@ def test_a_model_failure_is_a_failure_route_and_the_estimate_keeps_the_pair_open
     failed = by["r1"]
     assert (failed.label, failed.p_yes, failed.route) == (None, None, "parse-failure")
     assert "calibration" not in failed.details and failed.details["failed_features"]
-    assert _stage_calibration(failed, {judge.calibration.name: judge.calibration}) == PRIOR  # open, with the prior
+    assert stage_calibration(failed, {judge.calibration.name: judge.calibration}) == PRIOR  # open, with the prior
     assert by["r0"].label == 1 and by["x1"].label == 0 and by["r0"].route == "answer-context"
 
 
