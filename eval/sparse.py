@@ -41,7 +41,7 @@ from bridge.judging import cases_for
 from bridge.judging.learned.exemplar import ExemplarFeatures
 from bridge.pool.pooling import PoolEntry, build_pool, write_pool
 from eval.rankcorr import kendall_tau
-from eval.reusability import LeaveOutScorer
+from eval.reusability_fills import LeaveOutScorer
 
 MEASURES = "nDCG@10,P@10,Recall@10"
 ORACLE = "oracle-prevalence"
