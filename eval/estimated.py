@@ -34,7 +34,7 @@ from bridge.estimate.leaderboard import (
     ranked_lists,
     settle_measure,
 )
-from bridge.judging.quality.audit import gate_recall
+from bridge.judging.quality.audit_records import gate_recall
 from eval.inputs import EvalInputs
 from eval.measures import MeasureSpec
 

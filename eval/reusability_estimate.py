@@ -61,7 +61,7 @@ class RemovedLabels:
     records: Mapping[Pair, LabelRecord]
     calibrations: Mapping[str, Calibration] = field(default_factory=dict)
     gate: tuple[int, int] | None = None
-    """The evidence gate's audited misses (:func:`bridge.judging.quality.audit.gate_recall`)."""
+    """The evidence gate's audited misses (:func:`bridge.judging.quality.audit_records.gate_recall`)."""
 
 
 def estimate_fill(

@@ -19,7 +19,7 @@ from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import read_calibrations
 from bridge.estimate.leaderboard import EstimateConfig
-from bridge.judging.quality.audit import gate_recall
+from bridge.judging.quality.audit_records import gate_recall
 from bridge.label.chain import ChainSpec, build_chain
 from bridge.label.files import LabelPaths
 from bridge.label.labeler import label_pool
