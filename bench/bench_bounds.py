@@ -22,7 +22,7 @@ from bridge.options import DEFAULT_DATA_DIR
 def main(argv: list[str]) -> int:
     from bridge.core.layout import Workspace
     from bridge.datasets import load_dataset
-    from bridge.estimate.holes import HoleModelConfig
+    from bridge.estimate.hole_evidence import HoleModelConfig
     from bridge.estimate.leaderboard import EstimateConfig
     from eval.estimated import estimate_leaderboard
     from eval.inputs import load_inputs

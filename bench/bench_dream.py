@@ -44,7 +44,8 @@ from bridge.judging.llm.dream import AGENT_A, AGENT_B, AgentTurn, DebateConfig, 
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse
 from bridge.llm.cache import CachedBackend, ResponseCache
 from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig
-from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
 
 @dataclass

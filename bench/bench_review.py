@@ -18,7 +18,8 @@ from pathlib import Path
 
 from bridge.review.app import create_app
 from bridge.review.items import ItemSpec
-from bridge.review.store import ImportRow, ReviewDB
+from bridge.review.records import ImportRow
+from bridge.review.store import ReviewDB
 
 ROUNDS = [
     {

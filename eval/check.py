@@ -26,7 +26,7 @@ from pathlib import Path
 
 from bridge.core.errors import BridgeError, InputError
 from bridge.core.layout import JUDGE_AUDIT
-from bridge.judging.quality.audit import read_audit_report
+from bridge.judging.quality.audit_records import read_audit_report
 from eval.inputs import AUGMENTED
 from eval.leaderboard import read_leaderboard
 from eval.summary import fmt_ci

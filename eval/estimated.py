@@ -19,7 +19,8 @@ import numpy as np
 from bridge.core.fsio import atomic_write
 from bridge.core.trec import Qrels
 from bridge.estimate.calibration import Pair
-from bridge.estimate.holes import GateBound, HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
+from bridge.estimate.holes import GateBound, HoleModel
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,
@@ -33,7 +34,7 @@ from bridge.estimate.leaderboard import (
     ranked_lists,
     settle_measure,
 )
-from bridge.judging.quality.audit import gate_recall
+from bridge.judging.quality.audit_records import gate_recall
 from eval.inputs import EvalInputs
 from eval.measures import MeasureSpec
 

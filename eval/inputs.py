@@ -18,7 +18,7 @@ from bridge.core.stamp import run_families
 from bridge.core.trec import Qrels, Run, read_qrels, read_run, read_runs, restrict
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, read_calibrations
-from bridge.judging.quality.audit import read_audit_report
+from bridge.judging.quality.audit_records import read_audit_report
 from bridge.pool.pooling import check_foreign_runs, read_pool
 from eval.qids import QidIssue, check_qids
 

@@ -50,7 +50,7 @@ from eval.inputs import AUGMENTED
 from eval.latex import answer_tex
 from eval.leaderboard import write_holes, write_leaderboard, write_significance
 from eval.provenance import write_routes
-from eval.reusability import read_reusability
+from eval.reusability_results import read_reusability
 
 
 @dataclass(frozen=True)

@@ -26,10 +26,11 @@ from bridge.core.label_records import LabelRecord
 from bridge.core.measures import Measure
 from bridge.core.trec import Qrels, Run
 from bridge.estimate.calibration import RANDOM_SAMPLING
-from bridge.estimate.holes import HoleEvidence, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard
 from bridge.label.value import ask_order
-from eval.reusability import LeaveOutTest, Pair, RemovedLabels, holey_qrels, removed_union
+from eval.reusability_estimate import RemovedLabels
+from eval.reusability_leave_out import LeaveOutTest, Pair, holey_qrels, removed_union
 
 ORDERS = ("random", "value")
 DEFAULT_SHARES = (0.0, 0.02, 0.05, 0.10, 0.20)

@@ -20,7 +20,7 @@ from bridge.datasets import Dataset
 from bridge.estimate.calibration import read_calibrations
 from bridge.estimate.leaderboard import EstimateConfig
 from bridge.estimate.measures import parse_measures
-from bridge.judging.quality.audit import gate_recall
+from bridge.judging.quality.audit_records import gate_recall
 from bridge.label.chain import ChainSpec, build_chain
 from bridge.label.files import LabelPaths
 from bridge.label.labeler import label_pool
@@ -28,26 +28,12 @@ from bridge.label.plan import LabelOptions
 from bridge.label.summary import LabelSummary
 from bridge.pool.pooling import build_pool, load_runs, write_pool
 from eval.inputs import pool_specs
-from eval.reusability import (
-    THRESHOLDED,
-    Coverage,
-    FigureSettings,
-    Fill,
-    JudgeModels,
-    LeaveOutTest,
-    RemovedLabels,
-    ReusabilityResult,
-    TopicGrades,
-    baseline_fills,
-    estimate_fill,
-    evaluate_reusability,
-    holey_qrels,
-    judge_fill,
-    leave_one_out,
-    leave_out_groups,
-    removed_union,
-)
+from eval.reusability import FigureSettings, JudgeModels, evaluate_reusability
+from eval.reusability_estimate import Coverage, RemovedLabels, estimate_fill
+from eval.reusability_fills import THRESHOLDED, Fill, TopicGrades, baseline_fills, judge_fill
+from eval.reusability_leave_out import LeaveOutTest, holey_qrels, leave_one_out, leave_out_groups, removed_union
 from eval.reusability_people import DEFAULT_SHARES, answered, cached_orders, orders_key, people_orders
+from eval.reusability_results import ReusabilityResult
 
 
 @dataclass(frozen=True)

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from bridge.judging.free.reference import OPEN_JUDGE
-from eval.reusability import ReusabilityResult
+from eval.reusability_results import ReusabilityResult
 
 
 def _ci(interval: Sequence[float] | None, digits: int = 3) -> str:

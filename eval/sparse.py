@@ -35,14 +35,14 @@ from bridge.core.measures import Measure
 from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import shift_calibration
-from bridge.estimate.holes import HoleEvidence, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 from bridge.estimate.measures import parse_measures
 from bridge.judging import cases_for
 from bridge.judging.learned.exemplar import ExemplarFeatures
 from bridge.pool.pooling import PoolEntry, build_pool, write_pool
 from eval.rankcorr import kendall_tau
-from eval.reusability import LeaveOutScorer
+from eval.reusability_fills import LeaveOutScorer
 
 MEASURES = "nDCG@10,P@10,Recall@10"
 ORACLE = "oracle-prevalence"

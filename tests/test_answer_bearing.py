@@ -16,7 +16,7 @@ from bridge.judging.free.evidence import EvidenceConfig, gold_recall
 from bridge.judging.free.reference import ConstantJudge
 from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerContextJudge, lexical_features
 from bridge.judging.llm.single import SupportJudge
-from bridge.judging.quality.audit import read_audit
+from bridge.judging.quality.audit_records import read_audit
 from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
 from bridge.judging.quality.reference_labels import HumanPair, question_folds, read_reference, subsample
 from bridge.label.value import ValueConfig
@@ -368,7 +368,8 @@ def test_weighted_quality_by_hand():
 
 
 def test_the_reference_lane_headline_is_the_weakest_kind():
-    from bridge.judging.quality.audit import AuditConfig, reference_lane
+    from bridge.judging.quality.audit import AuditConfig
+    from bridge.judging.quality.audit_lanes import reference_lane
 
     truth = [1, 0] * 20 + [1, 0] * 20
     labels = [1, 0] * 20 + [0, 0, 1, 1] * 10  # right on every "other" pair, at chance on the "listed" ones

@@ -26,10 +26,17 @@ TOPICS = [f"q{i}" for i in range(1, 9)]
 
 
 def test_every_docstring_example_of_the_api_runs():
+    import importlib
+    import pkgutil
+
     import bridge.api
 
-    result = doctest.testmod(bridge.api, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False)
-    assert result.attempted >= 8 and result.failed == 0
+    modules = [
+        bridge.api,
+        *(importlib.import_module(m.name) for m in pkgutil.iter_modules(bridge.api.__path__, "bridge.api.")),
+    ]
+    results = [doctest.testmod(m, optionflags=doctest.NORMALIZE_WHITESPACE, verbose=False) for m in modules]
+    assert sum(r.attempted for r in results) >= 8 and sum(r.failed for r in results) == 0
 
 
 def test_runs_and_qrels_come_from_dicts_frames_or_files_and_go_back_as_long_frames(tmp_path):

@@ -6,7 +6,7 @@
    ``argparse`` or another command-line module.
 3. Nothing in ``bridge/`` imports from ``eval/`` or ``retrievers/``: the stages below the command line
    talk to later ones through files; only the dispatcher (``bridge/cli.py``) names their commands, and only
-   the library's facade (``bridge/api.py``, the Python API over every stage) calls them.
+   the library's facade (``bridge/api/``, the Python API over every stage) calls them.
 4. Small parts: no function over 80 lines (but the report's HTML assembly and the review app's routes), none with
    more than 8 parameters (a frozen dataclass of settings is the cure; its generated constructor is exempt), no
    command-line module over 150 lines (a command's work is a library function the command line calls).
@@ -141,7 +141,9 @@ def test_bridge_imports_nothing_from_eval_or_retrievers():
     offenders = sorted(
         f"{name} imports {target}"
         for name, targets in edges.items()
-        if name.startswith("bridge") and name not in ("bridge.cli", "bridge.api", "bridge.pyterrier")
+        if name.startswith("bridge")
+        and name not in ("bridge.cli", "bridge.pyterrier")
+        and not (name == "bridge.api" or name.startswith("bridge.api."))
         for target in targets
         if target.split(".")[0] in ("eval", "retrievers")
     )

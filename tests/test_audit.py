@@ -13,7 +13,8 @@ from bridge.core.trec import read_qrels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.judging.free.evidence import EvidenceConfig
 from bridge.judging.llm.single import SupportJudge
-from bridge.judging.quality.audit import AuditConfig, draw_audit_pairs, draw_gate_pairs, read_audit
+from bridge.judging.quality.audit import AuditConfig, draw_audit_pairs, draw_gate_pairs
+from bridge.judging.quality.audit_records import read_audit
 from bridge.judging.quality.metrics import agreement_of, jeffreys_interval, wilson_interval
 from bridge.pool.pooling import PoolEntry, write_pool
 

@@ -15,7 +15,8 @@ from bridge.core.label_records import LabelRecord
 from bridge.core.trec import top_k
 from bridge.estimate.bounds import Bounds, TopicView, difference_bounds
 from bridge.estimate.calibration import INTERCEPT, Calibration, constant_calibration
-from bridge.estimate.holes import CappedPairs, HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
+from bridge.estimate.holes import CappedPairs, HoleModel
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,

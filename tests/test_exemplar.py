@@ -14,7 +14,7 @@ from conftest import run_label
 
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.estimate.calibration import INTERCEPT, Calibration, read_calibrations
-from bridge.estimate.holes import HoleEvidence, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, build_hole_model
 from bridge.judging.base import Case
 from bridge.judging.free.reference import OpenJudge
 from bridge.judging.learned.exemplar import (

@@ -11,7 +11,7 @@ from bridge.core.errors import BridgeError
 from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, read_labels
 from bridge.estimate.calibration import INTERCEPT, Calibration
-from bridge.estimate.holes import HoleEvidence, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, build_hole_model
 from bridge.label.hole_reading import READING_CONFIG, apply_reading
 
 POOL = [("q1", f"d{i}") for i in range(200)]

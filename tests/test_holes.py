@@ -23,7 +23,8 @@ from bridge.estimate.calibration import (
     read_calibrations,
     write_calibrations,
 )
-from bridge.estimate.holes import CappedPairs, HoleEvidence, HoleModelConfig, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
+from bridge.estimate.holes import CappedPairs
 from bridge.judging.learned.hole_calibration import (
     HoleCalibrationConfig,
     Sample,

@@ -126,7 +126,8 @@ def test_a_run_of_another_datasets_queries_stops_pool_unless_lenient(tiny_beir, 
 
 
 def test_a_torn_last_line_of_the_audit_log_is_skipped(tmp_path, caplog):
-    from bridge.judging.quality.audit import AuditPair, AuditRecord, read_audit
+    from bridge.judging.quality.audit import AuditPair
+    from bridge.judging.quality.audit_records import AuditRecord, read_audit
 
     path = tmp_path / "audit.jsonl"
     record = AuditRecord(

@@ -14,7 +14,7 @@ from conftest import ScriptedLLM
 
 from bridge.cli import main
 from bridge.core.trec import write_run
-from bridge.estimate.holes import topic_prevalence
+from bridge.estimate.hole_evidence import topic_prevalence
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 SYSTEMS = {

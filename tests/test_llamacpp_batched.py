@@ -11,12 +11,9 @@ import pytest
 
 from bridge.llm import BACKENDS, LLMConfig, make_backend
 from bridge.llm.base import LLMRequest, Message, answer_probability, schema_text
-from bridge.llm.llamacpp_batched import (
-    BatchedLlamaCppBackend,
-    BatchedLlamaCppConfig,
-    _common_prefix,
-    _lone_token_free,
-)
+from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+from bridge.llm.llamacpp_engine import _common_prefix, _lone_token_free
+from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 
 VERDICT = {

@@ -19,7 +19,7 @@ from bridge.core import digests
 from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.estimate.calibration import PRIOR
-from bridge.estimate.holes import _stage_calibration
+from bridge.estimate.hole_evidence import stage_calibration
 from bridge.judging.base import Case
 from bridge.judging.learned.answer_context import AnswerContextJudge
 from bridge.judging.llm.cascade import CalibratedJudge
@@ -115,7 +115,8 @@ def test_a_too_long_response_is_not_cached(tmp_path):
 @pytest.mark.slow
 def test_a_real_tiny_model_with_a_small_context_finishes_the_run_and_records_the_long_pair(tmp_path):
     """SmolLM2-135M through llama.cpp with n_ctx 512 and one passage of about 2,000 tokens."""
-    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+    from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
     docs = {"long": Document("long", "", TOKENS_2000), "short": Document("short", "", "Paris is in France.")}
     ds = Dataset("d", "d", DictCorpus(docs), (Query("q", "where is paris"),), {}, "fp")
@@ -194,7 +195,7 @@ def test_a_model_failure_is_a_failure_route_and_the_estimate_keeps_the_pair_open
     failed = by["r1"]
     assert (failed.label, failed.p_yes, failed.route) == (None, None, "parse-failure")
     assert "calibration" not in failed.details and failed.details["failed_features"]
-    assert _stage_calibration(failed, {judge.calibration.name: judge.calibration}) == PRIOR  # open, with the prior
+    assert stage_calibration(failed, {judge.calibration.name: judge.calibration}) == PRIOR  # open, with the prior
     assert by["r0"].label == 1 and by["x1"].label == 0 and by["r0"].route == "answer-context"
 
 
@@ -241,7 +242,8 @@ def test_two_ggufs_with_the_same_first_mib_have_different_digests_computed_once(
 
 
 def test_local_keys_hold_the_whole_file_the_context_size_and_the_library_version(tmp_path):
-    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+    from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
     one, two = _twin_ggufs(tmp_path)
 
@@ -255,7 +257,9 @@ def test_local_keys_hold_the_whole_file_the_context_size_and_the_library_version
 
 def test_the_audit_counts_each_failure_route_apart_from_the_labels():
     from bridge.core.label_records import LabelRecord
-    from bridge.judging.quality.audit import AuditPair, AuditRecord, lane_result
+    from bridge.judging.quality.audit import AuditPair
+    from bridge.judging.quality.audit_lanes import lane_result
+    from bridge.judging.quality.audit_records import AuditRecord
 
     def audit(i: int, label, route: str) -> AuditRecord:
         pair = AuditPair("q1", f"d{i}", i % 2, "qrels-relevant" if i % 2 else "easy-negative")

@@ -131,7 +131,9 @@ def test_batched_llamacpp_scores_as_a_full_evaluation_of_the_reply(tmp_path):
     """Each continuation's token log-probabilities equal those of one plain evaluation of prompt + reply."""
     from llama_cpp import Llama
 
-    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig, _PromptCapture
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+    from bridge.llm.llamacpp_prompt import PromptCapture
+    from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
     from bridge.llm.models import smollm2_path
 
     backend = BatchedLlamaCppBackend(BatchedLlamaCppConfig(n_seq=2, cache_dir=tmp_path))
@@ -142,7 +144,7 @@ def test_batched_llamacpp_scores_as_a_full_evaluation_of_the_reply(tmp_path):
     backend.close()
     assert again.prompt_eval_tokens < scored.prompt_eval_tokens  # the prompt came from the prefix stream
     llm = Llama(model_path=str(smollm2_path()), n_ctx=512, logits_all=True, verbose=False, seed=0)
-    prompt = _PromptCapture(llm).completion_kwargs(messages=[m.__dict__ for m in messages], max_tokens=1)["prompt"]
+    prompt = PromptCapture(llm).completion_kwargs(messages=[m.__dict__ for m in messages], max_tokens=1)["prompt"]
     for reply, got in zip(replies, scored.continuation_logprobs, strict=True):
         tokens = llm.tokenize(reply.encode(), add_bos=False)
         llm.reset()
@@ -156,7 +158,8 @@ def test_batched_llamacpp_scores_as_a_full_evaluation_of_the_reply(tmp_path):
 
 @pytest.fixture(scope="module")
 def qwen(tmp_path_factory):
-    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+    from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
     backend = BatchedLlamaCppBackend(
         BatchedLlamaCppConfig(model="qwen2.5-coder-1.5b", n_seq=4, cache_dir=tmp_path_factory.mktemp("qwen"))

@@ -14,21 +14,9 @@ from bridge.core.measures import Measure
 from bridge.core.trec import write_run
 from bridge.judging.free.reference import ConstantJudge, QrelsJudge
 from eval.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
-from eval.reusability import (
-    FigureSettings,
-    Fill,
-    JudgeModels,
-    LeaveOutScorer,
-    LeaveOutTest,
-    TopicGrades,
-    baseline_fills,
-    evaluate_reusability,
-    fill_grades,
-    holey_qrels,
-    leave_one_out,
-    leave_out_groups,
-    removed_union,
-)
+from eval.reusability import FigureSettings, JudgeModels, evaluate_reusability
+from eval.reusability_fills import Fill, LeaveOutScorer, TopicGrades, baseline_fills, fill_grades
+from eval.reusability_leave_out import LeaveOutTest, holey_qrels, leave_one_out, leave_out_groups, removed_union
 from retrievers.base import SystemSpec
 
 # depth 2, one topic: A retrieves a1 and an unjudged n1; B a1 and b1; C c1 and b1

@@ -12,7 +12,7 @@ from bridge.core.label_records import counted_records, read_labels
 from bridge.core.trec import read_qrels
 from bridge.review import merge as merge_module
 from bridge.review.merge import merge
-from bridge.review.store import ImportRow
+from bridge.review.records import ImportRow
 
 
 @pytest.fixture

@@ -9,7 +9,8 @@ from review_support import Clock, decided, staged_records, synced_db, tiny_datas
 from bridge.core.errors import BridgeError
 from bridge.datasets import load_dataset
 from bridge.review.items import attention_checks, review_cases
-from bridge.review.store import AnnotatorFlagged, ImportRow, NotAssigned, ReviewDB
+from bridge.review.records import AnnotatorFlagged, ImportRow, NotAssigned
+from bridge.review.store import ReviewDB
 
 
 @pytest.fixture

@@ -15,7 +15,7 @@
   people (``answer_context.py``), topic adapters (``adapter.py``, ``topic_models.py``, ``learning_curve.py``),
   isotonic / Platt maps (``calibration.py``), hole-like calibration with strata chosen by cross-validation
   (``hole_calibration.py``);
-* ``quality/``   measuring a judge: the audit (``audit.py``), agreement and calibration metrics with their intervals
+* ``quality/``   measuring a judge: the audit (``audit*.py``), agreement and calibration metrics with their intervals
   (``metrics.py``), the read reference (``reference_labels.py``), judges measured against people's labels
   (``judge_eval.py``, what ``bridge judge-eval`` runs).
 

@@ -13,18 +13,10 @@ from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, write_calibrations
 from bridge.judging.learned.adapter import TopicAdapterJudge, TopicRoute
 from bridge.judging.learned.hole_calibration import audit_calibration
-from bridge.judging.quality.audit import (
-    ADAPTER_CV,
-    LLM_STAGE,
-    NO_LLM_STAGES,
-    PIPELINE,
-    AuditedRun,
-    AuditRecord,
-    LaneResult,
-    audit_report,
-    read_audit,
-    reference_lane,
-)
+from bridge.judging.quality.audit import ADAPTER_CV, LLM_STAGE, NO_LLM_STAGES, PIPELINE
+from bridge.judging.quality.audit_lanes import LaneResult, reference_lane
+from bridge.judging.quality.audit_records import AuditRecord, read_audit
+from bridge.judging.quality.audit_report import AuditedRun, audit_report
 from bridge.judging.work import WorkItem
 from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths, write_label_qrels

@@ -24,7 +24,7 @@ from bridge.core.layout import (
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, read_calibrations
-from bridge.judging.quality.audit import read_audit_report
+from bridge.judging.quality.audit_records import read_audit_report
 from bridge.pool.pooling import PoolEntry, read_pool
 
 

@@ -17,7 +17,7 @@ from pathlib import Path
 from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, counted_configs, current_records, read_labels
 from bridge.estimate.calibration import RANDOM_SAMPLING
-from bridge.judging.quality.audit import read_audit_report
+from bridge.judging.quality.audit_records import read_audit_report
 from bridge.judging.quality.reference_labels import read_reference
 
 READING_CONFIG = "hole-reference"

@@ -26,8 +26,8 @@ from bridge.judging.quality.audit import (
     AuditPair,
     draw_audit_pairs,
     draw_gate_pairs,
-    read_audit,
 )
+from bridge.judging.quality.audit_records import read_audit
 from bridge.judging.work import POOL, WorkItem
 from bridge.label.budget import BudgetLedger, Pricing
 from bridge.label.chain import JudgeChain

@@ -6,7 +6,7 @@ from collections import Counter
 from dataclasses import dataclass, field
 
 from bridge.core.label_records import LabelRecord, Usage
-from bridge.judging.quality.audit import AuditReport
+from bridge.judging.quality.audit_report import AuditReport
 
 
 @dataclass

@@ -20,7 +20,8 @@ from bridge.core.measures import COMPARED, at
 from bridge.core.trec import Run
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import RANDOM_SAMPLING, Calibration, Pair
-from bridge.estimate.holes import HoleEvidence, HoleModel, HoleModelConfig, build_hole_model
+from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
+from bridge.estimate.holes import HoleModel
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard, ranked_lists
 from bridge.estimate.measures import parse_measures
 

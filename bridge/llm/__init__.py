@@ -51,7 +51,8 @@ BACKENDS: Registry[Callable[[LLMConfig], LLMBackend]] = Registry("LLM backend")
 
 @BACKENDS.register("llamacpp-batched")
 def _llamacpp_batched(config: LLMConfig) -> LLMBackend:
-    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend, BatchedLlamaCppConfig
+    from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
+    from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
     return BatchedLlamaCppBackend(
         BatchedLlamaCppConfig(

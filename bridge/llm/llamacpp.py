@@ -59,7 +59,7 @@ class LlamaCppBackend:
 
     def prompt_tokens(self, request: LLMRequest) -> int:
         """Tokens ``request``'s prompt takes, chat template included (the model's weights are not loaded)."""
-        from bridge.llm.llamacpp_batched import count_prompt_tokens, load_vocab
+        from bridge.llm.llamacpp_prompt import count_prompt_tokens, load_vocab
 
         if self._vocab is None:
             self._vocab = load_vocab(self.model_path)
@@ -99,7 +99,7 @@ class LlamaCppBackend:
 
     def _fitting(self, request: LLMRequest) -> LLMResponse:
         """The response, or a ``too-long`` one for a prompt the context cannot hold (llama-cpp-python raises)."""
-        from bridge.llm.llamacpp_batched import too_long_response
+        from bridge.llm.llamacpp_prompt import too_long_response
 
         tokens = self.prompt_tokens(request)
         if tokens >= self.config.n_ctx:

@@ -18,7 +18,8 @@ from werkzeug.serving import make_server
 from werkzeug.wrappers import Response
 
 from bridge.review import render
-from bridge.review.store import Annotator, AnnotatorFlagged, NotAssigned, ReviewDB
+from bridge.review.records import Annotator, AnnotatorFlagged, NotAssigned
+from bridge.review.store import ReviewDB
 
 MAX_COMMENT = 2000
 LOGIN_NONCE = "login_nonce"

@@ -18,7 +18,8 @@ from bridge.core.errors import InputError
 from bridge.core.fsio import atomic_write, decode_error
 from bridge.review import render
 from bridge.review.aggregate import annotator_stats, excluded_annotators, tally
-from bridge.review.store import ImportRow, ImportSummary, ReviewDB
+from bridge.review.records import ImportRow, ImportSummary
+from bridge.review.store import ReviewDB
 
 EXPORT_COLUMNS = ("item_id", "query", "answers", "chunk", "history", "worker", "label", "comment")
 LABELS = {

@@ -21,7 +21,8 @@ from bridge.datasets import Dataset
 from bridge.label.files import write_label_qrels
 from bridge.review.aggregate import CaseVotes, Judgment, annotator_stats, excluded_annotators, tally
 from bridge.review.config import ReviewConfig
-from bridge.review.store import Item, ReviewDB
+from bridge.review.records import Item
+from bridge.review.store import ReviewDB
 
 
 @dataclass

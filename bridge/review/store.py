@@ -20,7 +20,6 @@ import secrets
 import sqlite3
 import time
 from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -28,161 +27,8 @@ from bridge.core.errors import BridgeError, InputError
 from bridge.review.aggregate import Judgment, Progress, is_flagged, progress, still_needed
 from bridge.review.config import ReviewConfig
 from bridge.review.items import ItemSpec, Pair
-
-SCHEMA_VERSION = "2"
-"""2 added ``items.priority`` (a case's value); a version-1 database is migrated when opened."""
-SCHEMA = """
-CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
-CREATE TABLE IF NOT EXISTS items (
-    id INTEGER PRIMARY KEY,
-    public_id TEXT NOT NULL UNIQUE,
-    kind TEXT NOT NULL CHECK (kind IN ('case', 'check')),
-    qid TEXT NOT NULL,
-    docid TEXT NOT NULL,
-    query TEXT NOT NULL,
-    answers TEXT NOT NULL,
-    chunk TEXT NOT NULL,
-    rounds TEXT NOT NULL,
-    source TEXT NOT NULL,
-    gold INTEGER CHECK (gold IN (0, 1)),
-    active INTEGER NOT NULL DEFAULT 1,
-    priority REAL NOT NULL DEFAULT 0,
-    created_at REAL NOT NULL,
-    UNIQUE (kind, qid, docid),
-    CHECK ((kind = 'check') = (gold IS NOT NULL))
-);
-CREATE INDEX IF NOT EXISTS items_by_kind ON items (kind, active, id);
-CREATE TABLE IF NOT EXISTS annotators (
-    id INTEGER PRIMARY KEY,
-    name TEXT NOT NULL UNIQUE,
-    token_hash TEXT UNIQUE,
-    source TEXT NOT NULL CHECK (source IN ('web', 'csv')),
-    created_at REAL NOT NULL
-);
-CREATE TABLE IF NOT EXISTS assignments (
-    item_id INTEGER NOT NULL REFERENCES items (id),
-    annotator_id INTEGER NOT NULL REFERENCES annotators (id),
-    state TEXT NOT NULL CHECK (state IN ('open', 'done', 'skipped')),
-    assigned_at REAL NOT NULL,
-    expires_at REAL NOT NULL,
-    PRIMARY KEY (item_id, annotator_id)
-);
-CREATE INDEX IF NOT EXISTS assignments_by_annotator ON assignments (annotator_id, state);
-CREATE TABLE IF NOT EXISTS judgments (
-    id INTEGER PRIMARY KEY,
-    item_id INTEGER NOT NULL REFERENCES items (id),
-    annotator_id INTEGER NOT NULL REFERENCES annotators (id),
-    label INTEGER NOT NULL CHECK (label IN (0, 1)),
-    comment TEXT NOT NULL DEFAULT '',
-    source TEXT NOT NULL CHECK (source IN ('web', 'csv')),
-    created_at REAL NOT NULL,
-    UNIQUE (item_id, annotator_id)
-);
-CREATE INDEX IF NOT EXISTS judgments_by_annotator ON judgments (annotator_id);
-"""
-
-
-_SEEN = (
-    "seen AS (SELECT item_id FROM assignments WHERE annotator_id = :me"
-    " UNION SELECT item_id FROM judgments WHERE annotator_id = :me)"
-)
-"""Items this annotator was given or judged (a CTE over the parameter ``:me``)."""
-_PICK_CASE = f"""
-WITH {_SEEN},
-valid AS (
-    SELECT item_id, COUNT(*) AS n, SUM(label) AS ones FROM judgments
-    WHERE annotator_id NOT IN (SELECT value FROM json_each(:excluded)) GROUP BY item_id
-),
-held AS (
-    SELECT a.item_id, COUNT(*) AS n FROM assignments a
-    WHERE a.state = 'open' AND a.expires_at > :now AND a.annotator_id != :me
-      AND NOT EXISTS (SELECT 1 FROM judgments j WHERE j.item_id = a.item_id AND j.annotator_id = a.annotator_id)
-    GROUP BY a.item_id
-)
-SELECT i.id FROM items i LEFT JOIN valid v ON v.item_id = i.id LEFT JOIN held h ON h.item_id = i.id
-WHERE i.kind = 'case' AND i.active AND i.id NOT IN seen
-  AND still_needed(COALESCE(v.n, 0), COALESCE(v.ones, 0), :n) > COALESCE(h.n, 0)
-ORDER BY COALESCE(v.n, 0) + COALESCE(h.n, 0) DESC, i.priority DESC, i.id
-LIMIT 1
-"""
-"""The unseen case closest to completion with a free slot (valid judgments, excluded annotators left out, plus
-other annotators' live, unanswered leases must stay below what the case still needs), the most valuable first."""
-
-
-class AnnotatorFlagged(BridgeError):
-    """The annotator failed attention checks; they are given no more items."""
-
-
-class NotAssigned(BridgeError):
-    """A judgment for an item that was never handed to this annotator."""
-
-
-@dataclass(frozen=True)
-class Annotator:
-    id: int
-    name: str
-    source: str
-
-
-@dataclass(frozen=True)
-class Item:
-    id: int
-    public_id: str
-    kind: str
-    qid: str
-    docid: str
-    query: str
-    answers: tuple[str, ...]
-    chunk: str
-    rounds: list[dict[str, Any]]
-    source: dict[str, Any]
-    gold: int | None
-    active: bool
-
-    @classmethod
-    def from_row(cls, row: sqlite3.Row) -> Item:
-        return cls(
-            row["id"],
-            row["public_id"],
-            row["kind"],
-            row["qid"],
-            row["docid"],
-            row["query"],
-            tuple(json.loads(row["answers"])),
-            row["chunk"],
-            json.loads(row["rounds"]),
-            json.loads(row["source"]),
-            row["gold"],
-            bool(row["active"]),
-        )
-
-
-@dataclass(frozen=True)
-class SyncSummary:
-    new_cases: int
-    active_cases: int
-    closed_cases: int
-    new_checks: int
-    checks: int
-
-
-@dataclass(frozen=True)
-class ImportRow:
-    """One validated CSV judgment; ``line`` points back into the file for error messages."""
-
-    line: int
-    row: int
-    public_id: str
-    worker: str
-    label: int
-    comment: str = ""
-
-
-@dataclass(frozen=True)
-class ImportSummary:
-    added: int
-    unchanged: int
-    new_workers: int
+from bridge.review.records import Annotator, AnnotatorFlagged, ImportRow, ImportSummary, Item, NotAssigned, SyncSummary
+from bridge.review.schema import PICK_CASE, SCHEMA, SCHEMA_VERSION, SEEN
 
 
 def hash_token(token: str) -> str:
@@ -416,7 +262,7 @@ class ReviewDB:
         Their own unexpired lease first (a reload shows the same item); otherwise, on a pseudo-
         random ``check_share`` of their positions, an attention check they have not seen;
         otherwise the unseen case closest to completion that still has a free slot once the
-        valid judgments and other annotators' live leases are counted (``_PICK_CASE``). Counting
+        valid judgments and other annotators' live leases are counted (``PICK_CASE``). Counting
         happens inside the write transaction, so the choice sees every commit before it.
         """
         with self._write() as conn:
@@ -438,7 +284,7 @@ class ReviewDB:
                 unseen = [
                     r[0]
                     for r in conn.execute(
-                        f"WITH {_SEEN} SELECT id FROM items WHERE kind = 'check' AND active AND id NOT IN seen",
+                        f"WITH {SEEN} SELECT id FROM items WHERE kind = 'check' AND active AND id NOT IN seen",
                         {"me": annotator_id},
                     )
                 ]
@@ -446,7 +292,7 @@ class ReviewDB:
                     chosen = min(unseen, key=lambda i: self._digest(f"pick\t{annotator_id}\t{i}"))
             if chosen is None:
                 row = conn.execute(
-                    _PICK_CASE,
+                    PICK_CASE,
                     {
                         "me": annotator_id,
                         "now": now,

@@ -14,7 +14,8 @@ from bridge.core.label_records import LabelRecord, current_records, read_labels
 from bridge.core.lock import folder_lock
 from bridge.review.config import ReviewOverrides
 from bridge.review.items import ItemSpec, Pair, attention_checks, review_cases
-from bridge.review.store import ImportSummary, ReviewDB
+from bridge.review.records import ImportSummary
+from bridge.review.store import ReviewDB
 
 if TYPE_CHECKING:
     from bridge.core.layout import Workspace
@@ -35,7 +36,7 @@ def open_review_db(path: Path, overrides: ReviewOverrides | None = None) -> Revi
 
 def label_run_order(ws: Workspace, ds: Dataset, records: Sequence[LabelRecord]) -> list[str]:
     """The label run's judge configurations in precedence order (judge-audit.json), else those of labels.jsonl."""
-    from bridge.judging.quality.audit import read_audit_report
+    from bridge.judging.quality.audit_records import read_audit_report
 
     audit = read_audit_report(ws.audit_report(ds.slug)) or {}
     return list(audit.get("counted_configs") or dict.fromkeys(r.config_id for r in records))
@@ -74,7 +75,7 @@ def case_values(
     from bridge.core.stamp import run_families
     from bridge.core.trec import read_runs
     from bridge.estimate.calibration import RANDOM_SAMPLING, read_calibrations
-    from bridge.judging.quality.audit import gate_recall, read_audit_report
+    from bridge.judging.quality.audit_records import gate_recall, read_audit_report
     from bridge.label.value import Systems, ValueConfig, ask_order, pair_values
     from bridge.pool.pooling import read_pool
 

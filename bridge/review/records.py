@@ -1,0 +1,88 @@
+"""What the review database hands out and takes in, as values (an annotator, an item, a CSV judgment, what a sync or
+an import did), and the errors it raises for an annotator.
+"""
+
+from __future__ import annotations
+
+import json
+import sqlite3
+from dataclasses import dataclass
+from typing import Any
+
+from bridge.core.errors import BridgeError
+
+
+class AnnotatorFlagged(BridgeError):
+    """The annotator failed attention checks; they are given no more items."""
+
+
+class NotAssigned(BridgeError):
+    """A judgment for an item that was never handed to this annotator."""
+
+
+@dataclass(frozen=True)
+class Annotator:
+    id: int
+    name: str
+    source: str
+
+
+@dataclass(frozen=True)
+class Item:
+    id: int
+    public_id: str
+    kind: str
+    qid: str
+    docid: str
+    query: str
+    answers: tuple[str, ...]
+    chunk: str
+    rounds: list[dict[str, Any]]
+    source: dict[str, Any]
+    gold: int | None
+    active: bool
+
+    @classmethod
+    def from_row(cls, row: sqlite3.Row) -> Item:
+        return cls(
+            row["id"],
+            row["public_id"],
+            row["kind"],
+            row["qid"],
+            row["docid"],
+            row["query"],
+            tuple(json.loads(row["answers"])),
+            row["chunk"],
+            json.loads(row["rounds"]),
+            json.loads(row["source"]),
+            row["gold"],
+            bool(row["active"]),
+        )
+
+
+@dataclass(frozen=True)
+class SyncSummary:
+    new_cases: int
+    active_cases: int
+    closed_cases: int
+    new_checks: int
+    checks: int
+
+
+@dataclass(frozen=True)
+class ImportRow:
+    """One validated CSV judgment; ``line`` points back into the file for error messages."""
+
+    line: int
+    row: int
+    public_id: str
+    worker: str
+    label: int
+    comment: str = ""
+
+
+@dataclass(frozen=True)
+class ImportSummary:
+    added: int
+    unchanged: int
+    new_workers: int
