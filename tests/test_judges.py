@@ -87,7 +87,7 @@ def test_the_judge_registry_answers_every_question_about_a_judge():
 
     assert ChainSpec(judge=JudgeSpec(name="calibrated")).calls_llm
     assert not ChainSpec(judge=JudgeSpec(name="qrels")).calls_llm
-    lexical = JudgeSpec(name="answer-lexical", answer_context_fallback="cascade")
+    lexical = JudgeSpec(name="answer-lexical", fallback=JudgeSpec("cascade"))
     assert ChainSpec(judge=lexical).calls_llm  # through its fallback
     assert set(ANSWER_JUDGES) == {"answer-context", "answer-lexical", "answer-reader"}
     assert set(COSTLY_ANSWER_JUDGES) == {"answer-context", "answer-reader"}
@@ -97,7 +97,7 @@ def test_the_judge_registry_answers_every_question_about_a_judge():
         judge_traits("nope")
     case = Case("q1", "d1", "who?", "text", ())
     for name in judge_names(calls_llm=False, answer_bearing=False):
-        judge = build_judge(JudgeSpec(name=name, constant_label=1), None, {"q1": {"d1": 1}})
+        judge = build_judge(JudgeSpec(name=name), None, {"q1": {"d1": 1}})
         records = []
         judge.judge([case], lambda r, records=records: records.append(r))
         expected = ([],) if name == "open" else ([0], [1])  # the open judge decides nothing: the pair stays open

@@ -44,6 +44,10 @@ class Registry(Generic[T]):
             raise BridgeError(f"{self.kind} {name!r} is registered twice (a name can be taken once)")
         self._entries[name] = entry
 
+    def remove(self, name: str) -> None:
+        """Unregister ``name`` (a plug-in a test registered for itself)."""
+        self._entries.pop(name, None)
+
     def _load(self) -> dict[str, T]:
         if not self._loaded:
             self._loaded = True

@@ -2,9 +2,12 @@
 
 * ``base.py``    what judges share: the :class:`Case` a judge sees, the :class:`Judge` protocol and its optional
   preparation, tolerant parsing of model replies, and the judge registry (:data:`JUDGES`): each judge registers
-  with its traits (calls an LLM, answer-bearing, selectable), and every "which judges ..." question is a query of
-  it (:func:`judge_names`, :func:`judge_traits`);
-* ``spec.py``    the frozen :class:`JudgeSpec` every judge is built from (:func:`build_judge`);
+  with the config class it owns and its traits (calls an LLM, answer-bearing, selectable, measured), and every
+  "which judges ..." question is a query of it (:func:`judge_names`, :func:`judge_traits`); a judge is built
+  (:func:`build_judge`) from a frozen :class:`JudgeSpec`: its name, its config and, for an answer judge, its
+  fallback;
+* ``settings.py`` how a config declares the fields a command line sets (:func:`~bridge.judging.settings.option`,
+  data that one command-line module turns into flags);
 * ``free/``      no model: answer-string evidence decides answer-free pairs (``evidence.py``), judges that answer
   from a qrels file, a constant or a coin (``reference.py``), known negatives by rule for the audit
   (``answer_swap.py``);
@@ -27,6 +30,7 @@ from bridge.judging.base import (
     JUDGES,
     Case,
     Judge,
+    JudgeSpec,
     JudgeTraits,
     ParseError,
     Preparable,
@@ -44,7 +48,6 @@ from bridge.judging.base import (
     usage_of,
     yes_no,
 )
-from bridge.judging.spec import JudgeSpec
 
 __all__ = [
     "JUDGES",

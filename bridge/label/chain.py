@@ -2,7 +2,7 @@
 
 A pool pair is decided by the first stage that can decide it with measured confidence: answer
 evidence (answer-free pairs are 0 without a call), topic adapters (a classifier per topic learned
-from its own human judgments), then the judge of :class:`~bridge.judging.spec.JudgeSpec` (by default
+from its own human judgments), then the judge of :class:`~bridge.judging.JudgeSpec` (by default
 the cascade: one calibrated LLM pass, the DREAM debate for the uncertain band, people for debate
 disagreements). The command line, reusability, LARF, judge-eval and Ray workers all describe a chain
 with a :class:`ChainSpec`; judges prepare themselves (calibration, hold-outs) through the
@@ -95,15 +95,17 @@ class ChainSpec:
     def calls_llm(self) -> bool:
         """Whether a judge of this chain asks the LLM (the judge, an answer judge's fallback, the prefilter)."""
         traits = judge_traits(self.judge.name)
-        fallback = self.judge.answer_context_fallback if traits.answer_bearing else None
-        return traits.calls_llm or (fallback is not None and judge_traits(fallback).calls_llm) or bool(self.prefilter)
+        fallback = self.judge.fallback if traits.answer_bearing else None
+        return (
+            traits.calls_llm or (fallback is not None and judge_traits(fallback.name).calls_llm) or bool(self.prefilter)
+        )
 
     def within_budget(self, max_minutes: float | None) -> ChainSpec:
         """The chain a budget runs: a zero budget leaves a judge that asks an LLM out altogether (not loaded, fitted
         or audited), the open judge in its place, so the free stages decide what they can and every other pair keeps
         the estimate's prior P."""
         if max_minutes == 0 and judge_traits(self.judge.name).calls_llm:
-            return replace(self, judge=replace(self.judge, name=OPEN_JUDGE))
+            return replace(self, judge=JudgeSpec(OPEN_JUDGE))
         return self
 
 
@@ -284,5 +286,5 @@ def build_refine_chain(spec: ChainSpec, name: str, dataset: Dataset, llm: Any = 
         fit = ExemplarFit.read(spec.exemplar_llm_fit or shipped_fit_path(SHIPPED_LLM_FIT))
         encoder = PassageEmbeddings(dataset, spec.cache_dir, fit.encoder, spec.progress)
         return JudgeChain.of(ExemplarLLMJudge(dataset, Comparer(llm), fit, encoder))
-    refine_spec = replace(spec, judge=replace(spec.judge, name=name), adapters="off", exemplar="off")
+    refine_spec = replace(spec, judge=spec.judge.named(name), adapters="off", exemplar="off")
     return build_chain(refine_spec, dataset, llm=llm)[0]

@@ -161,7 +161,7 @@ def _judge_eval_on_reference(
         )
     reference, subsampled = _read_reference(ds, path, settings)
     pairs = reference.pairs
-    specs = {m: replace(settings.judge_spec(m), answer_context_fallback=None) for m in methods}
+    specs = {m: replace(settings.judge_spec(m), fallback=None) for m in methods}
     needs_llm = any(judge_traits(spec.name).calls_llm for spec in specs.values())
     llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if needs_llm else None
     judges = {m: (lambda m=m: build_judge(specs[m], llm)) for m in methods}

@@ -4,7 +4,6 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 from bridge.judging.quality.audit import AuditConfig
 from bridge.label.adapter_options_cli import adapter_config_from_args, add_adapter_options
@@ -132,9 +131,7 @@ def spec_from_args(args: argparse.Namespace) -> ChainSpec:
     answer_judge = args.answer_judge if args.reference and args.answer_judge != "off" else None
     default_fallback = "llmjudge" if answer_judge else "cascade"
     name = (args.fallback_judge or default_fallback) if adapters != "off" else args.judge
-    judge = judge_spec_from_args(args, name)
-    if answer_judge:
-        judge = replace(judge, name=answer_judge, answer_context_fallback=name)
+    judge = judge_spec_from_args(args, answer_judge, name) if answer_judge else judge_spec_from_args(args, name)
     return ChainSpec(
         judge=judge,
         adapters=adapters,  # type: ignore[arg-type]

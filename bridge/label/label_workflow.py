@@ -14,6 +14,7 @@ from bridge.core.stamp import StageStamp, run_families, stage_stamp
 from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
 from bridge.judging import judge_traits
+from bridge.judging.learned.answer_context import AnswerJudgeConfig
 from bridge.judging.quality.measured import better_measured, measured_quality, measured_rate
 from bridge.label.budget import Pricing
 from bridge.label.chain import (
@@ -66,7 +67,8 @@ class LabelStageSettings:
     @property
     def reference(self) -> str | None:
         """The labelled answer-bearing pairs the answer judge is calibrated on."""
-        return self.spec.judge.answer_context.reference
+        config = self.spec.judge.settings
+        return config.context.reference if isinstance(config, AnswerJudgeConfig) else None
 
 
 def label_stage(

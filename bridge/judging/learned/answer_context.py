@@ -53,6 +53,7 @@ from bridge.estimate.calibration import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,
     Judge,
+    JudgeSpec,
     Preparable,
     Preparation,
     Prepared,
@@ -73,7 +74,7 @@ from bridge.judging.learned.hole_calibration import (
 )
 from bridge.judging.llm.cascade import CalibratedJudge, Score
 from bridge.judging.llm.reader import Reader
-from bridge.judging.llm.single import failure_route
+from bridge.judging.llm.single import SingleCallConfig, failure_route
 from bridge.judging.quality.metrics import with_interval
 from bridge.judging.quality.reference_labels import (
     HumanPair,
@@ -82,11 +83,11 @@ from bridge.judging.quality.reference_labels import (
     read_reference_design,
     read_reference_facts,
 )
+from bridge.judging.settings import option
 from bridge.llm.base import LLMResponse, request_key
 from bridge.pool.pooling import PoolEntry
 
 if TYPE_CHECKING:
-    from bridge.judging.spec import JudgeSpec
     from bridge.llm.base import LLMBackend
 
 log = logging.getLogger(__name__)
@@ -98,7 +99,15 @@ STAGE = "answer-context"
 
 @dataclass(frozen=True)
 class AnswerContextConfig:
-    reference: str | None = None
+    reference: str | None = option(
+        None,
+        "--reference",
+        "labelled answer-bearing pairs (qid<TAB>docid<TAB>label, read under a written criterion; a random "
+        "sample of the pool's answer-bearing holes, with their pool facts in pairs.tsv beside it), e.g. "
+        "bench/data/nq-answer-reference/labels-first.tsv: the answer judge is calibrated on them (strata chosen by "
+        "cross-validation, bootstrap draws) and its quality measured cross-fitted by question",
+        metavar="FILE",
+    )
     """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
     calibrates on all of them: they are a random sample of the holes
     (:mod:`bridge.judging.learned.hole_calibration`)."""
@@ -629,28 +638,37 @@ def calibration_lines(calibration: Calibration) -> list[str]:
     return out
 
 
+@dataclass(frozen=True)
+class AnswerJudgeConfig:
+    """The answer judges' config: the reference they are calibrated on and the answer window; answer-context's
+    one-pass score."""
+
+    context: AnswerContextConfig = field(default_factory=AnswerContextConfig)
+    single: SingleCallConfig = field(default_factory=SingleCallConfig)
+
+
 def _fallback(spec: JudgeSpec, llm: LLMBackend | None) -> Judge | None:
     """The judge of pairs without an answer match (none without an LLM: they stay undecided)."""
     from bridge.judging.base import build_judge
 
-    name = spec.answer_context_fallback
-    return None if name is None or llm is None else build_judge(replace(spec, name=name), llm)
+    return None if spec.fallback is None or llm is None else build_judge(spec.fallback, llm)
 
 
-@register_judge("answer-context", calls_llm=True, answer_bearing=True)
+@register_judge("answer-context", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True)
 def make_answer_context(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
     if llm is None:
         raise BridgeError("the answer-context judge scores with an LLM: give it one (or use answer-lexical)")
-    return AnswerContextJudge(CalibratedJudge(llm, spec.single), _fallback(spec, llm), spec.answer_context)
+    s = spec.settings
+    return AnswerContextJudge(CalibratedJudge(llm, s.single), _fallback(spec, llm), s.context)
 
 
-@register_judge("answer-reader", calls_llm=True, answer_bearing=True)
+@register_judge("answer-reader", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True)
 def make_answer_reader(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
     if llm is None:
         raise BridgeError("the answer-reader judge reads with an LLM: give it one (or use answer-lexical)")
-    return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context, reader=Reader(llm))
+    return AnswerContextJudge(None, _fallback(spec, llm), spec.settings.context, reader=Reader(llm))
 
 
-@register_judge("answer-lexical", answer_bearing=True)
+@register_judge("answer-lexical", AnswerJudgeConfig, answer_bearing=True, measured=True)
 def make_answer_lexical(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
-    return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context)
+    return AnswerContextJudge(None, _fallback(spec, llm), spec.settings.context)
