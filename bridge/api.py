@@ -359,13 +359,13 @@ def _chain_spec(
     from bridge.judging import JudgeSpec
     from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerJudgeConfig
     from bridge.judging.quality.audit import AuditConfig
-    from bridge.label.chain import ANSWER_JUDGES, ChainSpec
+    from bridge.label.chain import ChainSpec, answer_judges
 
     spec = ChainSpec(progress=progress, cache_dir=Path(options.cache_dir))
     if llm is not None:
         spec = replace(spec, llm=llm)
     judge_spec = JudgeSpec(judge)
-    if judge in ANSWER_JUDGES:
+    if judge in answer_judges():
         if reference is None:
             raise BridgeError(f"the answer judge {judge} is calibrated on labelled pairs: pass reference=FILE")
         config = AnswerJudgeConfig(AnswerContextConfig(str(reference)))

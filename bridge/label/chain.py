@@ -51,16 +51,29 @@ from bridge.judging.quality.audit import AuditConfig
 from bridge.llm import LLMConfig, open_llm
 from bridge.pool.pooling import PoolEntry
 
-FALLBACK_JUDGES = judge_names(answer_bearing=False, selectable=True)
-"""Judges of any pair (a label run's judge, or an answer judge's fallback): queries of the judge registry."""
-ANSWER_JUDGES = judge_names(answer_bearing=True)
-"""Judges of answer-bearing pairs (with a fallback judge for the others)."""
-COSTLY_ANSWER_JUDGES = judge_names(answer_bearing=True, calls_llm=True)
-"""Answer judges that call the LLM: answer-context for its one-pass P, answer-reader for the reader's signals."""
-REFINE_JUDGES = (*COSTLY_ANSWER_JUDGES, EXEMPLAR_LLM)
-"""Costly judges that re-judge, in value order, what a free stage gave a P (``--refine``): the answer judges (on the
-answer-bearing pairs, calibrated on ``--reference``) and the exemplar judge's LLM comparison (on the pairs of topics
-with a known relevant passage, calibrated on a shipped fit)."""
+# Queries of the judge registry, asked when needed (a judge registered later, a test's, is among them).
+
+
+def fallback_judges() -> tuple[str, ...]:
+    """Judges of any pair (a label run's judge, or an answer judge's fallback)."""
+    return judge_names(answer_bearing=False, selectable=True)
+
+
+def answer_judges() -> tuple[str, ...]:
+    """Judges of answer-bearing pairs (with a fallback judge for the others)."""
+    return judge_names(answer_bearing=True)
+
+
+def costly_answer_judges() -> tuple[str, ...]:
+    """Answer judges that call the LLM: answer-context for its one-pass P, answer-reader for the reader's signals."""
+    return judge_names(answer_bearing=True, calls_llm=True)
+
+
+def refine_judges() -> tuple[str, ...]:
+    """Costly judges that re-judge, in value order, what a free stage gave a P (``--refine``): the answer judges (on
+    the answer-bearing pairs, calibrated on ``--reference``) and the exemplar judge's LLM comparison (on the pairs of
+    topics with a known relevant passage, calibrated on a shipped fit)."""
+    return (*costly_answer_judges(), EXEMPLAR_LLM)
 
 
 @dataclass(frozen=True)

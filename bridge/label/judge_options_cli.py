@@ -15,7 +15,7 @@ from typing import Any
 from bridge.core.errors import BridgeError
 from bridge.judging import JUDGES, JudgeSpec
 from bridge.judging.settings import OPTION, Declared, Option, declared_options, nested
-from bridge.label.chain import ANSWER_JUDGES
+from bridge.label.chain import answer_judges
 
 
 def judge_options() -> list[Declared]:
@@ -37,7 +37,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
         _add_option(g, declared)
     g.add_argument(
         "--answer-judge",
-        choices=[*ANSWER_JUDGES, "off"],
+        choices=[*answer_judges(), "off"],
         default="answer-context",
         help="label: with --reference, the judge of the pairs that hold an answer string (default: answer-context, "
         "a calibration over where the answer sits and the LLM's one-pass P; answer-lexical: the same without "

@@ -18,11 +18,11 @@ from bridge.judging.learned.answer_context import AnswerJudgeConfig
 from bridge.judging.quality.measured import better_measured, measured_quality, measured_rate
 from bridge.label.budget import Pricing
 from bridge.label.chain import (
-    COSTLY_ANSWER_JUDGES,
     EXEMPLAR_LLM,
     ChainSpec,
     build_chain,
     build_refine_chain,
+    costly_answer_judges,
     exemplar_wanted,
 )
 from bridge.label.files import LabelPaths
@@ -199,7 +199,7 @@ def _label_options(
         runner, scorer = ray_runners(spec, settings.ray.dataset, settings.ray.config)
         options = replace(options, runner=runner, scorer=scorer)
     if settings.refine:
-        if settings.refine in COSTLY_ANSWER_JUDGES and not settings.reference:
+        if settings.refine in costly_answer_judges() and not settings.reference:
             raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
         if settings.refine == EXEMPLAR_LLM and not exemplar_wanted(spec, ds):
             raise BridgeError(
