@@ -20,7 +20,8 @@
   (``hole_calibration.py``);
 * ``quality/``   measuring a judge: the audit (``audit.py``), agreement and calibration metrics with their intervals
   (``metrics.py``), the read reference (``reference_labels.py``), judges measured against people's labels
-  (``judge_eval.py``, what ``bridge judge-eval`` runs).
+  (``judge_eval.py``, what ``bridge judge-eval`` runs; ``adapter_eval.py`` the topic adapters' part of it,
+  ``judge_eval_report.py`` what it writes).
 
 Where a pool pair gets its label: ``bridge/label/`` chains these judges (``chain.py``) and runs them over the pool
 and the audit (``labeler.py``). The registry imports the modules that register judges on its first lookup.

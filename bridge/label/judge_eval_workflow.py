@@ -17,24 +17,23 @@ from bridge.datasets.kinds import pair_kind
 from bridge.judging import JUDGES, JudgeSpec, build_judge, judge_traits
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.topic_models import AdapterConfig
+from bridge.judging.quality.adapter_eval import AdapterEvaluation, adapter_lines, adapter_quality, evaluate_adapter
 from bridge.judging.quality.judge_eval import (
-    AdapterEvaluation,
-    JudgeEvalReport,
     JudgeQuality,
     KindQuality,
     ReferenceSample,
     SampleConfig,
-    adapter_lines,
-    adapter_quality,
     answer_calibrations,
     balanced_sample,
-    evaluate_adapter,
     kind_qualities,
     kind_quality_lines,
-    quality_table_lines,
-    reliability_figure,
     run_judge_eval,
     run_reference_eval,
+)
+from bridge.judging.quality.judge_eval_report import (
+    JudgeEvalReport,
+    quality_table_lines,
+    reliability_figure,
     write_report,
 )
 from bridge.judging.quality.reference_labels import (
