@@ -15,7 +15,8 @@ from test_openai_backend import FakeServer
 
 from bridge.core.errors import BridgeError
 from bridge.judging.base import Case
-from bridge.judging.learned.answer_context import LEXICAL, AnswerContextJudge
+from bridge.judging.learned.answer_context import AnswerContextJudge
+from bridge.judging.learned.answer_features import LEXICAL
 from bridge.judging.llm.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
 from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
 from bridge.llm import LLMConfig

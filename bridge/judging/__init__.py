@@ -15,9 +15,10 @@
   DREAM debate with escalation to people (``dream.py``), one calibrated pass with the debate for the uncertain band
   only (``cascade.py``), the answer reader's likelihoods (``reader.py``);
 * ``learned/``   fitted on labelled pairs: the answer judges, calibrated on a random sample of the holes read by
-  people (``answer_context.py``), topic adapters (``adapter.py``, ``topic_models.py``, ``learning_curve.py``),
-  isotonic / Platt maps (``calibration.py``), hole-like calibration with strata chosen by cross-validation
-  (``hole_calibration.py``);
+  people (``answer_context.py``; their free features ``answer_features.py``, their kept fits ``answer_fits.py``),
+  topic adapters (``adapter.py``, ``topic_models.py``, ``learning_curve.py``), isotonic / Platt maps
+  (``calibration.py``), hole-like calibration with strata chosen by cross-validation (``hole_fit.py``), measured as
+  it is used (``hole_calibration.py``);
 * ``quality/``   measuring a judge: the audit (``audit.py``), agreement and calibration metrics with their intervals
   (``metrics.py``), the read reference (``reference_labels.py``), judges measured against people's labels
   (``judge_eval.py``, what ``bridge judge-eval`` runs; ``adapter_eval.py`` the topic adapters' part of it,

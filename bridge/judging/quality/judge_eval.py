@@ -28,8 +28,9 @@ from bridge.core.label_records import LabelRecord, counted_records, read_labels
 from bridge.datasets import Dataset
 from bridge.judging.base import Case, Judge, cases_for
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage, matched_answers
-from bridge.judging.learned.answer_context import AnswerContextJudge, calibration_lines
+from bridge.judging.learned.answer_context import AnswerContextJudge
 from bridge.judging.learned.calibration import brier_score, expected_calibration_error
+from bridge.judging.learned.hole_calibration import calibration_lines
 from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
 from bridge.judging.quality.metrics import (
     Agreement,
