@@ -47,9 +47,11 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
 
 
 def _add_option(g: argparse._ArgumentGroup, declared: Declared) -> None:
+    """One declared option as a flag, typed by its declaration or else by its field's default."""
     opt, default = declared.option, declared.default
-    if isinstance(default, bool):
-        g.add_argument(opt.flag, action="store_true", help=opt.help)
+    if isinstance(default, bool):  # a switch: on with the flag (off with --no-FLAG where it is on by default)
+        action = argparse.BooleanOptionalAction if default else "store_true"
+        g.add_argument(opt.flag, action=action, default=default, help=opt.help)
         return
     convert = str if opt.split else opt.type or (type(default) if default is not None else str)
     extra: dict[str, Any] = {"metavar": opt.metavar} if opt.metavar else {}
