@@ -99,6 +99,7 @@ def test_a_fit_keyed_by_another_model_file_of_the_same_name_is_not_used(fresh_in
     """The converse: the same judge over a model file of the same name with other bytes computes another key, and the
     run says that the model is what differs before it pays for a refit."""
     from bridge.datasets import load_dataset
+    from bridge.judging.learned.answer_fits import why_refit
     from bridge.judging.quality.reference_labels import read_reference, read_reference_design, read_reference_facts
     from bridge.label.chain import build_refine_chain
     from bridge.llm import make_backend
@@ -119,5 +120,5 @@ def test_a_fit_keyed_by_another_model_file_of_the_same_name_is_not_used(fresh_in
     assert digests["installed"] != digests["other"]
     assert (fits / f"answer-reader-fit-{digests['installed']}.json").exists()
     assert not (fits / f"answer-reader-fit-{digests['other']}.json").exists()
-    why = judges["other"]._why_refit(fits, judges["other"].fit_inputs(pairs, facts, design))
+    why = why_refit(judges["other"].name, fits, judges["other"].fit_inputs(pairs, facts, design))
     assert "no shipped fit matches" in why and "model" in why and backend.model_id.split(":")[-1] in why
