@@ -266,7 +266,7 @@ def test_the_reader_as_answer_judge_or_as_costly_refiner_reuses_one_fit(tmp_path
     llm = ScoringLLM()
     main = build_chain(spec, ds, llm=llm)[0].judge
     lexical = replace(spec, judge=replace(judge, name="answer-lexical"))
-    refine = build_refine_chain(lexical, "answer-reader", ds, llm).judge
+    refine = build_refine_chain(lexical, replace(judge, name="answer-reader"), ds, llm).judge
     pairs, facts = read_reference(reference), read_reference_facts(reference)
     assert main._digest(pairs, facts) == refine._digest(pairs, facts)
     assert main.fit_inputs(pairs, facts) == refine.fit_inputs(pairs, facts)

@@ -168,12 +168,6 @@ class JudgeSpec:
         """The judge's config (its class's defaults where none was given)."""
         return self.config if self.config is not None else JUDGES[self.name].config()
 
-    def named(self, name: str) -> JudgeSpec:
-        """The judge ``name`` with these settings where it owns the same config class (else its defaults), and the
-        same fallback."""
-        config = self.config if isinstance(self.config, JUDGES[name].config) else None
-        return JudgeSpec(name, config, self.fallback)
-
 
 JUDGES: Registry[RegisteredJudge] = Registry(
     "judge",

@@ -288,16 +288,16 @@ def exemplar_stage(spec: ChainSpec, dataset: Dataset, judge: Judge) -> ExemplarJ
     return stage if stage.topics() else None
 
 
-def build_refine_chain(spec: ChainSpec, name: str, dataset: Dataset, llm: Any = None) -> JudgeChain:
-    """The chain of a costly judge ``name`` that re-judges what ``spec``'s free stages decided (``--refine``): for an
-    answer judge, the same settings with that judge and no topic adapters; for the exemplar judge's LLM comparison,
+def build_refine_chain(spec: ChainSpec, refine: JudgeSpec, dataset: Dataset, llm: Any = None) -> JudgeChain:
+    """The chain of a costly judge ``refine`` that re-judges what ``spec``'s free stages decided (``--refine``): for an
+    answer judge, ``spec``'s chain with that judge and no topic adapters; for the exemplar judge's LLM comparison,
     that judge over the exemplar stage's encoder. Both share ``llm`` (the main chain's; opened here where it has
     none)."""
-    if name == EXEMPLAR_LLM:
+    if refine.name == EXEMPLAR_LLM:
         if llm is None:
             llm = open_llm(spec.llm, Workspace(cache_dir=spec.cache_dir).llm_cache, progress=spec.progress)
         fit = ExemplarFit.read(spec.exemplar_llm_fit or shipped_fit_path(SHIPPED_LLM_FIT))
         encoder = PassageEmbeddings(dataset, spec.cache_dir, fit.encoder, spec.progress)
         return JudgeChain.of(ExemplarLLMJudge(dataset, Comparer(llm), fit, encoder))
-    refine_spec = replace(spec, judge=spec.judge.named(name), adapters="off", exemplar="off")
+    refine_spec = replace(spec, judge=refine, adapters="off", exemplar="off")
     return build_chain(refine_spec, dataset, llm=llm)[0]

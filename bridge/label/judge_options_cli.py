@@ -13,7 +13,7 @@ from dataclasses import fields
 from typing import Any
 
 from bridge.core.errors import BridgeError
-from bridge.judging import JUDGES, JudgeSpec
+from bridge.judging import JUDGES, JudgeSpec, judge_traits
 from bridge.judging.settings import OPTION, Declared, Option, declared_options, nested
 from bridge.label.chain import answer_judges
 
@@ -91,3 +91,15 @@ def judge_spec_from_args(args: argparse.Namespace, name: str, fallback: str | No
     judge leaves, with them too)."""
     spec = JudgeSpec(name, judge_config_from_args(args, JUDGES[name].config))
     return spec if fallback is None else JudgeSpec(name, spec.config, judge_spec_from_args(args, fallback))
+
+
+def refine_spec_from_args(args: argparse.Namespace, judge: JudgeSpec) -> JudgeSpec | None:
+    """``--refine``'s judge with the command line's settings. An answer judge hands the pairs without an answer match
+    to the chain's answer judge's fallback (the cascade where the chain has no answer judge), as the chain would: its
+    config id, and so what a later run resumes, depends on it."""
+    if args.refine is None:
+        return None
+    if not judge_traits(args.refine).answer_bearing:
+        return JudgeSpec(args.refine)
+    fallback = judge.fallback.name if judge.fallback is not None else "cascade"
+    return judge_spec_from_args(args, args.refine, fallback)
