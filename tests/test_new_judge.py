@@ -3,6 +3,7 @@
 
 from __future__ import annotations
 
+import argparse
 import csv
 import json
 from collections.abc import Callable, Sequence
@@ -11,6 +12,7 @@ from dataclasses import dataclass
 import pytest
 
 from bridge.cli import main
+from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, read_labels
 from bridge.core.trec import write_run
 from bridge.judging import JUDGES, Case, JudgeSpec, register_judge
@@ -105,3 +107,25 @@ def test_a_judge_of_one_module_is_measured_by_judge_eval(word_judge, workspace):
 def test_the_judge_is_gone_after_its_test():
     assert NAME not in JUDGES
     assert JudgeSpec(NAME).name == NAME  # a spec is only a name until it is built
+
+
+def test_the_modules_that_register_judges_are_found_without_a_list():
+    from bridge.judging.base import judge_modules
+
+    found = set(judge_modules())
+    assert {"bridge.judging.free.reference", "bridge.judging.llm.cascade", "bridge.judging.llm.single"} <= found
+    assert "bridge.judging.base" not in found and "bridge.judging.learned.adapter" not in found
+
+
+def test_a_flag_two_configs_declare_is_one_flag_and_a_split_flag_checks_its_text():
+    from bridge.label.judge_options_cli import add_judge_options, judge_options, judge_spec_from_args
+
+    flags = [d.option.flag for d in judge_options()]
+    assert len(flags) == len(set(flags)) and "--temperature" in flags
+    p = argparse.ArgumentParser()
+    add_judge_options(p)
+    cascade = judge_spec_from_args(p.parse_args(["--band", "0.1,0.9", "--temperature", "0.5"]), "cascade").config
+    assert (cascade.cascade.low, cascade.cascade.high) == (0.1, 0.9)
+    assert cascade.single.temperature == cascade.debate.temperature == 0.5  # one flag sets both configs
+    with pytest.raises(BridgeError, match="--band must be LOW,HIGH"):
+        judge_spec_from_args(p.parse_args(["--band", "0.1"]), "cascade")

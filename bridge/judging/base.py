@@ -169,17 +169,15 @@ class JudgeSpec:
         return self.config if self.config is not None else JUDGES[self.name].config()
 
 
-JUDGES: Registry[RegisteredJudge] = Registry(
-    "judge",
-    (
-        "bridge.judging.learned.answer_context",
-        "bridge.judging.learned.exemplar",
-        "bridge.judging.llm.cascade",
-        "bridge.judging.llm.dream",
-        "bridge.judging.free.reference",
-        "bridge.judging.llm.single",
-    ),
-)
+def judge_modules() -> tuple[str, ...]:
+    """The modules of this package that register a judge, found by reading their text rather than importing them,
+    so that a new judge's module needs no list and naming a judge imports only the judges."""
+    root = Path(__file__).parent
+    found = [p for p in sorted(root.rglob("*.py")) if "\n@register_judge(" in p.read_text(encoding="utf-8")]
+    return tuple(".".join(("bridge", "judging", *p.relative_to(root).with_suffix("").parts)) for p in found)
+
+
+JUDGES: Registry[RegisteredJudge] = Registry("judge", judge_modules())
 """The judge registry, in registration order; its modules register their judges."""
 
 
