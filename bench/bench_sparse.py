@@ -76,15 +76,17 @@ def makefile_label_args(dataset: str) -> list[str]:
 def labeller(dataset: str, extra: list[str], restart: bool) -> Any:
     """``label(ws, sparse)``: `bridge label` as the Makefile runs it for ``dataset``, with ``extra`` arguments."""
     from bridge.cli import build_parser
+    from bridge.label.judge_options_cli import refine_spec_from_args
     from bridge.label.label_options_cli import spec_from_args
     from bridge.label.label_workflow import LabelStageSettings, label_stage
 
     def label(ws, ds):
         argv = ["label", "--dataset", dataset, "--cache-dir", str(ws.cache_dir), "-q"]
         args = build_parser().parse_args([*argv, *makefile_label_args(dataset), *extra])
+        spec = spec_from_args(args)
         settings = LabelStageSettings(
-            spec=spec_from_args(args), restart=restart, batch_pairs=args.batch_pairs, max_pairs=args.max_pairs,
-            max_minutes=args.max_minutes, refine=args.refine,
+            spec=spec, restart=restart, batch_pairs=args.batch_pairs, max_pairs=args.max_pairs,
+            max_minutes=args.max_minutes, refine=refine_spec_from_args(args, spec.judge), reference=args.reference,
         )  # fmt: skip
         return label_stage(ws, ds, settings, say=lambda text: None)
 

@@ -26,6 +26,7 @@ from bridge.datasets import Dataset
 from bridge.datasets.bridge_benchmark import run_docid_issues
 from bridge.estimate.calibration import Calibration, Pair
 from bridge.estimate.leaderboard import Comparison, EstimateConfig, SystemEstimate, p_text
+from bridge.judging import JudgeSpec
 from bridge.label.chain import ChainSpec, build_refine_chain
 from bridge.label.files import LabelPaths, LabelState, read_label_state
 from bridge.pool.pooling import PoolEntry, build_pool, write_pool
@@ -210,8 +211,8 @@ class ScoreSettings:
     """System -> retrieval family, the estimate's strata (None, or a system it does not name: its own)."""
     max_minutes: float | None = 0.0
     """The costly judge's budget for the new pairs (0: none; None: no limit)."""
-    refine: str | None = None
-    """A costly answer judge for the pairs the free stages leave open, in value order."""
+    refine: JudgeSpec | None = None
+    """A costly answer judge, with its settings, for the pairs the free stages leave open, in value order."""
     restart: bool = False
     """Start the score folder's labels and budget afresh (old files kept as .bak)."""
     progress: bool = False

@@ -64,6 +64,7 @@ def register(sub: argparse._SubParsersAction) -> None:
 def cmd_score(args: argparse.Namespace) -> int:
     from bridge.core.trec import read_run
     from bridge.datasets.options_cli import dataset_from_args
+    from bridge.label.judge_options_cli import refine_spec_from_args
     from bridge.label.label_options_cli import spec_from_args
     from bridge.options import workspace_from_args
     from eval.inputs import named_paths, pool_families
@@ -75,6 +76,7 @@ def cmd_score(args: argparse.Namespace) -> int:
         raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
+    spec = spec_from_args(args)
     named = named_paths(args.runs, "run")
     new_runs = {name: read_run(path) for name, path in named}
     settings = ScoreSettings(
@@ -85,11 +87,11 @@ def cmd_score(args: argparse.Namespace) -> int:
         seed=args.seed,
         families=pool_families(args.pool_config),
         max_minutes=None if args.max_minutes < 0 else args.max_minutes,
-        refine=args.refine,
+        refine=refine_spec_from_args(args, spec.judge),
         restart=args.restart,
         progress=show_progress(args),
     )
-    result, written = score_workspace(ws, ds, new_runs, settings, spec_from_args(args), args.out, dict(named))
+    result, written = score_workspace(ws, ds, new_runs, settings, spec, args.out, dict(named))
     print("\n".join(result.lines()))
     print("\n".join(f"-> {path}" for path in written))
     return 0

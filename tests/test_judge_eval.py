@@ -13,14 +13,13 @@ from bridge.datasets import DictCorpus, Document, Query
 from bridge.judging.llm.dream import DebateEngine
 from bridge.judging.llm.single import SupportJudge
 from bridge.judging.quality.judge_eval import (
-    JudgeEvalReport,
     JudgeQuality,
     SampleConfig,
     balanced_sample,
     load_injections,
     run_judge_eval,
-    write_report,
 )
+from bridge.judging.quality.judge_eval_report import JudgeEvalReport, write_report
 from bridge.judging.quality.metrics import cohen_kappa, roc_auc
 
 

@@ -83,21 +83,21 @@ def test_the_judge_registry_answers_every_question_about_a_judge():
     one-pass stage `calibrated` calls one, which a hand-kept list once forgot), the command line's choices and the
     answer judges are queries of it, and a judge that needs no LLM is built and judges without one."""
     from bridge.judging import JUDGES, JudgeSpec, build_judge, judge_names, judge_traits
-    from bridge.label.chain import ANSWER_JUDGES, COSTLY_ANSWER_JUDGES, FALLBACK_JUDGES, ChainSpec
+    from bridge.label.chain import ChainSpec, answer_judges, costly_answer_judges, fallback_judges
 
     assert ChainSpec(judge=JudgeSpec(name="calibrated")).calls_llm
     assert not ChainSpec(judge=JudgeSpec(name="qrels")).calls_llm
-    lexical = JudgeSpec(name="answer-lexical", answer_context_fallback="cascade")
+    lexical = JudgeSpec(name="answer-lexical", fallback=JudgeSpec("cascade"))
     assert ChainSpec(judge=lexical).calls_llm  # through its fallback
-    assert set(ANSWER_JUDGES) == {"answer-context", "answer-lexical", "answer-reader"}
-    assert set(COSTLY_ANSWER_JUDGES) == {"answer-context", "answer-reader"}
-    assert "calibrated" not in FALLBACK_JUDGES and {"cascade", "qrels", "random"} <= set(FALLBACK_JUDGES)
+    assert set(answer_judges()) == {"answer-context", "answer-lexical", "answer-reader"}
+    assert set(costly_answer_judges()) == {"answer-context", "answer-reader"}
+    assert "calibrated" not in fallback_judges() and {"cascade", "qrels", "random"} <= set(fallback_judges())
     assert set(judge_names()) == set(JUDGES) and judge_names(calls_llm=True)[0] == "answer-context"
     with pytest.raises(Exception, match="unknown judge 'nope'"):
         judge_traits("nope")
     case = Case("q1", "d1", "who?", "text", ())
     for name in judge_names(calls_llm=False, answer_bearing=False):
-        judge = build_judge(JudgeSpec(name=name, constant_label=1), None, {"q1": {"d1": 1}})
+        judge = build_judge(JudgeSpec(name=name), None, {"q1": {"d1": 1}})
         records = []
         judge.judge([case], lambda r, records=records: records.append(r))
         expected = ([],) if name == "open" else ([0], [1])  # the open judge decides nothing: the pair stays open

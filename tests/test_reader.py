@@ -15,7 +15,8 @@ from test_openai_backend import FakeServer
 
 from bridge.core.errors import BridgeError
 from bridge.judging.base import Case
-from bridge.judging.learned.answer_context import LEXICAL, AnswerContextJudge
+from bridge.judging.learned.answer_context import AnswerContextJudge
+from bridge.judging.learned.answer_features import LEXICAL
 from bridge.judging.llm.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
 from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
 from bridge.llm import LLMConfig
@@ -255,20 +256,20 @@ def test_the_reader_as_answer_judge_or_as_costly_refiner_reuses_one_fit(tmp_path
     with the same inputs, so both name the same fit file (one fixed cost, shipped once)."""
     from dataclasses import replace
 
-    from bridge.judging.learned.answer_context import AnswerContextConfig
+    from bridge.judging import JudgeSpec
+    from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerJudgeConfig
     from bridge.judging.quality.reference_labels import read_reference, read_reference_facts
-    from bridge.judging.spec import JudgeSpec
     from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 
     ds = company_dataset()
     reference = tmp_path / "ref.tsv"
     write_reference(reference)
-    judge = JudgeSpec("answer-reader", answer_context=AnswerContextConfig(str(reference)), answer_context_fallback=None)
+    judge = JudgeSpec("answer-reader", AnswerJudgeConfig(AnswerContextConfig(str(reference))))
     spec = ChainSpec(judge=judge, adapters="off", progress=False)
     llm = ScoringLLM()
     main = build_chain(spec, ds, llm=llm)[0].judge
     lexical = replace(spec, judge=replace(judge, name="answer-lexical"))
-    refine = build_refine_chain(lexical, "answer-reader", ds, llm).judge
+    refine = build_refine_chain(lexical, replace(judge, name="answer-reader"), ds, llm).judge
     pairs, facts = read_reference(reference), read_reference_facts(reference)
     assert main._digest(pairs, facts) == refine._digest(pairs, facts)
     assert main.fit_inputs(pairs, facts) == refine.fit_inputs(pairs, facts)

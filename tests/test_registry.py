@@ -23,12 +23,13 @@ def test_every_judge_eval_method_is_a_registered_judge_or_one_of_its_own():
     from bridge.label.judge_eval_methods import (
         DEFAULT_EVAL_METHODS,
         DEFAULT_REFERENCE_METHODS,
-        EVAL_METHODS,
         OWN_METHODS,
-        REFERENCE_METHODS,
+        eval_methods,
+        reference_methods,
     )
 
     known = set(judge_names()) | set(OWN_METHODS)
-    named = {*EVAL_METHODS, *REFERENCE_METHODS, *DEFAULT_EVAL_METHODS.split(","), *DEFAULT_REFERENCE_METHODS.split(",")}
+    defaults = {*DEFAULT_EVAL_METHODS.split(","), *DEFAULT_REFERENCE_METHODS.split(",")}
+    named = {*eval_methods(), *reference_methods(), *defaults}
     assert named - known == set()
     assert not set(OWN_METHODS) & set(judge_names())  # an own method does not hide a judge of the same name

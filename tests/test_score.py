@@ -177,13 +177,14 @@ def test_score_needs_the_saved_label_state(tmp_path, monkeypatch, tiny_beir, cap
 def test_the_python_api_scores_the_same_way(saved):
     """``bridge.score`` is what ``bridge score`` runs: the placements come back as a DataFrame."""
     import bridge
-    from bridge.judging.spec import JudgeSpec
+    from bridge.judging import JudgeSpec
+    from bridge.judging.free.reference import ConstantConfig
     from bridge.label.chain import ChainSpec
 
     tmp, dataset = saved
     ds = bridge.load_dataset(dataset)
     fusion = {q: ranked(f"{q}-gold", f"{q}-c", f"{q}-z2") for q in TOPICS}
-    judge = ChainSpec(judge=JudgeSpec("constant", constant_label=0), adapters="off", exemplar="off", progress=False)
+    judge = ChainSpec(judge=JudgeSpec("constant", ConstantConfig(0)), adapters="off", exemplar="off", progress=False)
     scored = bridge.score({"fusion": fusion}, ds, judge=judge, max_minutes=None, folder=tmp / "api")
     hit = scored.placements.set_index("measure").loc["Hit@10"]
     assert (hit.system, hit["rank"], hit.systems, hit.estimate, hit.lower, hit.upper) == ("fusion", 1, 4, 1, 1, 1)

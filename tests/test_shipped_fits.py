@@ -68,6 +68,12 @@ def spec_of(args):
     return spec_from_args(args)
 
 
+def refine_of(args, spec):
+    from bridge.label.judge_options_cli import refine_spec_from_args
+
+    return refine_spec_from_args(args, spec.judge)
+
+
 @pytest.mark.slow
 @needs_shared_data()
 def test_the_nq_main_jobs_shipped_fits_are_found_by_a_fresh_install_without_a_model_call(fresh_install, tmp_path):
@@ -85,7 +91,7 @@ def test_the_nq_main_jobs_shipped_fits_are_found_by_a_fresh_install_without_a_mo
     entry = read_reference_facts(reference).get((pair.qid, pair.docid), PoolEntry(pair.qid, pair.docid, (), 1))
     pool = cases_for(ds, [entry])
     main = build_chain(spec, ds, llm=llm)[0]
-    refine = build_refine_chain(spec, args.refine, ds, llm)
+    refine = build_refine_chain(spec, refine_of(args, spec), ds, llm)
     for name, chain in (("answer-lexical", main), ("answer-reader", refine)):
         lines = chain.prepare(ds, [], pool, tmp_path / name / "calibration.json").lines
         reused = [line for line in lines if line.startswith(f"{name}: calibration on the reference reused from")]
@@ -99,6 +105,7 @@ def test_a_fit_keyed_by_another_model_file_of_the_same_name_is_not_used(fresh_in
     """The converse: the same judge over a model file of the same name with other bytes computes another key, and the
     run says that the model is what differs before it pays for a refit."""
     from bridge.datasets import load_dataset
+    from bridge.judging.learned.answer_fits import why_refit
     from bridge.judging.quality.reference_labels import read_reference, read_reference_design, read_reference_facts
     from bridge.label.chain import build_refine_chain
     from bridge.llm import make_backend
@@ -112,12 +119,12 @@ def test_a_fit_keyed_by_another_model_file_of_the_same_name_is_not_used(fresh_in
     reference = Path(args.reference)
     pairs, facts, design = read_reference(reference), read_reference_facts(reference), read_reference_design(reference)
     ds = load_dataset("nq", DATA_DIR)
-    judges = {name: build_refine_chain(spec, args.refine, ds, NoCalls(b)).judge
+    judges = {name: build_refine_chain(spec, refine_of(args, spec), ds, NoCalls(b)).judge
               for name, b in (("installed", backend), ("other", other))}  # fmt: skip
     digests = {name: judge._digest(pairs, facts, design) for name, judge in judges.items()}
     fits = reference.parent / "fits"
     assert digests["installed"] != digests["other"]
     assert (fits / f"answer-reader-fit-{digests['installed']}.json").exists()
     assert not (fits / f"answer-reader-fit-{digests['other']}.json").exists()
-    why = judges["other"]._why_refit(fits, judges["other"].fit_inputs(pairs, facts, design))
+    why = why_refit(judges["other"].name, fits, judges["other"].fit_inputs(pairs, facts, design))
     assert "no shipped fit matches" in why and "model" in why and backend.model_id.split(":")[-1] in why

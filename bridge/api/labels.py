@@ -149,21 +149,24 @@ def _chain_spec(
     judge: str, reference: str | Path | None, llm: Any, progress: bool, options: LabelingOptions
 ) -> ChainSpec:
     """The chain of a judge named as ``bridge label --judge`` names it."""
+    from bridge.judging import JudgeSpec
+    from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerJudgeConfig
     from bridge.judging.quality.audit import AuditConfig
-    from bridge.label.chain import ANSWER_JUDGES, ChainSpec
+    from bridge.label.chain import ChainSpec, answer_judges
 
     spec = ChainSpec(progress=progress, cache_dir=Path(options.cache_dir))
     if llm is not None:
         spec = replace(spec, llm=llm)
-    judge_spec = replace(spec.judge, name=judge)
-    if judge in ANSWER_JUDGES:
+    judge_spec = JudgeSpec(judge)
+    if judge in answer_judges():
         if reference is None:
             raise BridgeError(f"the answer judge {judge} is calibrated on labelled pairs: pass reference=FILE")
-        context = replace(judge_spec.answer_context, reference=str(reference))
-        judge_spec = replace(judge_spec, answer_context=context, answer_context_fallback=options.fallback)
+        config = AnswerJudgeConfig(AnswerContextConfig(str(reference)))
+        fallback = JudgeSpec(options.fallback) if options.fallback is not None else None
+        judge_spec = JudgeSpec(judge, config, fallback)
         spec = replace(spec, adapters="off", exemplar="off")
     elif judge == "auto":
-        judge_spec = replace(judge_spec, name=options.fallback or "cascade")
+        judge_spec = JudgeSpec(options.fallback or "cascade")
     else:  # one judge for every pair: no free stage in front of it, as `bridge label --judge NAME`
         spec = replace(spec, adapters="off", exemplar="off")
     return replace(spec, judge=judge_spec, audit=AuditConfig(pairs=options.audit_pairs, gate_pairs=0))

@@ -2,9 +2,12 @@
 
 * ``base.py``    what judges share: the :class:`Case` a judge sees, the :class:`Judge` protocol and its optional
   preparation, tolerant parsing of model replies, and the judge registry (:data:`JUDGES`): each judge registers
-  with its traits (calls an LLM, answer-bearing, selectable), and every "which judges ..." question is a query of
-  it (:func:`judge_names`, :func:`judge_traits`);
-* ``spec.py``    the frozen :class:`JudgeSpec` every judge is built from (:func:`build_judge`);
+  with the config class it owns and its traits (calls an LLM, answer-bearing, selectable, measured), and every
+  "which judges ..." question is a query of it (:func:`judge_names`, :func:`judge_traits`); a judge is built
+  (:func:`build_judge`) from a frozen :class:`JudgeSpec`: its name, its config and, for an answer judge, its
+  fallback;
+* ``settings.py`` how a config declares the fields a command line sets (:func:`~bridge.judging.settings.option`,
+  data that one command-line module turns into flags);
 * ``free/``      no model: answer-string evidence decides answer-free pairs (``evidence.py``), judges that answer
   from a qrels file, a constant or a coin (``reference.py``), known negatives by rule for the audit
   (``answer_swap.py``);
@@ -12,12 +15,14 @@
   DREAM debate with escalation to people (``dream.py``), one calibrated pass with the debate for the uncertain band
   only (``cascade.py``), the answer reader's likelihoods (``reader.py``);
 * ``learned/``   fitted on labelled pairs: the answer judges, calibrated on a random sample of the holes read by
-  people (``answer_context.py``), topic adapters (``adapter.py``, ``topic_models.py``, ``learning_curve.py``),
-  isotonic / Platt maps (``calibration.py``), hole-like calibration with strata chosen by cross-validation
-  (``hole_calibration.py``);
+  people (``answer_context.py``; their free features ``answer_features.py``, their kept fits ``answer_fits.py``),
+  topic adapters (``adapter.py``, ``topic_models.py``, ``learning_curve.py``), isotonic / Platt maps
+  (``calibration.py``), hole-like calibration with strata chosen by cross-validation (``hole_fit.py``), measured as
+  it is used (``hole_calibration.py``);
 * ``quality/``   measuring a judge: the audit (``audit*.py``), agreement and calibration metrics with their intervals
   (``metrics.py``), the read reference (``reference_labels.py``), judges measured against people's labels
-  (``judge_eval.py``, what ``bridge judge-eval`` runs).
+  (``judge_eval.py``, what ``bridge judge-eval`` runs; ``adapter_eval.py`` the topic adapters' part of it,
+  ``judge_eval_report.py`` what it writes).
 
 Where a pool pair gets its label: ``bridge/label/`` chains these judges (``chain.py``) and runs them over the pool
 and the audit (``labeler.py``). The registry imports the modules that register judges on its first lookup.
@@ -27,6 +32,7 @@ from bridge.judging.base import (
     JUDGES,
     Case,
     Judge,
+    JudgeSpec,
     JudgeTraits,
     ParseError,
     Preparable,
@@ -44,7 +50,6 @@ from bridge.judging.base import (
     usage_of,
     yes_no,
 )
-from bridge.judging.spec import JudgeSpec
 
 __all__ = [
     "JUDGES",

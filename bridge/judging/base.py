@@ -1,6 +1,6 @@
 """What every relevance judge shares: the case it judges, the Judge protocol and its optional
-preparation, the registry that builds judges from a :class:`~bridge.judging.spec.JudgeSpec`, and
-tolerant parsing of the JSON a model returns."""
+preparation, the registry that builds judges from a :class:`JudgeSpec` (each judge registered with the config
+class it owns), and tolerant parsing of the JSON a model returns."""
 
 from __future__ import annotations
 
@@ -9,7 +9,7 @@ import re
 from collections.abc import Callable, Collection, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
 
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, Usage
@@ -17,11 +17,9 @@ from bridge.core.registry import Registry
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import kind_facts
+from bridge.judging.settings import NoConfig
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.pool.pooling import PoolEntry
-
-if TYPE_CHECKING:
-    from bridge.judging.spec import JudgeSpec
 
 T = TypeVar("T")
 
@@ -122,8 +120,9 @@ class WrapsJudge:
 
 
 JudgeFactory = Callable[..., Judge]
-"""``factory(spec, llm, qrels=None, threshold=1)``: a judge from its spec, an LLM (None for judges that call
-none) and, for the qrels judge, the qrels to answer from and the dataset's relevance threshold."""
+"""``factory(spec, llm, qrels=None, threshold=1)``: a judge from its :class:`JudgeSpec` (``spec.settings`` is an
+instance of the config class the judge registered), an LLM (None for judges that call none) and, for the qrels judge,
+the qrels to answer from and the dataset's relevance threshold."""
 
 
 @dataclass(frozen=True)
@@ -136,6 +135,9 @@ class JudgeTraits:
     """Judges answer-bearing pairs, calibrated on a read reference (a fallback judge takes the others)."""
     selectable: bool = True
     """Offered as a label run's judge (the cascade's one-pass stage is not: it runs inside the cascade)."""
+    measured: bool = False
+    """``bridge judge-eval`` measures it against human labels (a judge that answers from the qrels, or by chance,
+    would measure nothing)."""
 
 
 @dataclass(frozen=True)
@@ -143,27 +145,47 @@ class RegisteredJudge:
     name: str
     factory: JudgeFactory
     traits: JudgeTraits
+    config: type = NoConfig
+    """The frozen dataclass of the judge's settings, defined in its module; its fields' options
+    (:mod:`bridge.judging.settings`) become command-line flags."""
 
 
-JUDGES: Registry[RegisteredJudge] = Registry(
-    "judge",
-    (
-        "bridge.judging.learned.answer_context",
-        "bridge.judging.learned.exemplar",
-        "bridge.judging.llm.cascade",
-        "bridge.judging.llm.dream",
-        "bridge.judging.free.reference",
-        "bridge.judging.llm.single",
-    ),
-)
+@dataclass(frozen=True)
+class JudgeSpec:
+    """What a judge is built from, and all that travels to a Ray worker or from a pool file: a registered judge,
+    its own config and, for a judge of answer-bearing pairs, the judge of the others."""
+
+    name: str = "cascade"
+    """A registered judge (:data:`JUDGES`)."""
+    config: Any = None
+    """An instance of the config class ``name`` registered (None: that class's defaults)."""
+    fallback: JudgeSpec | None = None
+    """A judge of answer-bearing pairs: the judge of the pairs without an answer match (None: they stay
+    undecided)."""
+
+    @property
+    def settings(self) -> Any:
+        """The judge's config (its class's defaults where none was given)."""
+        return self.config if self.config is not None else JUDGES[self.name].config()
+
+
+def judge_modules() -> tuple[str, ...]:
+    """The modules of this package that register a judge, found by reading their text rather than importing them,
+    so that a new judge's module needs no list and naming a judge imports only the judges."""
+    root = Path(__file__).parent
+    found = [p for p in sorted(root.rglob("*.py")) if "\n@register_judge(" in p.read_text(encoding="utf-8")]
+    return tuple(".".join(("bridge", "judging", *p.relative_to(root).with_suffix("").parts)) for p in found)
+
+
+JUDGES: Registry[RegisteredJudge] = Registry("judge", judge_modules())
 """The judge registry, in registration order; its modules register their judges."""
 
 
-def register_judge(name: str, **traits: bool) -> Callable[[JudgeFactory], JudgeFactory]:
-    """Register ``factory`` under ``name`` with its :class:`JudgeTraits`."""
+def register_judge(name: str, config: type = NoConfig, **traits: bool) -> Callable[[JudgeFactory], JudgeFactory]:
+    """Register ``factory`` under ``name`` with the config class it is built from and its :class:`JudgeTraits`."""
 
     def wrap(factory: JudgeFactory) -> JudgeFactory:
-        JUDGES.add(name, RegisteredJudge(name, factory, JudgeTraits(**traits)))
+        JUDGES.add(name, RegisteredJudge(name, factory, JudgeTraits(**traits), config))
         return factory
 
     return wrap
@@ -183,7 +205,10 @@ def judge_traits(name: str) -> JudgeTraits:
 
 def build_judge(spec: JudgeSpec, llm: LLMBackend | None, qrels: Qrels | None = None, threshold: int = 1) -> Judge:
     """The judge ``spec`` names, from the registry."""
-    return JUDGES[spec.name].factory(spec, llm, qrels=qrels, threshold=threshold)
+    entry = JUDGES[spec.name]
+    if spec.config is not None and not isinstance(spec.config, entry.config):
+        raise BridgeError(f"judge {spec.name} takes a {entry.config.__name__}, got a {type(spec.config).__name__}")
+    return entry.factory(spec, llm, qrels=qrels, threshold=threshold)
 
 
 def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:

@@ -2,7 +2,7 @@
 
 A pool pair is decided by the first stage that can decide it with measured confidence: answer
 evidence (answer-free pairs are 0 without a call), topic adapters (a classifier per topic learned
-from its own human judgments), then the judge of :class:`~bridge.judging.spec.JudgeSpec` (by default
+from its own human judgments), then the judge of :class:`~bridge.judging.JudgeSpec` (by default
 the cascade: one calibrated LLM pass, the DREAM debate for the uncertain band, people for debate
 disagreements). The command line, reusability, LARF, judge-eval and Ray workers all describe a chain
 with a :class:`ChainSpec`; judges prepare themselves (calibration, hold-outs) through the
@@ -51,16 +51,29 @@ from bridge.judging.quality.audit import AuditConfig
 from bridge.llm import LLMConfig, open_llm
 from bridge.pool.pooling import PoolEntry
 
-FALLBACK_JUDGES = judge_names(answer_bearing=False, selectable=True)
-"""Judges of any pair (a label run's judge, or an answer judge's fallback): queries of the judge registry."""
-ANSWER_JUDGES = judge_names(answer_bearing=True)
-"""Judges of answer-bearing pairs (with a fallback judge for the others)."""
-COSTLY_ANSWER_JUDGES = judge_names(answer_bearing=True, calls_llm=True)
-"""Answer judges that call the LLM: answer-context for its one-pass P, answer-reader for the reader's signals."""
-REFINE_JUDGES = (*COSTLY_ANSWER_JUDGES, EXEMPLAR_LLM)
-"""Costly judges that re-judge, in value order, what a free stage gave a P (``--refine``): the answer judges (on the
-answer-bearing pairs, calibrated on ``--reference``) and the exemplar judge's LLM comparison (on the pairs of topics
-with a known relevant passage, calibrated on a shipped fit)."""
+# Queries of the judge registry, asked when needed (a judge registered later, a test's, is among them).
+
+
+def fallback_judges() -> tuple[str, ...]:
+    """Judges of any pair (a label run's judge, or an answer judge's fallback)."""
+    return judge_names(answer_bearing=False, selectable=True)
+
+
+def answer_judges() -> tuple[str, ...]:
+    """Judges of answer-bearing pairs (with a fallback judge for the others)."""
+    return judge_names(answer_bearing=True)
+
+
+def costly_answer_judges() -> tuple[str, ...]:
+    """Answer judges that call the LLM: answer-context for its one-pass P, answer-reader for the reader's signals."""
+    return judge_names(answer_bearing=True, calls_llm=True)
+
+
+def refine_judges() -> tuple[str, ...]:
+    """Costly judges that re-judge, in value order, what a free stage gave a P (``--refine``): the answer judges (on
+    the answer-bearing pairs, calibrated on ``--reference``) and the exemplar judge's LLM comparison (on the pairs of
+    topics with a known relevant passage, calibrated on a shipped fit)."""
+    return (*costly_answer_judges(), EXEMPLAR_LLM)
 
 
 @dataclass(frozen=True)
@@ -95,15 +108,17 @@ class ChainSpec:
     def calls_llm(self) -> bool:
         """Whether a judge of this chain asks the LLM (the judge, an answer judge's fallback, the prefilter)."""
         traits = judge_traits(self.judge.name)
-        fallback = self.judge.answer_context_fallback if traits.answer_bearing else None
-        return traits.calls_llm or (fallback is not None and judge_traits(fallback).calls_llm) or bool(self.prefilter)
+        fallback = self.judge.fallback if traits.answer_bearing else None
+        return (
+            traits.calls_llm or (fallback is not None and judge_traits(fallback.name).calls_llm) or bool(self.prefilter)
+        )
 
     def within_budget(self, max_minutes: float | None) -> ChainSpec:
         """The chain a budget runs: a zero budget leaves a judge that asks an LLM out altogether (not loaded, fitted
         or audited), the open judge in its place, so the free stages decide what they can and every other pair keeps
         the estimate's prior P."""
         if max_minutes == 0 and judge_traits(self.judge.name).calls_llm:
-            return replace(self, judge=replace(self.judge, name=OPEN_JUDGE))
+            return replace(self, judge=JudgeSpec(OPEN_JUDGE))
         return self
 
 
@@ -273,16 +288,16 @@ def exemplar_stage(spec: ChainSpec, dataset: Dataset, judge: Judge) -> ExemplarJ
     return stage if stage.topics() else None
 
 
-def build_refine_chain(spec: ChainSpec, name: str, dataset: Dataset, llm: Any = None) -> JudgeChain:
-    """The chain of a costly judge ``name`` that re-judges what ``spec``'s free stages decided (``--refine``): for an
-    answer judge, the same settings with that judge and no topic adapters; for the exemplar judge's LLM comparison,
+def build_refine_chain(spec: ChainSpec, refine: JudgeSpec, dataset: Dataset, llm: Any = None) -> JudgeChain:
+    """The chain of a costly judge ``refine`` that re-judges what ``spec``'s free stages decided (``--refine``): for an
+    answer judge, ``spec``'s chain with that judge and no topic adapters; for the exemplar judge's LLM comparison,
     that judge over the exemplar stage's encoder. Both share ``llm`` (the main chain's; opened here where it has
     none)."""
-    if name == EXEMPLAR_LLM:
+    if refine.name == EXEMPLAR_LLM:
         if llm is None:
             llm = open_llm(spec.llm, Workspace(cache_dir=spec.cache_dir).llm_cache, progress=spec.progress)
         fit = ExemplarFit.read(spec.exemplar_llm_fit or shipped_fit_path(SHIPPED_LLM_FIT))
         encoder = PassageEmbeddings(dataset, spec.cache_dir, fit.encoder, spec.progress)
         return JudgeChain.of(ExemplarLLMJudge(dataset, Comparer(llm), fit, encoder))
-    refine_spec = replace(spec, judge=replace(spec.judge, name=name), adapters="off", exemplar="off")
+    refine_spec = replace(spec, judge=refine, adapters="off", exemplar="off")
     return build_chain(refine_spec, dataset, llm=llm)[0]

@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.datasets.options_cli import dataset_from_args
+from bridge.judging import JudgeSpec, judge_traits
 from bridge.label.adapter_options_cli import adapter_config_from_args, add_chance_line
 from bridge.label.judge_eval_methods import DEFAULT_EVAL_METHODS, DEFAULT_REFERENCE_METHODS, OWN_METHODS
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
@@ -96,7 +97,7 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
     methods = tuple(m.strip() for m in chosen.split(",") if m.strip())
     settings = JudgeEvalSettings(
         methods=methods,
-        judge_spec=partial(judge_spec_from_args, args),
+        judge_spec=partial(method_spec, args),
         llm=llm_config_from_args(args),
         reference=Path(args.reference) if args.reference else None,
         sample=args.sample,
@@ -110,6 +111,16 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
     )
     judge_eval(ws, ds, settings, say=print)
     return 0
+
+
+def method_spec(args: argparse.Namespace, name: str) -> JudgeSpec:
+    """A method's judge with the command's settings: answer-string is the constant judge (relevant) on the
+    answer-bearing pairs; an answer judge hands the others to the cascade."""
+    if name == "answer-string":
+        from bridge.judging.free.reference import ConstantConfig
+
+        return JudgeSpec("constant", ConstantConfig(1))
+    return judge_spec_from_args(args, name, "cascade" if judge_traits(name).answer_bearing else None)
 
 
 def adapter_eval_from_args(args: argparse.Namespace) -> AdapterEvalSettings:

@@ -14,27 +14,26 @@ from bridge.core.fsio import write_text_atomic
 from bridge.core.layout import CALIBRATIONS_MD, Workspace
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import pair_kind
-from bridge.judging import JudgeSpec, build_judge, judge_traits
+from bridge.judging import JUDGES, JudgeSpec, build_judge, judge_traits
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.topic_models import AdapterConfig
+from bridge.judging.quality.adapter_eval import AdapterEvaluation, adapter_lines, adapter_quality, evaluate_adapter
 from bridge.judging.quality.judge_eval import (
-    AdapterEvaluation,
-    JudgeEvalReport,
     JudgeQuality,
     KindQuality,
     ReferenceSample,
     SampleConfig,
-    adapter_lines,
-    adapter_quality,
     answer_calibrations,
     balanced_sample,
-    evaluate_adapter,
     kind_qualities,
     kind_quality_lines,
-    quality_table_lines,
-    reliability_figure,
     run_judge_eval,
     run_reference_eval,
+)
+from bridge.judging.quality.judge_eval_report import (
+    JudgeEvalReport,
+    quality_table_lines,
+    reliability_figure,
     write_report,
 )
 from bridge.judging.quality.reference_labels import (
@@ -43,8 +42,8 @@ from bridge.judging.quality.reference_labels import (
     read_reference_facts,
     subsample,
 )
-from bridge.label.chain import ANSWER_JUDGES
-from bridge.label.judge_eval_methods import EVAL_METHODS, REFERENCE_METHODS
+from bridge.label.chain import answer_judges
+from bridge.label.judge_eval_methods import eval_methods, reference_methods
 from bridge.llm import LLMConfig, open_llm
 
 
@@ -64,7 +63,7 @@ class JudgeEvalSettings:
     """What ``bridge judge-eval`` measures, on what, and with which model."""
 
     methods: tuple[str, ...]
-    """Judges to measure (:data:`EVAL_METHODS`; with ``reference``, :data:`REFERENCE_METHODS`)."""
+    """Judges to measure (:func:`eval_methods`; with ``reference``, :func:`reference_methods`)."""
     judge_spec: Callable[[str], JudgeSpec]
     """A method's judge with the command's settings (called when the method's judge is made)."""
     llm: LLMConfig
@@ -96,9 +95,10 @@ def judge_eval(
     threshold = settings.threshold if settings.threshold is not None else ds.relevance_threshold
     ds = replace(ds, relevance_threshold=threshold)
     methods = settings.methods
-    unknown = sorted(set(methods) - set(EVAL_METHODS))
+    known = eval_methods()
+    unknown = sorted(set(methods) - set(known))
     if unknown:
-        raise BridgeError(f"unknown judge(s) {', '.join(unknown)}; choose from {', '.join(EVAL_METHODS)}")
+        raise BridgeError(f"unknown judge(s) {', '.join(unknown)}; choose from {', '.join(known)}")
     if settings.reference is not None:
         return _judge_eval_on_reference(ws, ds, settings, settings.reference, say=say)
     sample = SampleConfig(
@@ -109,11 +109,12 @@ def judge_eval(
         settings.calibration_sample,
         lara="lara" in methods,
     )
-    llm_methods = [m for m in methods if m not in ("adapter", "lara")]
-    if "lara" in methods and "calibrated" not in llm_methods:
-        llm_methods.insert(0, "calibrated")  # LARA reads the calibrated judge's scores
-    llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if llm_methods else None
-    judges = {m: (lambda m=m: build_judge(settings.judge_spec(m), llm)) for m in llm_methods}
+    judged = [m for m in methods if m not in ("adapter", "lara")]
+    if "lara" in methods and "calibrated" not in judged:
+        judged.insert(0, "calibrated")  # LARA reads the calibrated judge's scores
+    needs_llm = any(m in JUDGES and judge_traits(m).calls_llm for m in judged)
+    llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if needs_llm else None
+    judges = {m: (lambda m=m: build_judge(settings.judge_spec(m), llm)) for m in judged}
     out_dir = ws.reports(ds.slug) / "judge-eval"
     qualities, injections = run_judge_eval(ds, judges, out_dir, sample, progress=settings.progress)
     adapter_eval = None
@@ -153,15 +154,15 @@ def _judge_eval_on_reference(
 ) -> list[JudgeQuality]:
     """``judge-eval --reference``: every judge on the reference's pairs, asked as the pipeline asks pool pairs."""
     methods = settings.methods
-    unknown = sorted(set(methods) - set(REFERENCE_METHODS))
+    known = reference_methods()
+    unknown = sorted(set(methods) - set(known))
     if unknown:
         raise BridgeError(
-            f"judge(s) {', '.join(unknown)} cannot be measured on a reference; "
-            f"choose from {', '.join(REFERENCE_METHODS)}"
+            f"judge(s) {', '.join(unknown)} cannot be measured on a reference; choose from {', '.join(known)}"
         )
     reference, subsampled = _read_reference(ds, path, settings)
     pairs = reference.pairs
-    specs = {m: replace(settings.judge_spec(m), answer_context_fallback=None) for m in methods}
+    specs = {m: replace(settings.judge_spec(m), fallback=None) for m in methods}
     needs_llm = any(judge_traits(spec.name).calls_llm for spec in specs.values())
     llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if needs_llm else None
     judges = {m: (lambda m=m: build_judge(specs[m], llm)) for m in methods}
@@ -180,7 +181,7 @@ def _judge_eval_on_reference(
     say(f"judge quality on {len(pairs)} reference pairs of {ds.name} ({relevant} relevant) with {model}")
     say("\n".join(quality_table_lines(qualities)))
     say("\n".join(by_kind[1:]))
-    calibrated = answer_calibrations(ds, [m for m in methods if m in ANSWER_JUDGES], judges, reference)
+    calibrated = answer_calibrations(ds, [m for m in methods if m in answer_judges()], judges, reference)
     if calibrated:
         write_text_atomic(out_dir / CALIBRATIONS_MD, "\n".join(calibrated) + "\n")
         say("\n".join(calibrated))

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING
 
 from bridge.core.measures import COMPARED, at
 from bridge.datasets.options_cli import dataset_from_args
+from bridge.label.judge_options_cli import refine_spec_from_args
 from bridge.label.label_options_cli import add_label_options, spec_from_args
 from bridge.options import (
     add_common_options,
@@ -80,15 +81,17 @@ def cmd_label(args: argparse.Namespace) -> int:
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
+    spec = spec_from_args(args)
     settings = LabelStageSettings(
-        spec=spec_from_args(args),
+        spec=spec,
         restart=args.restart,
         batch_pairs=args.batch_pairs,
         pricing=Pricing(args.price_prompt, args.price_completion),
         max_pairs=args.max_pairs,
         max_minutes=args.max_minutes,
         value=ValueConfig(args.settle_measures, ask_all=args.ask_all) if args.value_order else None,
-        refine=args.refine,
+        refine=refine_spec_from_args(args, spec.judge),
+        reference=args.reference,
         hole_reference=args.hole_reference,
         ray=ray_execution_from_args(args) if args.executor == "ray" else None,
         stamp=args_settings(args),

@@ -4,17 +4,14 @@
 from __future__ import annotations
 
 import argparse
-from dataclasses import replace
 
 from bridge.judging.quality.audit import AuditConfig
 from bridge.label.adapter_options_cli import adapter_config_from_args, add_adapter_options
-from bridge.label.chain import FALLBACK_JUDGES, REFINE_JUDGES, ChainSpec
+from bridge.label.chain import ChainSpec, fallback_judges, refine_judges
 from bridge.label.exemplar_options_cli import add_exemplar_options, exemplar_settings_from_args
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import show_progress
-
-JUDGE_NAMES = ("auto", "adapter", *FALLBACK_JUDGES)
 
 
 def add_label_options(p: argparse.ArgumentParser) -> None:
@@ -32,7 +29,7 @@ def _add_judge_choice(p: argparse.ArgumentParser) -> None:
     """``--judge`` and ``--fallback-judge``: which judge decides which pairs."""
     p.add_argument(
         "--judge",
-        choices=JUDGE_NAMES,
+        choices=("auto", "adapter", *fallback_judges()),
         default="auto",
         help="auto (default): topic adapters where topics have enough human judgments, --fallback-judge for "
         "the rest; adapter: the same even if no topic qualifies; or one judge for every pair: cascade, dream, "
@@ -43,7 +40,7 @@ def _add_judge_choice(p: argparse.ArgumentParser) -> None:
     )
     p.add_argument(
         "--fallback-judge",
-        choices=FALLBACK_JUDGES,
+        choices=fallback_judges(),
         default=None,
         help="the judge for the pairs no earlier stage decides (default: cascade: calibrated one-pass score, "
         "DREAM debate for the uncertain band, people for debate disagreements; with --reference, where the "
@@ -116,7 +113,7 @@ def _add_budget_options(p: argparse.ArgumentParser) -> None:
     )
     g.add_argument(
         "--refine",
-        choices=list(REFINE_JUDGES),
+        choices=list(refine_judges()),
         default=None,
         help="a costly judge re-judges, most valuable first within the budget, pairs a free stage gave a P: the "
         "answer-bearing ones (answer-reader, answer-context; calibrated on --reference) or the exemplar stage's "
@@ -132,9 +129,7 @@ def spec_from_args(args: argparse.Namespace) -> ChainSpec:
     answer_judge = args.answer_judge if args.reference and args.answer_judge != "off" else None
     default_fallback = "llmjudge" if answer_judge else "cascade"
     name = (args.fallback_judge or default_fallback) if adapters != "off" else args.judge
-    judge = judge_spec_from_args(args, name)
-    if answer_judge:
-        judge = replace(judge, name=answer_judge, answer_context_fallback=name)
+    judge = judge_spec_from_args(args, answer_judge, name) if answer_judge else judge_spec_from_args(args, name)
     return ChainSpec(
         judge=judge,
         adapters=adapters,  # type: ignore[arg-type]

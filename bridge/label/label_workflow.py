@@ -13,15 +13,15 @@ from bridge.core.layout import Workspace
 from bridge.core.stamp import StageStamp, run_families, stage_stamp
 from bridge.core.trec import read_runs
 from bridge.datasets import Dataset
-from bridge.judging import judge_traits
+from bridge.judging import JudgeSpec, judge_traits
 from bridge.judging.quality.measured import better_measured, measured_quality, measured_rate
 from bridge.label.budget import Pricing
 from bridge.label.chain import (
-    COSTLY_ANSWER_JUDGES,
     EXEMPLAR_LLM,
     ChainSpec,
     build_chain,
     build_refine_chain,
+    costly_answer_judges,
     exemplar_wanted,
 )
 from bridge.label.files import LabelPaths
@@ -50,9 +50,12 @@ class LabelStageSettings:
     """:attr:`LabelOptions.max_minutes`."""
     value: ValueConfig | None = field(default_factory=ValueConfig)
     """The value order against the runs in runs/<ds>/ (None: every pool pair, in priority order)."""
-    refine: str | None = None
-    """A costly judge that re-judges, in value order, the pairs a free stage gave a P (an answer judge needs a
-    reference; exemplar-llm the exemplar stage)."""
+    refine: JudgeSpec | None = None
+    """A costly judge, with its settings, that re-judges in value order the pairs a free stage gave a P (an answer
+    judge needs a reference; exemplar-llm the exemplar stage)."""
+    reference: str | None = None
+    """The labelled answer-bearing pairs (``--reference``) the answer judges are calibrated on: part of what the
+    stamp covers even where no answer judge runs."""
     hole_reference: Path | None = None
     """A reading of random pool holes, written as people's random answers after the judges ran
     (:mod:`bridge.label.hole_reading`)."""
@@ -62,11 +65,6 @@ class LabelStageSettings:
     """The command's settings that the stage's up-to-date stamp covers (None: no stamp; the stage always runs)."""
     force: bool = False
     """Run even when the stamp says that nothing changed."""
-
-    @property
-    def reference(self) -> str | None:
-        """The labelled answer-bearing pairs the answer judge is calibrated on."""
-        return self.spec.judge.answer_context.reference
 
 
 def label_stage(
@@ -83,7 +81,7 @@ def label_stage(
     spec = settings.spec
     chain, choice, llm = build_chain(spec, ds)
     options = _label_options(ws, ds, settings, llm, say)
-    refine = settings.refine
+    refine = settings.refine.name if settings.refine is not None else None
     head = f"{ds.name}: {choice}" + (f"; costly judge {refine} re-judges in value order" if refine else "")
     say("\n".join([head, *budget]))
     if ds.has_answers and not settings.reference and spec.evidence != "off":
@@ -124,7 +122,7 @@ def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tup
     loaded, fitted or audited): the free stages decide what they can and every other pair keeps the estimate's
     prior P."""
     spec = settings.spec
-    name = settings.refine or spec.judge.name
+    name = (settings.refine or spec.judge).name
     if not judge_traits(name).calls_llm:
         return settings, []
     who = f"{name} ({spec.llm.model})"
@@ -196,10 +194,10 @@ def _label_options(
 
         runner, scorer = ray_runners(spec, settings.ray.dataset, settings.ray.config)
         options = replace(options, runner=runner, scorer=scorer)
-    if settings.refine:
-        if settings.refine in COSTLY_ANSWER_JUDGES and not settings.reference:
+    if settings.refine is not None:
+        if settings.refine.name in costly_answer_judges() and not settings.reference:
             raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
-        if settings.refine == EXEMPLAR_LLM and not exemplar_wanted(spec, ds):
+        if settings.refine.name == EXEMPLAR_LLM and not exemplar_wanted(spec, ds):
             raise BridgeError(
                 f"--refine {EXEMPLAR_LLM} re-judges what the exemplar stage decided, and the stage is off here "
                 "(--exemplar off, a single --judge, or a dataset with answers): add --exemplar on"

@@ -13,16 +13,40 @@ from __future__ import annotations
 
 import hashlib
 from collections.abc import Callable, Sequence
+from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import Qrels, read_qrels
-from bridge.judging.base import Case, register_judge
+from bridge.judging.base import Case, JudgeSpec, register_judge
+from bridge.judging.settings import option
 
-if TYPE_CHECKING:
-    from bridge.judging.spec import JudgeSpec
+
+@dataclass(frozen=True)
+class QrelsConfig:
+    file: str | None = option(
+        None,
+        "--judge-qrels",
+        "qrels judge: answer from this TREC qrels file (pairs it does not judge stay undecided)",
+        metavar="FILE",
+    )
+    """A TREC qrels file to answer from (None: the qrels the caller passes, e.g. the dataset's)."""
+
+
+@dataclass(frozen=True)
+class ConstantConfig:
+    label: int = option(1, "--constant-label", "constant judge: the answer for every pair", choices=(0, 1))
+
+
+@dataclass(frozen=True)
+class RandomConfig:
+    seed: int = option(
+        0,
+        "--random-seed",
+        "random judge (relevant with the topic's share of relevant judgments): the seed of every pair's coin",
+    )
 
 
 def _record(
@@ -151,19 +175,19 @@ class RandomJudge:
             on_record(_record(case, label, self.name, self.name, self.config_id, details, p))
 
 
-@register_judge("qrels")
+@register_judge("qrels", QrelsConfig)
 def make_qrels_judge(spec: JudgeSpec, llm: Any = None, qrels: Qrels | None = None, threshold: int = 1) -> QrelsJudge:
-    """Answers from ``spec.qrels`` (a file), else from ``qrels`` (the dataset's original qrels)."""
-    if spec.qrels is not None:
-        return QrelsJudge.from_file(spec.qrels, threshold)
+    """Answers from the config's file, else from ``qrels`` (the dataset's original qrels)."""
+    if (file := spec.settings.file) is not None:
+        return QrelsJudge.from_file(file, threshold)
     if qrels is None:
         raise BridgeError("--judge qrels needs --judge-qrels FILE (the qrels to answer from)")
     return QrelsJudge(qrels, threshold, "the dataset's original qrels")
 
 
-@register_judge("constant")
+@register_judge("constant", ConstantConfig)
 def make_constant_judge(spec: JudgeSpec, llm: Any = None, **_: Any) -> ConstantJudge:
-    return ConstantJudge(spec.constant_label)
+    return ConstantJudge(spec.settings.label)
 
 
 @register_judge(OPEN_JUDGE)
@@ -171,9 +195,9 @@ def make_open_judge(spec: JudgeSpec, llm: Any = None, **_: Any) -> OpenJudge:
     return OpenJudge()
 
 
-@register_judge("random")
+@register_judge("random", RandomConfig)
 def make_random_judge(spec: JudgeSpec, llm: Any = None, qrels: Qrels | None = None, threshold: int = 1) -> RandomJudge:
     """Prevalence from ``qrels`` (the judgments the caller holds, e.g. a leave-out's holey qrels)."""
     if qrels is None:
         raise BridgeError("the random judge needs qrels to take each topic's prevalence from")
-    return RandomJudge(qrels, threshold, spec.random_seed)
+    return RandomJudge(qrels, threshold, spec.settings.seed)

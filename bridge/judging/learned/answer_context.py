@@ -53,6 +53,7 @@ from bridge.estimate.calibration import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,
     Judge,
+    JudgeSpec,
     Preparable,
     Preparation,
     Prepared,
@@ -61,20 +62,13 @@ from bridge.judging.base import (
     register_judge,
     usage_of,
 )
-from bridge.judging.free.answer_swap import content_words
-from bridge.judging.free.evidence import answer_forms, normalize, occurrences
-from bridge.judging.learned.hole_calibration import (
-    HoleCalibrationConfig,
-    Sample,
-    fit_hole_calibration,
-    kind_candidates,
-    kind_shares,
-    model_names,
-)
+from bridge.judging.learned.answer_features import LEXICAL, WINDOW, lexical_features, logit
+from bridge.judging.learned.answer_fits import CALIBRATION_VERSION, refit_plan, why_refit
+from bridge.judging.learned.hole_calibration import calibration_lines, fit_hole_calibration
+from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample, kind_candidates, kind_shares, model_names
 from bridge.judging.llm.cascade import CalibratedJudge, Score
 from bridge.judging.llm.reader import Reader
-from bridge.judging.llm.single import failure_route
-from bridge.judging.quality.metrics import with_interval
+from bridge.judging.llm.single import SingleCallConfig, failure_route
 from bridge.judging.quality.reference_labels import (
     HumanPair,
     Inclusion,
@@ -82,58 +76,40 @@ from bridge.judging.quality.reference_labels import (
     read_reference_design,
     read_reference_facts,
 )
+from bridge.judging.settings import option
 from bridge.llm.base import LLMResponse, request_key
 from bridge.pool.pooling import PoolEntry
 
 if TYPE_CHECKING:
-    from bridge.judging.spec import JudgeSpec
     from bridge.llm.base import LLMBackend
 
 log = logging.getLogger(__name__)
 
-LEXICAL = ("question_in_passage", "question_near_answer", "question_in_title")
 LLM_FEATURE = "llm_logit"
 STAGE = "answer-context"
 
 
 @dataclass(frozen=True)
 class AnswerContextConfig:
-    reference: str | None = None
+    reference: str | None = option(
+        None,
+        "--reference",
+        "labelled answer-bearing pairs (qid<TAB>docid<TAB>label, read under a written criterion; a random "
+        "sample of the pool's answer-bearing holes, with their pool facts in pairs.tsv beside it), e.g. "
+        "bench/data/nq-answer-reference/labels-first.tsv: the answer judge is calibrated on them (strata chosen by "
+        "cross-validation, bootstrap draws) and its quality measured cross-fitted by question",
+        metavar="FILE",
+    )
     """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
     calibrates on all of them: they are a random sample of the holes
     (:mod:`bridge.judging.learned.hole_calibration`)."""
     seed: int = 0
-    window: int = 20
+    window: int = WINDOW
     """Tokens on either side of an answer mention that count as its context."""
     calibration: HoleCalibrationConfig = field(default_factory=HoleCalibrationConfig)
     """How the calibration on the reference is fitted, its strata chosen and its quality measured."""
     report_strata: tuple[str, ...] = ("pooled_by:bm25s",)
     """Strata whose quality is shown even when the cross-validation does not choose them."""
-
-
-def answer_spans(tokens: Sequence[str], answers: Sequence[str]) -> list[tuple[int, int]]:
-    """Token spans where any form of any answer occurs (as the evidence gate matches them)."""
-    forms = [form for answer in answers for form in answer_forms(answer)]
-    return [(i, i + len(form)) for form in forms for i in occurrences(tokens, form)]
-
-
-def lexical_features(case: Case, window: int = AnswerContextConfig.window) -> list[float]:
-    """:data:`LEXICAL` for one pair (0 for a question without content words)."""
-    question = content_words(case.query)
-    if not question:
-        return [0.0, 0.0, 0.0]
-    tokens = normalize(case.chunk)
-    title = normalize(case.chunk.split("\n", 1)[0]) if "\n" in case.chunk else ()
-    near: set[str] = set()
-    for start, end in answer_spans(tokens, case.evidence or case.answers):
-        near.update(tokens[max(0, start - window) : end + window])
-    n = len(question)
-    return [len(question & set(tokens)) / n, len(question & near) / n, len(question & set(title)) / n]
-
-
-def logit(p: float) -> float:
-    p = min(max(p, 1e-4), 1 - 1e-4)
-    return math.log(p / (1 - p))
 
 
 class AnswerContextJudge:
@@ -299,35 +275,6 @@ class AnswerContextJudge:
             "version": CALIBRATION_VERSION,
         }
 
-    def _why_refit(self, shipped_folder: Path, inputs: Mapping[str, Any]) -> str:
-        """Why no shipped fit of this judge is reused: the inputs in which the nearest one differs."""
-        differences = []
-        for path in sorted(shipped_folder.glob(f"{self.name}-fit-*.json")):
-            kept = json.loads(path.read_text(encoding="utf-8")).get("inputs")
-            if not kept:
-                differences.append(f"{path.name} predates this version of the fit")
-                continue
-            changed = [f"{k} {kept.get(k)!r} there, {v!r} here" for k, v in inputs.items() if kept.get(k) != v]
-            differences.append(f"{path.name}: " + ("; ".join(changed) or "inputs the digest covers differ"))
-        if not differences:
-            return f"no fit of {self.name} is shipped in {shipped_folder}"
-        return "no shipped fit matches (" + " | ".join(differences) + ")"
-
-    def _refit_plan(self, cases: Sequence[Case], shipped_folder: Path) -> str:
-        """What a refit on the reference will cost, said before it starts: the model calls, and the time a shipped fit
-        of this judge took (the fit files record it)."""
-        questions = len({c.qid for c in cases})
-        calls = (len(cases) + questions if self.reader is not None else 0) + (len(cases) if self.scorer else 0)
-        plan = f"reading {len(cases)} reference pairs: about {calls} model calls (a fixed cost, kept for later runs)"
-        for path in sorted(shipped_folder.glob(f"{self.name}-fit-*.json")):
-            cost = json.loads(path.read_text(encoding="utf-8")).get("cost")
-            if isinstance(cost, dict) and cost.get("pairs"):
-                minutes = cost["seconds"] / cost["pairs"] * len(cases) / 60
-                plan += f"; about {minutes:.0f} min at the pace of the shipped fit ({cost['seconds']:.0f} s for "
-                plan += f"{cost['pairs']} pairs on {cost.get('cpu', 'another CPU')})"
-                break
-        return plan
-
     def _read_reference(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None], list[list[LLMResponse]]]:
         """:meth:`feature_rows` of the reference in tenths, each logged with the time so far and the time left (a
         refit reads for many minutes; silent under -q, as every log line)."""
@@ -370,10 +317,12 @@ class AnswerContextJudge:
                 self.restore(json.loads(found.read_text(encoding="utf-8")))
                 lines.append(f"{self.name}: calibration on the reference reused from {found}")
             else:
-                why = self._why_refit(shipped.parent, self.fit_inputs(pairs, facts, design))
+                why = why_refit(self.name, shipped.parent, self.fit_inputs(pairs, facts, design))
                 lines.append(f"{self.name}: fitting on the reference ({len(seen)} pairs; {why})")
                 if self.llm is not None:
-                    log.info("%s: %s; %s", self.name, why, self._refit_plan([v for _, v in seen], shipped.parent))
+                    reads, scores = self.reader is not None, self.scorer is not None
+                    plan = refit_plan(self.name, [v for _, v in seen], shipped.parent, reads, scores)
+                    log.info("%s: %s; %s", self.name, why, plan)
                 started = time.perf_counter()
                 x, scores, read = self._read_reference([v for _, v in seen])
                 called = [r for s in scores if s is not None for r in s.responses] + [r for rs in read for r in rs]
@@ -590,67 +539,37 @@ class AnswerContextJudge:
         )
 
 
-CALIBRATION_VERSION = 5
-"""Bumped when the fitting procedure changes, so a kept fit is not reused across it."""
+@dataclass(frozen=True)
+class AnswerJudgeConfig:
+    """The answer judges' config: the reference they are calibrated on and the answer window; answer-context's
+    one-pass score."""
 
-
-def calibration_lines(calibration: Calibration) -> list[str]:
-    """The calibration's strata and cross-fitted quality, a line each."""
-    quality = calibration.quality or {}
-    chosen = [name for name, _ in (quality.get("selection") or [])[1:]]
-    out = [
-        f"  on {calibration.population}",
-        "  strata chosen by cross-validated log loss: " + (", ".join(chosen) if chosen else "none (one calibration)"),
-    ]
-    weakest = next((q for q in quality.get("strata") or [] if q["stratum"] == quality.get("weakest_kind")), None)
-    if weakest is not None:
-        auc = (weakest.get("intervals") or {}).get("auc")
-        span = f" [{auc[0]:.3f}, {auc[1]:.3f}]" if auc else ""
-        out.append(
-            f"  weakest kind of hole: {weakest['stratum']} (cross-fitted AUC {weakest['auc']:.3f}{span}, "
-            f"{weakest['pairs']} reference pairs, {100 * (weakest.get('pool_share') or 0):.0f}% of the pool)"
-        )
-    for q in quality.get("strata") or []:
-        ece = "n/a" if q.get("ece") is None else f"{q['ece']:.3f}"
-        cover = "n/a" if q.get("coverage") is None else f"{q['coverage']:.2f}"
-        out.append(
-            f"  cross-fitted, {q['stratum']}: {q['pairs']} pairs, {q['relevant']} relevant, mean P {q['mean_p']:.3f}, "
-            f"AUC {with_interval(q, 'auc')}, bAcc {with_interval(q, 'balanced_accuracy')}, "
-            f"kappa {with_interval(q, 'kappa')}, ECE {ece}, "
-            f"held-out share covered {cover}"
-        )
-    for name, per in (quality.get("signals") or {}).items():
-        shown_aucs = [
-            f"{stratum} {v[0]:.3f}" + (f" [{v[1][0]:.3f}, {v[1][1]:.3f}]" if v[1] else "")
-            for stratum, v in per.items()
-            if v is not None
-        ]
-        out.append(f"  {name} alone, AUC: " + ("; ".join(shown_aucs) or "n/a"))
-    return out
+    context: AnswerContextConfig = field(default_factory=AnswerContextConfig)
+    single: SingleCallConfig = field(default_factory=SingleCallConfig)
 
 
 def _fallback(spec: JudgeSpec, llm: LLMBackend | None) -> Judge | None:
     """The judge of pairs without an answer match (none without an LLM: they stay undecided)."""
     from bridge.judging.base import build_judge
 
-    name = spec.answer_context_fallback
-    return None if name is None or llm is None else build_judge(replace(spec, name=name), llm)
+    return None if spec.fallback is None or llm is None else build_judge(spec.fallback, llm)
 
 
-@register_judge("answer-context", calls_llm=True, answer_bearing=True)
+@register_judge("answer-context", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True)
 def make_answer_context(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
     if llm is None:
         raise BridgeError("the answer-context judge scores with an LLM: give it one (or use answer-lexical)")
-    return AnswerContextJudge(CalibratedJudge(llm, spec.single), _fallback(spec, llm), spec.answer_context)
+    s = spec.settings
+    return AnswerContextJudge(CalibratedJudge(llm, s.single), _fallback(spec, llm), s.context)
 
 
-@register_judge("answer-reader", calls_llm=True, answer_bearing=True)
+@register_judge("answer-reader", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True)
 def make_answer_reader(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
     if llm is None:
         raise BridgeError("the answer-reader judge reads with an LLM: give it one (or use answer-lexical)")
-    return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context, reader=Reader(llm))
+    return AnswerContextJudge(None, _fallback(spec, llm), spec.settings.context, reader=Reader(llm))
 
 
-@register_judge("answer-lexical", answer_bearing=True)
+@register_judge("answer-lexical", AnswerJudgeConfig, answer_bearing=True, measured=True)
 def make_answer_lexical(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
-    return AnswerContextJudge(None, _fallback(spec, llm), spec.answer_context)
+    return AnswerContextJudge(None, _fallback(spec, llm), spec.settings.context)

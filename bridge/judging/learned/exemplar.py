@@ -42,7 +42,8 @@ from bridge.core.label_records import LabelRecord, Usage
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import INTERCEPT, Calibration, PairFacts
 from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared, register_judge, usage_of
-from bridge.judging.learned.hole_calibration import HoleCalibrationConfig, Sample, fit_hole_calibration, fit_procedure
+from bridge.judging.learned.hole_calibration import fit_hole_calibration
+from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample, fit_procedure
 from bridge.judging.learned.topic_models import Encoder
 from bridge.judging.llm.comparer import FEATURE as LLM_FEATURE
 from bridge.judging.llm.comparer import Comparer

@@ -16,9 +16,9 @@ import json
 import time
 from collections import Counter
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, dataclass, field, replace
 from functools import partial
-from typing import TYPE_CHECKING, Any
+from typing import Any
 
 from bridge.core.deadline import room_before
 from bridge.core.errors import BridgeError
@@ -26,6 +26,7 @@ from bridge.core.label_records import LabelRecord, Usage
 from bridge.judging.base import (
     Case,
     Judge,
+    JudgeSpec,
     Preparation,
     Prepared,
     Reply,
@@ -36,14 +37,13 @@ from bridge.judging.base import (
     usage_of,
 )
 from bridge.judging.learned.calibration import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
+from bridge.judging.llm.dream import DebateConfig, DebateEngine
 from bridge.judging.llm.single import SingleCallConfig, SupportJudge, checked, failure_route
 from bridge.judging.quality.audit import KINDS, draw_audit_pairs
+from bridge.judging.settings import option
 from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, schema_text
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import template_module
-
-if TYPE_CHECKING:
-    from bridge.judging.spec import JudgeSpec
 
 CONFIDENCE_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -217,18 +217,44 @@ def score_in_order(
 
 @dataclass(frozen=True)
 class CascadeConfig:
-    low: float = 0.2
+    """The cascade's band and calibration."""
+
+    low: float = option(
+        0.2,
+        "--band",
+        "cascade: a calibrated P(relevant) in [LOW, HIGH] goes to the DREAM debate (default: 0.2,0.8)",
+        metavar="LOW,HIGH",
+        split=("low", "high"),
+        type=float,
+    )
     high: float = 0.8
     """A calibrated P in [low, high] goes to the debate; outside it the one-pass label stands."""
-    debate_share: float | None = None
+    debate_share: float | None = option(
+        None,
+        "--debate-share",
+        "cascade: instead of --band, send this share of the pairs (those closest to P = 0.5) to the debate",
+        metavar="S",
+        type=float,
+    )
     """Instead of [low, high]: the share of pairs (closest to P = 0.5) to send to the debate."""
-    max_debate_share: float | None = 0.1
+    max_debate_share: float | None = option(
+        0.1,
+        "--max-debate-share",
+        "cascade: when more than this share of the pairs falls inside --band, debate only the share closest "
+        "to P = 0.5 (default: 0.1; 1 = no cap)",
+        metavar="S",
+        type=float,
+    )
     """With [low, high]: when more than this share of the pairs falls inside, the band narrows to the
     share closest to P = 0.5 (a weak scorer leaves most pairs uncertain; this bounds the cost at about
     1 + share x 2.6 calls per pair, half of DREAM's at 0.1)."""
-    method: str = "isotonic"
+    method: str = option("isotonic", "--calibration", "cascade calibration", choices=("isotonic", "platt"))
     """Calibration: isotonic or platt."""
-    calibration_pairs: int = 60
+    calibration_pairs: int = option(
+        60,
+        "--calibration-pairs",
+        "cascade: known pairs (half relevant, not audited) the calibration is fitted on (default: 60)",
+    )
     """Known pairs (half relevant, disjoint from the audit) that the calibration is fitted on."""
     calibration_seed: int = 7
 
@@ -392,13 +418,21 @@ class CascadeJudge:
             self.debate.judge(uncertain, stamp)
 
 
-@register_judge("calibrated", calls_llm=True, selectable=False)
+@dataclass(frozen=True)
+class CascadeSettings:
+    """The cascade judge's config: its one-pass score, its debate and its band."""
+
+    single: SingleCallConfig = field(default_factory=SingleCallConfig)
+    debate: DebateConfig = field(default_factory=DebateConfig)
+    cascade: CascadeConfig = field(default_factory=CascadeConfig)
+
+
+@register_judge("calibrated", SingleCallConfig, calls_llm=True, selectable=False, measured=True)
 def make_calibrated(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CalibratedJudge:
-    return CalibratedJudge(llm, spec.single)
+    return CalibratedJudge(llm, spec.settings)
 
 
-@register_judge("cascade", calls_llm=True)
+@register_judge("cascade", CascadeSettings, calls_llm=True, measured=True)
 def make_cascade(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CascadeJudge:
-    from bridge.judging.llm.dream import DebateEngine
-
-    return CascadeJudge(CalibratedJudge(llm, spec.single), DebateEngine(llm, spec.debate), spec.cascade)
+    s = spec.settings
+    return CascadeJudge(CalibratedJudge(llm, s.single), DebateEngine(llm, s.debate), s.cascade)

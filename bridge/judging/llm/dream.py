@@ -19,16 +19,23 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field, replace
-from typing import TYPE_CHECKING, Any, Literal
+from typing import Any, Literal
 
 from bridge.core.label_records import LabelRecord
-from bridge.judging.base import Case, ParseError, ask_with_repair, parse_json_object, register_judge, usage_of, yes_no
+from bridge.judging.base import (
+    Case,
+    JudgeSpec,
+    ParseError,
+    ask_with_repair,
+    parse_json_object,
+    register_judge,
+    usage_of,
+    yes_no,
+)
+from bridge.judging.settings import option
 from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
 from bridge.llm.fit import fit_passage
 from bridge.prompts import template_digest, template_module
-
-if TYPE_CHECKING:
-    from bridge.judging.spec import JudgeSpec
 
 AGENT_A = "Agent A"
 AGENT_B = "Agent B"
@@ -56,15 +63,27 @@ ADJUDICATOR_SCHEMA: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class DebateConfig:
-    rounds: int = 2
+    """The DREAM debate's settings (dream, and the cascade's uncertain band)."""
+
+    rounds: int = option(2, "--rounds", "DREAM: maximum debate rounds R (default: 2)")
     """Maximum number of rounds R; the paper's default is 2."""
-    temperature: float = 0.0
-    swap_stances: bool = False
+    temperature: float = option(0.0, "--temperature", "sampling temperature (default: 0, greedy)")
+    swap_stances: bool = option(False, "--swap-stances", "DREAM: Agent B (opening 'no') speaks first")
     """Agent B speaks first (its turn and opening stance are listed first)."""
-    escalate_to: Literal["human", "llm"] = "human"
-    prompt_order: Literal["cache", "paper"] = "cache"
+    escalate_to: Literal["human", "llm"] = option(
+        "human",
+        "--escalate-to",
+        "DREAM: persistent disagreement goes to the human review queue (default) or an LLM adjudicator",
+        choices=("human", "llm"),
+    )
+    prompt_order: Literal["cache", "paper"] = option(
+        "cache",
+        "--prompt-order",
+        "DREAM: static text first for prefix caching (default) or the paper's order (identity first)",
+        choices=("cache", "paper"),
+    )
     """``cache``: static text first, agent identity last; ``paper``: identity opens the system prompt."""
-    max_tokens: int = 512
+    max_tokens: int = option(512, "--max-tokens", "DREAM: tokens per agent turn (default: 512)")
     """Room for the longest reply the schema allows (3 quotes of 300 and a reason of 600 characters)."""
     probe_yes: bool = True
     """Record P(yes) at the decision token where the backend exposes log-probabilities."""
@@ -317,6 +336,6 @@ def _turn_json(turn: AgentTurn) -> dict[str, Any]:
     return data
 
 
-@register_judge("dream", calls_llm=True)
+@register_judge("dream", DebateConfig, calls_llm=True, measured=True)
 def make_dream(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> DebateEngine:
-    return DebateEngine(llm, spec.debate)
+    return DebateEngine(llm, spec.settings)

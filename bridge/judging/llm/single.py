@@ -10,12 +10,13 @@ import hashlib
 import json
 from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, replace
-from typing import TYPE_CHECKING, Any, ClassVar
+from typing import Any, ClassVar
 
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.judging.base import (
     Case,
     Judge,
+    JudgeSpec,
     ParseError,
     Prepared,
     Reply,
@@ -25,6 +26,7 @@ from bridge.judging.base import (
     register_judge,
     usage_of,
 )
+from bridge.judging.settings import option
 from bridge.llm.base import (
     TOO_LONG,
     LLMBackend,
@@ -37,9 +39,6 @@ from bridge.llm.base import (
 )
 from bridge.llm.fit import Fitted, fit_passage
 from bridge.prompts import template_digest, template_module
-
-if TYPE_CHECKING:
-    from bridge.judging.spec import JudgeSpec
 
 SUPPORT_SCHEMA: dict[str, Any] = {
     "type": "object",
@@ -55,9 +54,12 @@ GRADE_SCHEMA: dict[str, Any] = {
 
 @dataclass(frozen=True)
 class SingleCallConfig:
-    temperature: float = 0.0
+    """The one-call judges' settings (llmjudge, umbrela, calibrated; the cascade's and the answer judge's one-pass
+    score)."""
+
+    temperature: float = option(0.0, "--temperature", "sampling temperature (default: 0, greedy)")
     max_tokens: int = 64
-    grade_threshold: int = 2
+    grade_threshold: int = option(2, "--grade-threshold", "umbrela: final score counted as relevant")
     """UMBRELA: a final score O at or above this is relevant (TREC DL: grade >= 2)."""
 
 
@@ -297,11 +299,11 @@ class PrefilteredJudge(WrapsJudge):
             self.inner.judge(survivors, forward)
 
 
-@register_judge("llmjudge", calls_llm=True)
+@register_judge("llmjudge", SingleCallConfig, calls_llm=True, measured=True)
 def make_llmjudge(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> SupportJudge:
-    return SupportJudge(llm, spec.single)
+    return SupportJudge(llm, spec.settings)
 
 
-@register_judge("umbrela", calls_llm=True)
+@register_judge("umbrela", SingleCallConfig, calls_llm=True, measured=True)
 def make_umbrela(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> GradedJudge:
-    return GradedJudge(llm, spec.single)
+    return GradedJudge(llm, spec.settings)
