@@ -20,7 +20,7 @@
 * ``cli.py``          registers ``bridge label``, ``judge-eval``, ``evidence`` (``label_cli.py``, ``judge_eval_cli.py``,
   ``evidence_cli.py``: argparse -> settings -> the workflow); the shared options and the specs they describe in
   ``label_options_cli.py`` (ChainSpec), ``judge_options_cli.py`` (every registered judge's flags, the JudgeSpec
-  they describe), ``adapter_options_cli.py``.
+  they describe), ``topic_stage_options_cli.py`` (the topic adapters and the exemplar judge).
 
 The judges themselves live in :mod:`bridge.judging`; the records in :mod:`bridge.core.label_records`.
 """

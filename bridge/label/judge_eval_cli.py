@@ -13,9 +13,9 @@ from typing import TYPE_CHECKING
 
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.judging import JudgeSpec, judge_traits
-from bridge.label.adapter_options_cli import adapter_config_from_args, add_chance_line
 from bridge.label.judge_eval_methods import DEFAULT_EVAL_METHODS, DEFAULT_REFERENCE_METHODS, OWN_METHODS
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
+from bridge.label.topic_stage_options_cli import adapter_config_from_args, add_chance_line
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import add_common_options, at_least_two, show_progress, workspace_from_args
 

@@ -6,10 +6,9 @@ from __future__ import annotations
 import argparse
 
 from bridge.judging.quality.audit import AuditConfig
-from bridge.label.adapter_options_cli import adapter_config_from_args, add_adapter_options
 from bridge.label.chain import ChainSpec, fallback_judges, refine_judges
-from bridge.label.exemplar_options_cli import add_exemplar_options, exemplar_settings_from_args
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
+from bridge.label.topic_stage_options_cli import add_adapter_options, add_exemplar_options, topic_stages_from_args
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import show_progress
 
@@ -129,13 +128,12 @@ def spec_from_args(args: argparse.Namespace) -> ChainSpec:
     answer_judge = args.answer_judge if args.reference and args.answer_judge != "off" else None
     default_fallback = "llmjudge" if answer_judge else "cascade"
     name = (args.fallback_judge or default_fallback) if adapters != "off" else args.judge
-    judge = judge_spec_from_args(args, answer_judge, name) if answer_judge else judge_spec_from_args(args, name)
+    judge = judge_spec_from_args(args, answer_judge or name, name if answer_judge else None)
     return ChainSpec(
         judge=judge,
         adapters=adapters,  # type: ignore[arg-type]
-        adapter=adapter_config_from_args(args),
         evidence=args.evidence,
-        **exemplar_settings_from_args(args, adapters),
+        **topic_stages_from_args(args, adapters),
         prefilter=tuple(m.strip() for m in (args.prefilter or "").split(",") if m.strip()),
         audit=AuditConfig(pairs=args.audit_pairs, gate_pairs=args.gate_audit, seed=args.audit_seed),
         llm=llm_config_from_args(args),
