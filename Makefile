@@ -12,7 +12,7 @@ DATASET ?= nq
 DATA_DIR ?= ../shared/data
 LIMIT ?=
 DEPTH ?= 10
-# The pool file retrieve runs (retrievers/pools/): the 10-system default; on a LIMIT slice the quick pool, which
+# The pool file retrieve runs (bridge/retrievers/pools/): the 10-system default; on a LIMIT slice the quick pool, which
 # encodes no whole corpus (a slice keeps the whole corpus). POOL=default runs the 10 systems on a slice too.
 POOL ?= $(if $(LIMIT),quick,default)
 SYSTEMS ?=

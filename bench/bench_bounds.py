@@ -1,7 +1,7 @@
 """What the bounds settle on a finished main job: the adjacent comparisons settled, likely and open, and each
-system's mean bound width, with the evidence gate's zeros open in the bounds (every one "could be relevant",
-the rule before issue 47) and capped by the gate's measured miss rate (:class:`bridge.estimate.holes.GateBound`), in one
-process on the same labels and draws.
+system's mean bound width, with the evidence gate's zeros open in the bounds (every one "could be relevant", the
+former rule) and capped by the gate's measured miss rate (:class:`bridge.estimate.holes.GateBound`), in one process on
+the same labels and draws.
 
     python -m bench bounds [--dataset nq] [--data-dir ../shared/data] [--workspace .]
 
@@ -24,9 +24,9 @@ def main(argv: list[str]) -> int:
     from bridge.datasets import load_dataset
     from bridge.estimate.hole_evidence import HoleModelConfig
     from bridge.estimate.leaderboard import EstimateConfig
-    from eval.estimated import estimate_leaderboard
-    from eval.inputs import load_inputs
-    from eval.measures import default_measure_names, resolve_measures
+    from bridge.evaluation.estimated import estimate_leaderboard
+    from bridge.evaluation.inputs import load_inputs
+    from bridge.evaluation.trec_measures import default_measure_names, resolve_measures
 
     parser = argparse.ArgumentParser(prog="python -m bench bounds", description=__doc__)
     parser.add_argument("--dataset", default="nq")

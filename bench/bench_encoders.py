@@ -41,10 +41,10 @@ from bridge.datasets import load_dataset
 from bridge.encoders.embeddings import SentenceEncoder
 from bridge.encoders.precision import PATHS, ProbeResult, cpu_label, min_row_cosine, probe_file, probed_precision
 from bridge.encoders.sources import MINILM, SPLADE_TINY, default_passage_length, resolve_model
-from eval.measures import evaluate
-from retrievers.base import SystemSpec
-from retrievers.pipeline import retrieve
-from retrievers.splade import SpladeRetriever, load_splade
+from bridge.evaluation.trec_measures import evaluate
+from bridge.retrievers.base import SystemSpec
+from bridge.retrievers.pipeline import retrieve
+from bridge.retrievers.splade import SpladeRetriever, load_splade
 
 SYSTEMS = [SystemSpec("dense-minilm", "dense"), SystemSpec("splade-tiny", "splade")]
 SPLADE_CAP = 256

@@ -22,7 +22,7 @@ from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.datasets import DictCorpus, load_dataset
 from bridge.llm import LLMConfig, make_backend
 from bridge.llm.cache import CachedBackend, ResponseCache
-from retrievers.base import RetrievalContext, SystemSpec, make_retriever
+from bridge.retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
 SYSTEMS = [
     SystemSpec("bm25", "bm25"),

@@ -1,6 +1,6 @@
-"""The sparse-judgment benchmark (:mod:`eval.sparse`): a deeply judged collection cut to K relevant passages per topic
-and no negatives, its pool labelled and estimated as a user's main job would, every system compared with its score
-under the full judgments.
+"""The sparse-judgment benchmark (:mod:`bridge.evaluation.sparse`): a deeply judged collection cut to K relevant
+passages per topic and no negatives, its pool labelled and estimated as a user's main job would, every system compared
+with its score under the full judgments.
 
     python -m bench sparse [--dataset dl19] [--keep 1 2] [--seeds 0 1 2] [--config NAME=ARGS ...]
     python -m bench sparse --dataset dl19 --fit bridge/data/exemplar-fit.json --transfer-from nfcorpus@2
@@ -32,7 +32,7 @@ from bench.bench_eval import cpu_model
 from bridge.options import DEFAULT_DATA_DIR
 
 if TYPE_CHECKING:
-    from eval.sparse import CaseResult
+    from bridge.evaluation.sparse import CaseResult
 
 CONFIGS = {"default": "", "open": "--judge open --exemplar off", "people30": "--people 30"}
 """Label arguments per configuration; ``--people N`` (the benchmark's own, not `bridge label`'s): simulated people
@@ -105,7 +105,15 @@ def people_of(argv: list[str]) -> tuple[list[str], int]:
 
 def run_benchmark(args: argparse.Namespace) -> int:
     from bridge.core.layout import Workspace
-    from eval.sparse import SparseCut, SparseSettings, read_results, run_case, summarize, table, write_results
+    from bridge.evaluation.sparse import (
+        SparseCut,
+        SparseSettings,
+        read_results,
+        run_case,
+        summarize,
+        table,
+        write_results,
+    )
 
     full = load(args.dataset, args.data_dir)
     configs = dict(CONFIGS)
@@ -155,7 +163,7 @@ def record_figures(path: Path, dataset: str, results: list[CaseResult], config: 
     import numpy as np
 
     from bridge.core.fsio import write_json_atomic
-    from eval.sparse import case_figures
+    from bridge.evaluation.sparse import case_figures
 
     data = json.loads(path.read_text(encoding="utf-8"))
     keeps = {r.cut.keep for r in results if r.config == config}
@@ -185,9 +193,9 @@ def run_fit(args: argparse.Namespace) -> int:
     from bridge.core.layout import Workspace
     from bridge.encoders.embeddings import PassageEmbeddings
     from bridge.encoders.sources import MINILM
+    from bridge.evaluation.sparse import SparseCut, hole_sample
     from bridge.judging.learned.exemplar import ExemplarFeatures, common_shift, fit_exemplar
     from bridge.judging.quality.metrics import weighted_measures
-    from eval.sparse import SparseCut, hole_sample
 
     def samples(name: str) -> list[dict]:
         ds = load(name, args.data_dir)
@@ -244,12 +252,12 @@ def run_fit_llm(args: argparse.Namespace) -> int:
     from bridge.core.layout import Workspace
     from bridge.core.trec import read_runs
     from bridge.encoders.embeddings import PassageEmbeddings
+    from bridge.evaluation.sparse import SparseCut, hole_sample, pool_of, sparse_dataset
     from bridge.judging import cases_for
     from bridge.judging.learned.exemplar import ExemplarFeatures, ExemplarFit, fit_exemplar, shipped_fit_path
     from bridge.judging.llm.comparer import FEATURE, Comparer
     from bridge.llm import LLMConfig, open_llm
     from bridge.pool.pooling import PoolEntry
-    from eval.sparse import SparseCut, hole_sample, pool_of, sparse_dataset
 
     free = ExemplarFit.read(args.free_fit or shipped_fit_path())
     full = load(args.dataset, args.data_dir)

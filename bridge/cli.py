@@ -28,8 +28,9 @@ Pipeline (each stage reads the files of the one before):
 
 
 COMMANDS: tuple[str, ...] = (
-    "retrievers.cli", "bridge.pool.cli", "bridge.label.cli", "bridge.review.cli", "eval.cli", "eval.score_cli",
-    "eval.reusability_cli", "eval.rag_cli", "bridge.datasets.export_cli", "bridge.doctor.cli",
+    "bridge.retrievers.cli", "bridge.pool.cli", "bridge.label.cli", "bridge.review.cli", "bridge.evaluation.cli",
+    "bridge.evaluation.score_cli", "bridge.evaluation.reusability_cli", "bridge.evaluation.rag_cli",
+    "bridge.datasets.export_cli", "bridge.doctor.cli",
 )  # fmt: skip
 """Subcommands in --help order: modules with ``register(subparsers)``."""
 

@@ -307,7 +307,7 @@ def _measure_names(eval_metrics: Sequence[Any]) -> list[tuple[str, str]]:
     (``Hit@10``) or trec_eval's (``ndcg_cut_10``; one that stands for several gives each its own name)."""
     import ir_measures
 
-    from eval.measures import resolve_measure
+    from bridge.evaluation.trec_measures import resolve_measure
 
     names: list[tuple[str, str]] = []
     for m in map(str, eval_metrics):
@@ -411,8 +411,8 @@ def Experiment(  # PyTerrier's name
 
     from bridge.api import EvaluateOptions, as_qrels, evaluate
     from bridge.core.trec import canonical_scores
-    from eval.estimated import estimate_measures
-    from eval.measures import resolve_measure, resolve_measures
+    from bridge.evaluation.estimated import estimate_measures
+    from bridge.evaluation.trec_measures import resolve_measure, resolve_measures
 
     ds = _dataset(dataset)
     original = as_qrels(qrels)
@@ -523,7 +523,7 @@ class Retriever(pt.Transformer):
         cache_dir: str | Path = "cache",
         verbose: bool = False,
     ) -> None:
-        from retrievers.pipeline import load_pool_config
+        from bridge.retrievers.pipeline import load_pool_config
 
         self.dataset = _dataset(dataset)
         specs = {s.name: s for s in load_pool_config(pool_config)}
@@ -535,7 +535,7 @@ class Retriever(pt.Transformer):
     def transform(self, inp: pd.DataFrame) -> pd.DataFrame:
         """The top ``k`` passages of each topic, PyTerrier's result columns after the topics'."""
         from bridge.datasets.core import Query
-        from retrievers.pipeline import open_first_stage
+        from bridge.retrievers.pipeline import open_first_stage
 
         pt.validate.columns(inp, includes=["qid", "query"])
         if inp.empty:

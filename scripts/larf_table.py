@@ -20,8 +20,8 @@ from bridge.cli import main as bridge_main
 from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.core.trec import read_run, top_k
 from bridge.datasets import load_dataset
+from bridge.evaluation.trec_measures import evaluate
 from bridge.judging.quality.metrics import agreement_of
-from eval.measures import evaluate
 
 DEPTH = 5
 POOL = f"""
@@ -52,7 +52,7 @@ max_feedback_docs = 3
 def judge_accuracy(ds, runs_dir: Path, cache_dir: Path, model: str) -> str:
     """bAcc / kappa of the LLM judge on BM25's top documents against the qrels (the feedback candidates)."""
     from bridge.llm import LLMConfig, open_llm
-    from retrievers.base import RetrievalContext, SystemSpec, make_retriever
+    from bridge.retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
     llm = open_llm(LLMConfig(model=model, cache_dir=cache_dir), cache_dir / "llm-cache.sqlite")
     context = RetrievalContext(

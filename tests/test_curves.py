@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from eval.curves import (
+from bridge.evaluation.curves import (
     build_label_matrix,
     compute_curves,
     growth_counts,
@@ -14,7 +14,7 @@ from eval.curves import (
     marginal_contribution_reference,
     random_orders,
 )
-from eval.leaderboard import holes
+from bridge.evaluation.rebenchmark import holes
 
 
 def scores_of(*docids: str) -> dict[str, float]:

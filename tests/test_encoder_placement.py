@@ -8,7 +8,7 @@ from bridge.core.errors import BridgeError
 from bridge.encoders import device as devices
 from bridge.encoders import precision
 from bridge.encoders.embeddings import SentenceEncoder
-from retrievers.splade import SpladeRetriever
+from bridge.retrievers.splade import SpladeRetriever
 
 
 @pytest.mark.parametrize("cuda", [False, True])

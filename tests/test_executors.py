@@ -169,8 +169,8 @@ def test_corpus_encoding_on_ray_workers_matches_one_process(tiny_beir, tmp_path,
     from bridge.core.executors import RayConfig, RayMapper
     from bridge.datasets import load_beir
     from bridge.encoders import embeddings
-    from retrievers.dense import DenseRetriever
-    from retrievers.splade import SpladeRetriever
+    from bridge.retrievers.dense import DenseRetriever
+    from bridge.retrievers.splade import SpladeRetriever
 
     monkeypatch.setattr(embeddings, "ENCODE_CHUNK", 2)  # 5 documents: 3 chunks over 2 workers
     corpus = load_beir(tiny_beir).corpus

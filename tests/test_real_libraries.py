@@ -51,7 +51,7 @@ def test_one_real_debate_through_llamacpp(smollm):
 
 
 def test_pyserini_bm25_search(tiny_beir, tmp_path):
-    from retrievers.sparse import LuceneBM25
+    from bridge.retrievers.sparse import LuceneBM25
 
     ds = load_beir(tiny_beir)
     bm25 = LuceneBM25()
@@ -63,7 +63,7 @@ def test_pyserini_bm25_search(tiny_beir, tmp_path):
 
 
 def test_dense_minilm_faiss_search(tiny_beir, tmp_path):
-    from retrievers.dense import DenseRetriever
+    from bridge.retrievers.dense import DenseRetriever
 
     ds = load_beir(tiny_beir)
     dense = DenseRetriever()

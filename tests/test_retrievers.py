@@ -14,10 +14,10 @@ from bridge.core.errors import BridgeError
 from bridge.core.trec import read_run
 from bridge.datasets import Query, load_beir
 from bridge.llm.cache import CachedBackend, ResponseCache
-from retrievers.base import RetrievalContext, SystemSpec, make_retriever
-from retrievers.fusion import reciprocal_rank_fusion
-from retrievers.pipeline import load_pool_config, retrieve, select_systems
-from retrievers.rerank import (
+from bridge.retrievers.base import RetrievalContext, SystemSpec, make_retriever
+from bridge.retrievers.fusion import reciprocal_rank_fusion
+from bridge.retrievers.pipeline import load_pool_config, retrieve, select_systems
+from bridge.retrievers.rerank import (
     BELOW_THRESHOLD,
     LLMPointwiseReranker,
     RebelConfig,
@@ -26,7 +26,7 @@ from retrievers.rerank import (
     rebel_score,
     rerank_order,
 )
-from retrievers.rewrite import HyDE, MuGI, Query2doc, mugi_repeats
+from bridge.retrievers.rewrite import HyDE, MuGI, Query2doc, mugi_repeats
 
 # --- fusion ----------------------------------------------------------------------------------
 

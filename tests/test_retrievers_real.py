@@ -17,7 +17,7 @@ from bridge.core.fsio import write_json_atomic
 from bridge.core.trec import top_k
 from bridge.datasets import Query, load_beir
 from bridge.encoders.sources import MINILM, SPLADE_TINY, resolve_model
-from retrievers.base import RetrievalContext, SystemSpec, make_retriever
+from bridge.retrievers.base import RetrievalContext, SystemSpec, make_retriever
 
 pytestmark = pytest.mark.slow
 
@@ -423,7 +423,7 @@ def test_the_probe_choice_rule():
 def test_splade_batches_encode_each_text_as_alone(ds):
     """Padding stands for a real token in the batched projection: a text's vector is the one it gets alone, whatever
     its neighbours' lengths, and rows come back in input order."""
-    from retrievers.splade import SpladeRetriever
+    from bridge.retrievers.splade import SpladeRetriever
 
     texts = [d.contents() for d in ds.corpus] + ["", "x", " ".join(["long"] * 300)]
     splade = SpladeRetriever(batch_size=4)

@@ -12,12 +12,18 @@ import pytest
 from bridge.cli import main
 from bridge.core.measures import Measure
 from bridge.core.trec import write_run
+from bridge.evaluation.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
+from bridge.evaluation.reusability import FigureSettings, JudgeModels, evaluate_reusability
+from bridge.evaluation.reusability_fills import Fill, LeaveOutScorer, TopicGrades, baseline_fills, fill_grades
+from bridge.evaluation.reusability_leave_out import (
+    LeaveOutTest,
+    holey_qrels,
+    leave_one_out,
+    leave_out_groups,
+    removed_union,
+)
 from bridge.judging.free.reference import ConstantJudge, QrelsJudge
-from eval.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
-from eval.reusability import FigureSettings, JudgeModels, evaluate_reusability
-from eval.reusability_fills import Fill, LeaveOutScorer, TopicGrades, baseline_fills, fill_grades
-from eval.reusability_leave_out import LeaveOutTest, holey_qrels, leave_one_out, leave_out_groups, removed_union
-from retrievers.base import SystemSpec
+from bridge.retrievers.base import SystemSpec
 
 # depth 2, one topic: A retrieves a1 and an unjudged n1; B a1 and b1; C c1 and b1
 RUNS = {
@@ -128,7 +134,7 @@ def test_vectorized_rank_correlations_equal_the_scalar_ones():
 
 
 def test_circularity_flags_a_judge_that_favours_systems_sharing_its_model():
-    from eval.reusability_run import system_models
+    from bridge.evaluation.reusability_run import system_models
 
     specs = {
         "dense": SystemSpec("dense", "dense", {"model": "all-MiniLM-L6-v2"}),
@@ -366,7 +372,7 @@ def test_random_judge_runs_the_reusability_test_reproducibly(workspace):
 
 
 def test_the_audit_line_of_an_open_judge_says_nothing_was_audited_not_untrusted():
-    from eval.reusability_summary import audit_line
+    from bridge.evaluation.reusability_summary import audit_line
 
     line = audit_line({"judge": "open", "lanes": {}, "trusted": False, "warning": None})
     assert "none; the open judge labels no pair" in line and "not trusted" not in line

@@ -9,7 +9,15 @@ import pytest
 from bridge.core.layout import Workspace
 from bridge.core.trec import write_run
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from eval.sparse import CaseResult, SparseCut, SystemScore, case_figures, keep_relevant, run_case, sparse_dataset
+from bridge.evaluation.sparse import (
+    CaseResult,
+    SparseCut,
+    SystemScore,
+    case_figures,
+    keep_relevant,
+    run_case,
+    sparse_dataset,
+)
 
 QRELS = {
     "q1": {"a": 2, "b": 3, "c": 1, "d": 0, "e": 2},

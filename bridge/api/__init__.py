@@ -4,9 +4,9 @@ Everything takes the objects IR people already hold: runs and qrels as ir_measur
 (``{qid: {docid: score}}``, ``{qid: {docid: grade}}``), as pandas DataFrames (``query_id, doc_id, score`` /
 ``relevance``; PyTerrier's ``qid, docno`` too) or as TREC file paths. Tables come back as DataFrames in long
 format: one row per system, measure and qrels set. The command line is a layer over the same functions
-(``bridge eval`` runs :func:`eval.harness.run_evaluation`, as :func:`evaluate` does; ``bridge score`` and
-:func:`score` both run :func:`eval.score.score_workspace`), so the figures agree. Each function takes its most
-used settings as keywords and the rarer ones as one frozen ``options`` value (:class:`EvaluateOptions`, ...).
+(``bridge eval`` runs :func:`bridge.evaluation.harness.run_evaluation`, as :func:`evaluate` does; ``bridge score`` and
+:func:`score` both run :func:`bridge.evaluation.score.score_workspace`), so the figures agree. Each function takes its
+most used settings as keywords and the rarer ones as one frozen ``options`` value (:class:`EvaluateOptions`, ...).
 
 >>> import bridge
 >>> runs = {"a": {"q1": {"d1": 2.0, "d2": 1.0}}, "b": {"q1": {"d2": 2.0, "d1": 1.0}}}
@@ -23,9 +23,9 @@ used settings as keywords and the rarer ones as one frozen ``options`` value (:c
 
 from __future__ import annotations
 
-from bridge.api.evaluation import EvaluateOptions, Evaluation, evaluate, hole_probabilities
 from bridge.api.frames import as_qrels, as_run, qrels_frame, run_frame
 from bridge.api.labels import LabelingOptions, Labels, label_pairs, read_labels_folder
+from bridge.api.leaderboards import EvaluateOptions, Evaluation, evaluate, hole_probabilities
 from bridge.api.pools import load_dataset, pool_pairs, retrieve
 from bridge.api.reusability_result import Reusability, reusability
 from bridge.api.scoring import Scored, ScoreOptions, score

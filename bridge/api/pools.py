@@ -34,10 +34,10 @@ def retrieve(
     cache_dir: str | Path = "cache",
     progress: bool = False,
 ) -> dict[str, Run]:
-    """Run ``systems`` of a pool file (``retrievers/pools/<pool_config>.toml``) over ``dataset``: ``{system: run}``.
-    Indexes and encodings are cached in ``cache_dir``, as ``bridge retrieve`` caches them."""
-    from retrievers.pipeline import load_pool_config, select_systems
-    from retrievers.pipeline import retrieve as run_systems
+    """Run ``systems`` of a pool file (``bridge/retrievers/pools/<pool_config>.toml``) over ``dataset``: ``{system:
+    run}``. Indexes and encodings are cached in ``cache_dir``, as ``bridge retrieve`` caches them."""
+    from bridge.retrievers.pipeline import load_pool_config, select_systems
+    from bridge.retrievers.pipeline import retrieve as run_systems
 
     specs = select_systems(load_pool_config(pool_config), list(systems))
     with tempfile.TemporaryDirectory(prefix="bridge-runs-") as folder:

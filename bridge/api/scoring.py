@@ -7,16 +7,16 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
-from bridge.api.evaluation import Evaluation
 from bridge.api.frames import as_runs
+from bridge.api.leaderboards import Evaluation
 from bridge.core.layout import Workspace
 from bridge.datasets import Dataset
 
 if TYPE_CHECKING:
     import pandas as pd
 
+    from bridge.evaluation.score import ScoreResult
     from bridge.label.chain import ChainSpec
-    from eval.score import ScoreResult
 
 
 @dataclass(frozen=True)
@@ -94,7 +94,7 @@ def score(
     the label run's; None: they stay open with the hole model's P) and its costly judge within ``max_minutes``;
     every run is estimated together. ``options``: pool depth, measures, draws, seed, families
     (:class:`ScoreOptions`). Bad runs (empty, truncated, another dataset's) raise :class:`InputError`."""
-    from eval.score import ScoreSettings, score_workspace
+    from bridge.evaluation.score import ScoreSettings, score_workspace
 
     settings = ScoreSettings(
         depth=options.depth,

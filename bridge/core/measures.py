@@ -1,7 +1,8 @@
 """Each command's default measures and the measure a leaderboard column estimates (:class:`Measure`).
 
 The estimated measures themselves (their names, ir_measures' names, aliases, the parsing of ``NAME@K`` lists) are
-objects in one registry, :mod:`bridge.estimate.measures`; scoring through ir_measures lives in :mod:`eval.measures`.
+objects in one registry, :mod:`bridge.estimate.measures`; scoring through ir_measures lives in
+:mod:`bridge.evaluation.trec_measures`.
 """
 
 from __future__ import annotations

@@ -41,22 +41,21 @@ DEPENDENCIES = (
 
 @cache
 def code_digest() -> str:
-    """The source of bridge's packages (``bridge``, ``retrievers``, ``eval``) and the versions of the libraries it
-    computes with: a changed rule or library reruns its stages."""
+    """The source of the ``bridge`` package and the versions of the libraries it computes with: a changed rule or
+    library reruns its stages."""
     from importlib import metadata
 
-    root = Path(__file__).resolve().parents[2]  # above bridge/, beside retrievers/ and eval/
+    root = Path(__file__).resolve().parents[2]  # above bridge/
     h = hashlib.blake2b(digest_size=16)
     for name in DEPENDENCIES:
         try:
             h.update(f"{name}=={metadata.version(name)}\0".encode())
         except metadata.PackageNotFoundError:
             h.update(f"{name} absent\0".encode())
-    for package in ("bridge", "retrievers", "eval"):
-        for path in sorted((root / package).rglob("*")):
-            if path.suffix in SOURCE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
-                h.update(f"{path.relative_to(root)}\0".encode())
-                h.update(path.read_bytes())
+    for path in sorted((root / "bridge").rglob("*")):
+        if path.suffix in SOURCE_SUFFIXES and path.is_file() and "__pycache__" not in path.parts:
+            h.update(f"{path.relative_to(root)}\0".encode())
+            h.update(path.read_bytes())
     return h.hexdigest()
 
 

