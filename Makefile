@@ -115,7 +115,7 @@ test-all: install
 	$(PY) -m pytest $(PYTEST_ARGS)
 
 lint: install
-	$(VENV)/bin/ruff check bridge retrievers eval tests bench
+	$(VENV)/bin/ruff check bridge tests bench scripts
 
 bench: install
 	$(PY) -m bench $(BENCH_ARGS)

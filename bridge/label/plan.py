@@ -57,7 +57,7 @@ class LabelOptions:
     in the response cache), and no debate starts once the time left allows none."""
     runner: Callable[[JudgeChain], Callable[..., int]] | None = None
     """Given the prepared chain, what runs the work items (``run_items``'s signature); None: this process.
-    ``bridge.core.executors.DistributedRunner`` runs them on Ray workers."""
+    ``bridge.label.distributed.DistributedRunner`` runs them on Ray workers."""
     scorer: Callable[[JudgeChain], ScoreRunner] | None = None
     """Given the chain before its preparation, what runs the cascade's scoring pass; None: this process."""
     runs: Mapping[str, Run] | None = None

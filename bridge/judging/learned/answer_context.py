@@ -450,7 +450,7 @@ class AnswerContextJudge:
             self.fallback.restore(state["fallback"])
 
     def calibrations(self) -> list[Calibration]:
-        """What the hole model draws this judge's P from (:data:`bridge.estimate.holes.HOLE_CALIBRATIONS_FILE`)."""
+        """What the hole model draws this judge's P from (:data:`bridge.core.layout.HOLE_CALIBRATIONS_FILE`)."""
         return [self.calibration] if self.calibration is not None else []
 
     # -- judging -------------------------------------------------------------------------------------------
