@@ -59,7 +59,11 @@ def _no_library_bars() -> None:
 
 
 def main(argv: Sequence[str] | None = None) -> int:
-    parser = build_parser()
+    try:
+        parser = build_parser()
+    except BridgeError as exc:  # a plug-in's declaration (a judge's flag) that cannot become an option
+        print(f"bridge: error: {exc}", file=sys.stderr)
+        return 2
     args = parser.parse_args(argv)
     quiet = getattr(args, "quiet", False)
     logging.basicConfig(level=logging.WARNING if quiet else logging.INFO, format="%(levelname)s %(name)s: %(message)s")

@@ -8,7 +8,8 @@
    ``argparse`` or another command-line module; a command's parsed arguments become settings there.
 4. Small parts: no function over 80 lines (but the report's HTML assembly and the review app's routes), none with
    more than 8 parameters (a frozen dataclass of settings is the cure; its generated constructor is exempt), no
-   command-line module over 150 lines (a command's work is a library function the command line calls).
+   command-line module over 150 lines (a command's work is a library function the command line calls), no module over
+   600 lines (but the report and the review app).
 """
 
 from __future__ import annotations
@@ -198,6 +199,20 @@ def test_command_line_modules_are_thin():
         if is_cli(name) and len(path.read_text(encoding="utf-8").splitlines()) > 150
     )
     assert thick == []
+
+
+LARGE_ALLOWED = {"bridge.evaluation.report", "bridge.review.app"}
+"""The report's sections and the review app's routes: each one long page, read top to bottom."""
+
+
+def test_no_module_over_600_lines():
+    """A module says what it is; past 600 lines it is several things (the report and the review app excepted)."""
+    large = sorted(
+        f"{name}: {n} lines"
+        for name, path in project_modules().items()
+        if name not in LARGE_ALLOWED and (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
+    )
+    assert large == []
 
 
 def test_the_size_checks_see_what_they_should():

@@ -13,7 +13,7 @@ import pytest
 
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import top_k
-from bridge.estimate.bounds import Bounds, TopicView, difference_bounds
+from bridge.estimate.bounds import Bounds, difference_bounds
 from bridge.estimate.calibration import INTERCEPT, Calibration, constant_calibration
 from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
 from bridge.estimate.holes import CappedPairs, HoleModel
@@ -27,6 +27,7 @@ from bridge.estimate.leaderboard import (
     settle_measure,
     verdict_of,
 )
+from bridge.estimate.tables import TopicView
 from bridge.evaluation.trec_measures import per_query_scores, resolve_measures
 
 # Three systems, two topics, top 3. q1: a relevant (original), z judged 0, x and y open. q2: b relevant, w open.

@@ -14,7 +14,7 @@ import numpy as np
 import pytest
 
 from bridge.core.measures import Measure
-from bridge.estimate.arrays import FlatQrels, RunMatrix, divide, gains_at, ratio
+from bridge.estimate.arrays import FlatQrels, RunMatrix, divide, gains_at
 from bridge.estimate.calibration import INTERCEPT, Calibration
 from bridge.estimate.holes import HoleModel
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard
@@ -70,8 +70,8 @@ class CappedPrecision(EstimatedMeasure):
     def system_bounds(self, table: BoundsTable) -> tuple[np.ndarray, np.ndarray]:
         """Lowest: no open document inside relevant, every one outside; highest: the reverse."""
         n_out = table.n_open[None, :] - table.m_in
-        low = ratio(table.found, np.minimum(table.relevant[None, :] + n_out, table.k))
-        high = ratio(table.found + table.m_in, np.minimum(table.relevant[None, :] + table.m_in, table.k))
+        low = divide(table.found, np.minimum(table.relevant[None, :] + n_out, table.k))
+        high = divide(table.found + table.m_in, np.minimum(table.relevant[None, :] + table.m_in, table.k))
         return low, high
 
 

@@ -84,13 +84,7 @@ def reciprocal_rank(relevant: np.ndarray) -> np.ndarray:
 
 
 def divide(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """numerator / denominator, 0 where the denominator is not positive (nothing relevant: the score is 0)."""
-    numerator, denominator = np.broadcast_arrays(numerator, denominator)
-    return np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=denominator > 0)
-
-
-def ratio(numerator: np.ndarray, denominator: np.ndarray) -> np.ndarray:
-    """:func:`divide` of the two as floats."""
+    """numerator / denominator as floats, 0 where the denominator is not positive (nothing relevant: the score is 0)."""
     numerator, denominator = np.broadcast_arrays(np.asarray(numerator, float), np.asarray(denominator, float))
     return np.divide(numerator, denominator, out=np.zeros(numerator.shape), where=denominator > 0)
 

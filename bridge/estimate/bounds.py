@@ -16,8 +16,6 @@ from bridge.estimate.holes import CappedPairs
 from bridge.estimate.measures import measure as measure_named
 from bridge.estimate.tables import BoundsTable, TopicView
 
-__all__ = ["Bounds", "BoundsTable", "TopicView", "difference_bounds"]
-
 
 def difference_bounds(
     measure: str, ranked_a: Sequence[str], ranked_b: Sequence[str], topic: TopicView

@@ -25,7 +25,6 @@ from bridge.estimate.arrays import (
     first_rank,
     gains_at,
     prefix_sums,
-    ratio,
     reciprocal_rank,
 )
 from bridge.estimate.tables import BoundsTable, extremes
@@ -224,8 +223,8 @@ class NDCG(EstimatedMeasure):
         if t.gain != t.threshold:  # graded open documents: valid bounds, not tight
             most = t.dcg + np.where(t.is_open, discount, 0.0).sum(axis=-1)
             low_ideal, high_ideal = t.ideal_range()
-            low = ratio(t.dcg, np.broadcast_to(high_ideal, t.dcg.shape))
-            high = np.where(most > 0, np.minimum(1.0, ratio(most, np.broadcast_to(low_ideal, most.shape))), 0.0)
+            low = divide(t.dcg, np.broadcast_to(high_ideal, t.dcg.shape))
+            high = np.where(most > 0, np.minimum(1.0, divide(most, np.broadcast_to(low_ideal, most.shape))), 0.0)
             return low, high
         ascending = np.sort(np.where(t.is_open, discount, np.inf), axis=-1)
         smallest = prefix_sums(np.where(np.isinf(ascending), 0.0, ascending))  # the s smallest discounts
@@ -233,8 +232,8 @@ class NDCG(EstimatedMeasure):
         largest = prefix_sums(np.where(np.isinf(descending), 0.0, descending))
         ideal_low = np.take_along_axis(t.idcg[None], np.minimum(s + n_out[..., None], t.width), axis=2)
         ideal_high = np.take_along_axis(t.idcg[None], np.minimum(s, t.width), axis=2)
-        low = ratio(t.dcg[..., None] + smallest, ideal_low)
-        high = ratio(t.dcg[..., None] + largest, ideal_high)
+        low = divide(t.dcg[..., None] + smallest, ideal_low)
+        high = divide(t.dcg[..., None] + largest, ideal_high)
         return extremes(allowed, low, high)
 
     def difference_bounds(self, table: BoundsTable, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:
@@ -284,7 +283,7 @@ def _graded_ndcg_difference(t: BoundsTable, a: int, b: int) -> tuple[np.ndarray,
     low = base + t.gain * np.where(coefs < 0, coefs, 0.0).sum(axis=1)
     high = base + t.gain * np.where(coefs > 0, coefs, 0.0).sum(axis=1)
     low_ideal, high_ideal = t.ideal_range()
-    corners = np.stack([ratio(n, i) for n in (low, high) for i in (low_ideal, high_ideal)], axis=1)
+    corners = np.stack([divide(n, i) for n in (low, high) for i in (low_ideal, high_ideal)], axis=1)
     usable = np.tile(np.stack([low_ideal > 0, high_ideal > 0], axis=1), 2)  # the corners' denominators
     zero = np.where(t.has_positive, np.nan, 0.0)  # every gain may be 0: both scores 0 (NaN: no corner)
     lowest = np.fmin(np.where(usable, corners, np.inf).min(axis=1), zero)
@@ -390,8 +389,8 @@ class Recall(EstimatedMeasure):
         none (high)."""
         t = table
         n_out, s, allowed = t.inside()
-        low = ratio(t.found[..., None] + s, t.relevant[None, :, None] + s + n_out[..., None])
-        high = ratio(t.found[..., None] + s, t.relevant[None, :, None] + s)
+        low = divide(t.found[..., None] + s, t.relevant[None, :, None] + s + n_out[..., None])
+        high = divide(t.found[..., None] + s, t.relevant[None, :, None] + s)
         return extremes(allowed, low, high)
 
     def difference_bounds(self, table: BoundsTable, a: int, b: int) -> tuple[np.ndarray, np.ndarray]:

@@ -10,7 +10,7 @@ from dataclasses import dataclass
 import numpy as np
 
 from bridge.core.trec import Qrels
-from bridge.estimate.arrays import prefix_sums, ratio
+from bridge.estimate.arrays import divide, prefix_sums
 
 
 @dataclass(frozen=True)
@@ -142,8 +142,8 @@ class BoundsTable:
         smallest = prefix_sums(np.sort(np.where(valid, coefs, np.inf), axis=1), valid)
         largest = prefix_sums(-np.sort(np.where(valid, -coefs, np.inf), axis=1), valid)
         allowed = extra <= self.n_open[:, None]
-        low = ratio(base[:, None] + smallest[:, : self.width + 1], denominators)
-        high = ratio(base[:, None] + largest[:, : self.width + 1], denominators)
+        low = divide(base[:, None] + smallest[:, : self.width + 1], denominators)
+        high = divide(base[:, None] + largest[:, : self.width + 1], denominators)
         return extremes(allowed, low, high, axis=1)
 
 

@@ -168,12 +168,20 @@ class JudgeSpec:
         """The judge's config (its class's defaults where none was given)."""
         return self.config if self.config is not None else JUDGES[self.name].config()
 
+    def calls_llm(self) -> bool:
+        """Whether building this judge needs an LLM: it asks one, or its fallback does."""
+        return judge_traits(self.name).calls_llm or (self.fallback is not None and self.fallback.calls_llm())
+
+
+REGISTERS_A_JUDGE = re.compile(r"^\s*@?register_judge\(", re.MULTILINE)
+"""A line that registers a judge (``@register_judge(...)`` or ``register_judge(...)(factory)``)."""
+
 
 def judge_modules() -> tuple[str, ...]:
     """The modules of this package that register a judge, found by reading their text rather than importing them,
     so that a new judge's module needs no list and naming a judge imports only the judges."""
     root = Path(__file__).parent
-    found = [p for p in sorted(root.rglob("*.py")) if "\n@register_judge(" in p.read_text(encoding="utf-8")]
+    found = [p for p in sorted(root.rglob("*.py")) if REGISTERS_A_JUDGE.search(p.read_text(encoding="utf-8"))]
     return tuple(".".join(("bridge", "judging", *p.relative_to(root).with_suffix("").parts)) for p in found)
 
 

@@ -35,6 +35,7 @@ from bridge.judging import (
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage
 from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.adapter import TopicAdapterJudge
+from bridge.judging.learned.answer_context import AnswerJudgeConfig
 from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
 from bridge.judging.learned.exemplar import (
     SHIPPED_LLM_FIT,
@@ -57,6 +58,15 @@ from bridge.pool.pooling import PoolEntry
 def fallback_judges() -> tuple[str, ...]:
     """Judges of any pair (a label run's judge, or an answer judge's fallback)."""
     return judge_names(answer_bearing=False, selectable=True)
+
+
+ANSWER_FALLBACK = "cascade"
+"""The judge of the pairs an answer judge leaves (no answer match) unless a command names another."""
+
+
+def judge_reference(spec: JudgeSpec | None) -> str | None:
+    """The labelled answer-bearing pairs an answer judge is calibrated on (None: not an answer judge, or none)."""
+    return spec.config.context.reference if spec is not None and isinstance(spec.config, AnswerJudgeConfig) else None
 
 
 def answer_judges() -> tuple[str, ...]:
@@ -107,11 +117,7 @@ class ChainSpec:
     @property
     def calls_llm(self) -> bool:
         """Whether a judge of this chain asks the LLM (the judge, an answer judge's fallback, the prefilter)."""
-        traits = judge_traits(self.judge.name)
-        fallback = self.judge.fallback if traits.answer_bearing else None
-        return (
-            traits.calls_llm or (fallback is not None and judge_traits(fallback.name).calls_llm) or bool(self.prefilter)
-        )
+        return self.judge.calls_llm() or bool(self.prefilter)
 
     def within_budget(self, max_minutes: float | None) -> ChainSpec:
         """The chain a budget runs: a zero budget leaves a judge that asks an LLM out altogether (not loaded, fitted

@@ -13,9 +13,10 @@ from typing import TYPE_CHECKING
 
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.judging import JudgeSpec, judge_traits
+from bridge.label.chain import ANSWER_FALLBACK
 from bridge.label.judge_eval_methods import DEFAULT_EVAL_METHODS, DEFAULT_REFERENCE_METHODS, OWN_METHODS
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
-from bridge.label.topic_stage_options_cli import adapter_config_from_args, add_chance_line
+from bridge.label.topic_stage_options_cli import adapter_config_from_args, add_adapter_options
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 from bridge.options import add_common_options, at_least_two, show_progress, workspace_from_args
 
@@ -34,12 +35,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     add_judge_options(p)
     p.set_defaults(dataset="dl19")
     _add_sample_options(p)
-    g = p.add_argument_group("topic adapters")
-    g.add_argument("--adapter-family", choices=["frozen-lr", "finetune-ce"], default="frozen-lr")
-    g.add_argument("--adapter-min-judgments", type=int, default=32, metavar="N")
-    g.add_argument("--adapter-folds", type=int, default=5)
-    g.add_argument("--adapter-seed", type=int, default=0)
-    add_chance_line(g)
+    g = add_adapter_options(p)
     g.add_argument(
         "--curve-families",
         default="frozen-lr",
@@ -120,7 +116,7 @@ def method_spec(args: argparse.Namespace, name: str) -> JudgeSpec:
         from bridge.judging.free.reference import ConstantConfig
 
         return JudgeSpec("constant", ConstantConfig(1))
-    return judge_spec_from_args(args, name, "cascade" if judge_traits(name).answer_bearing else None)
+    return judge_spec_from_args(args, name, ANSWER_FALLBACK if judge_traits(name).answer_bearing else None)
 
 
 def adapter_eval_from_args(args: argparse.Namespace) -> AdapterEvalSettings:

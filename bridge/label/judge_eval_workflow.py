@@ -14,7 +14,7 @@ from bridge.core.fsio import write_text_atomic
 from bridge.core.layout import CALIBRATIONS_MD, Workspace
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import pair_kind
-from bridge.judging import JUDGES, JudgeSpec, build_judge, judge_traits
+from bridge.judging import JudgeSpec, build_judge
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.topic_models import AdapterConfig
 from bridge.judging.quality.adapter_eval import AdapterEvaluation, adapter_lines, adapter_quality, evaluate_adapter
@@ -112,7 +112,7 @@ def judge_eval(
     judged = [m for m in methods if m not in ("adapter", "lara")]
     if "lara" in methods and "calibrated" not in judged:
         judged.insert(0, "calibrated")  # LARA reads the calibrated judge's scores
-    needs_llm = any(m in JUDGES and judge_traits(m).calls_llm for m in judged)
+    needs_llm = any(settings.judge_spec(m).calls_llm() for m in judged)
     llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if needs_llm else None
     judges = {m: (lambda m=m: build_judge(settings.judge_spec(m), llm)) for m in judged}
     out_dir = ws.reports(ds.slug) / "judge-eval"
@@ -163,7 +163,7 @@ def _judge_eval_on_reference(
     reference, subsampled = _read_reference(ds, path, settings)
     pairs = reference.pairs
     specs = {m: replace(settings.judge_spec(m), fallback=None) for m in methods}
-    needs_llm = any(judge_traits(spec.name).calls_llm for spec in specs.values())
+    needs_llm = any(spec.calls_llm() for spec in specs.values())
     llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if needs_llm else None
     judges = {m: (lambda m=m: build_judge(specs[m], llm)) for m in methods}
     model_slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(settings.llm.model).name if llm is not None else "no-llm")

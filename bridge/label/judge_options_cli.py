@@ -15,7 +15,7 @@ from typing import Any
 from bridge.core.errors import BridgeError
 from bridge.judging import JUDGES, JudgeSpec, judge_traits
 from bridge.judging.settings import OPTION, Declared, Option, declared_options, nested
-from bridge.label.chain import answer_judges
+from bridge.label.chain import ANSWER_FALLBACK, answer_judges
 
 
 def judge_options() -> list[Declared]:
@@ -46,18 +46,42 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     )
 
 
+PLAIN_TYPES = (int, float, str)
+"""The types a declared option's default may give its flag; any other needs its own ``type``."""
+
+
 def _add_option(g: argparse._ArgumentGroup, declared: Declared) -> None:
-    """One declared option as a flag, typed by its declaration or else by its field's default."""
+    """One declared option as a flag, typed by its declaration or else by its field's default (int, float, text; a
+    bool is a switch). A flag another option of the command already has is refused, naming it."""
     opt, default = declared.option, declared.default
-    if isinstance(default, bool):  # a switch: on with the flag (off with --no-FLAG where it is on by default)
-        action = argparse.BooleanOptionalAction if default else "store_true"
-        g.add_argument(opt.flag, action=action, default=default, help=opt.help)
-        return
-    convert = str if opt.split else opt.type or (type(default) if default is not None else str)
+    try:
+        if isinstance(default, bool):  # a switch: on with the flag (off with --no-FLAG where it is on by default)
+            action = argparse.BooleanOptionalAction if default else "store_true"
+            g.add_argument(opt.flag, action=action, default=default, help=opt.help)
+            return
+        g.add_argument(opt.flag, type=_flag_type(opt, default), default=default, help=opt.help, **_shown(opt))
+    except argparse.ArgumentError as exc:
+        raise BridgeError(f"a judge's option {opt.flag} cannot be added: {exc}") from None
+
+
+def _flag_type(opt: Option, default: Any) -> Any:
+    if opt.split:
+        return str
+    if opt.type is not None:
+        return opt.type
+    if default is None:
+        return str
+    if type(default) not in PLAIN_TYPES:
+        raise BridgeError(f"a judge's option {opt.flag}: its default {default!r} is not int, float or text; declare "
+                          "its type")  # fmt: skip
+    return type(default)
+
+
+def _shown(opt: Option) -> dict[str, Any]:
     extra: dict[str, Any] = {"metavar": opt.metavar} if opt.metavar else {}
     if opt.choices:
         extra["choices"] = list(opt.choices)
-    g.add_argument(opt.flag, type=convert, default=default, help=opt.help, **extra)
+    return extra
 
 
 def judge_config_from_args(args: argparse.Namespace, config: type) -> Any:
@@ -78,17 +102,20 @@ def _option_values(opt: Option, text: str) -> dict[str, Any]:
     convert = opt.type or str
     try:
         parts = [convert(x) for x in text.split(",")]
-    except ValueError:
+    except (TypeError, ValueError):
         parts = []
     if len(parts) != len(opt.split):
-        count = {2: "two", 3: "three"}.get(len(opt.split), str(len(opt.split)))
-        raise BridgeError(f"{opt.flag} must be {opt.metavar} ({count} numbers), got {text!r}")
+        shape = opt.metavar or ",".join(name.upper() for name in opt.split)
+        raise BridgeError(f"{opt.flag} must be {shape} ({len(opt.split)} comma-separated values), got {text!r}")
     return dict(zip(opt.split, parts, strict=True))
 
 
 def judge_spec_from_args(args: argparse.Namespace, name: str, fallback: str | None = None) -> JudgeSpec:
     """The judge ``name`` with the settings of the command line (and ``fallback``, the judge of the pairs an answer
-    judge leaves, with them too)."""
+    judge leaves, with them too). Every judge's options are read, so that a malformed one is an error whichever
+    judge runs."""
+    for entry in JUDGES.values():
+        judge_config_from_args(args, entry.config)
     spec = JudgeSpec(name, judge_config_from_args(args, JUDGES[name].config))
     return spec if fallback is None else JudgeSpec(name, spec.config, judge_spec_from_args(args, fallback))
 
@@ -101,5 +128,5 @@ def refine_spec_from_args(args: argparse.Namespace, judge: JudgeSpec) -> JudgeSp
         return None
     if not judge_traits(args.refine).answer_bearing:
         return JudgeSpec(args.refine)
-    fallback = judge.fallback.name if judge.fallback is not None else "cascade"
+    fallback = judge.fallback.name if judge.fallback is not None else ANSWER_FALLBACK
     return judge_spec_from_args(args, args.refine, fallback)

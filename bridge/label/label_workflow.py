@@ -23,6 +23,7 @@ from bridge.label.chain import (
     build_refine_chain,
     costly_answer_judges,
     exemplar_wanted,
+    judge_reference,
 )
 from bridge.label.files import LabelPaths
 from bridge.label.labeler import label_pool
@@ -55,7 +56,7 @@ class LabelStageSettings:
     judge needs a reference; exemplar-llm the exemplar stage)."""
     reference: str | None = None
     """The labelled answer-bearing pairs (``--reference``) the answer judges are calibrated on: part of what the
-    stamp covers even where no answer judge runs."""
+    stamp covers even where no answer judge runs (None: the one the chain's answer judge or ``refine`` holds)."""
     hole_reference: Path | None = None
     """A reading of random pool holes, written as people's random answers after the judges ran
     (:mod:`bridge.label.hole_reading`)."""
@@ -65,6 +66,11 @@ class LabelStageSettings:
     """The command's settings that the stage's up-to-date stamp covers (None: no stamp; the stage always runs)."""
     force: bool = False
     """Run even when the stamp says that nothing changed."""
+
+    @property
+    def answer_reference(self) -> str | None:
+        """The reference the stage reads: the one given, else the one the answer judge or ``refine`` holds."""
+        return self.reference or judge_reference(self.spec.judge) or judge_reference(self.refine)
 
 
 def label_stage(
@@ -84,7 +90,7 @@ def label_stage(
     refine = settings.refine.name if settings.refine is not None else None
     head = f"{ds.name}: {choice}" + (f"; costly judge {refine} re-judges in value order" if refine else "")
     say("\n".join([head, *budget]))
-    if ds.has_answers and not settings.reference and spec.evidence != "off":
+    if ds.has_answers and not settings.answer_reference and spec.evidence != "off":
         say(
             f"note: {ds.name}'s answer-bearing pairs go to {spec.judge.name}; with --reference FILE (labelled "
             "answer-bearing pairs, e.g. bench/data/nq-answer-reference/labels-first.tsv) an answer judge calibrated "
@@ -163,7 +169,8 @@ def _label_stamp(ws: Workspace, ds: Dataset, paths: LabelPaths, settings: LabelS
     the fits kept beside it)."""
     if settings.stamp is None:
         return None
-    reference = [Path(settings.reference), Path(settings.reference).parent / "fits"] if settings.reference else []
+    given = settings.answer_reference
+    reference = [Path(given), Path(given).parent / "fits"] if given else []
     read = (ws.runs(ds.slug), paths.labels.parent, paths.audit_report, *reference)
     return stage_stamp(paths.labels.parent, "label", settings.stamp, read, dataset=ds.fingerprint)
 
@@ -195,7 +202,7 @@ def _label_options(
         runner, scorer = ray_runners(spec, settings.ray.dataset, settings.ray.config)
         options = replace(options, runner=runner, scorer=scorer)
     if settings.refine is not None:
-        if settings.refine.name in costly_answer_judges() and not settings.reference:
+        if settings.refine.name in costly_answer_judges() and not settings.answer_reference:
             raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
         if settings.refine.name == EXEMPLAR_LLM and not exemplar_wanted(spec, ds):
             raise BridgeError(

@@ -17,8 +17,8 @@ def topic_stages_from_args(args: argparse.Namespace, adapters: str) -> dict[str,
     return {"adapter": adapter_config_from_args(args), **exemplar_settings_from_args(args, adapters)}
 
 
-def add_adapter_options(p: argparse.ArgumentParser) -> None:
-    """The ``topic adapters`` group of a label run."""
+def add_adapter_options(p: argparse.ArgumentParser) -> argparse._ArgumentGroup:
+    """The ``topic adapters`` group of a label run (returned: judge-eval adds its learning curve to it)."""
     g = p.add_argument_group("topic adapters")
     g.add_argument("--adapter-family", choices=["frozen-lr", "finetune-ce"], default="frozen-lr")
     g.add_argument(
@@ -31,6 +31,7 @@ def add_adapter_options(p: argparse.ArgumentParser) -> None:
     g.add_argument("--adapter-folds", type=int, default=5, help="cross-validation folds inside a topic (default: 5)")
     g.add_argument("--adapter-seed", type=int, default=0)
     add_chance_line(g)
+    return g
 
 
 def add_chance_line(g: argparse._ArgumentGroup) -> None:
