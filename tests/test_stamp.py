@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.core.stamp import StageStamp, stage_stamp
+from bridge.core.stamp import StageStamp, family_of_each, stage_stamp
 from bridge.options import args_settings
 
 
@@ -65,3 +65,12 @@ def test_the_files_a_stage_wrote_are_recorded_and_covered(tmp_path):
     assert stamp.up_to_date() == "done"
     report.write_text("# edited\n")
     assert stamp.up_to_date() is None
+
+
+def test_a_system_no_stamp_names_is_a_family_of_its_own():
+    assert family_of_each(["a", "b", "c"], {"a": "bm25", "b": "bm25", "z": "dense"}) == {
+        "a": "bm25",
+        "b": "bm25",
+        "c": "c",
+    }
+    assert family_of_each(["a"], None) == {"a": "a"}

@@ -12,6 +12,7 @@ from typing import TYPE_CHECKING, Any
 from bridge.api.frames import as_qrels, as_runs
 from bridge.api.labels import Labels
 from bridge.core.label_records import lift_new_labels
+from bridge.core.stamp import family_of_each
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 
@@ -198,7 +199,7 @@ def _eval_inputs(
         audit=labels.audit if labels else None,
         pool=labels.pool if labels else (),
         calibrations=labels.calibrations if labels else {},
-        families={s: (options.families or {}).get(s, s) for s in runs},
+        families=family_of_each(runs, options.families),
     )
 
 

@@ -144,6 +144,12 @@ def run_families(run_dir: Path) -> dict[str, str]:
     return families
 
 
+def family_of_each(systems: Iterable[str], families: Mapping[str, str] | None) -> dict[str, str]:
+    """Every system's retrieval family: its own name where ``families`` (stamps, a pool file) names none."""
+    known = families or {}
+    return {system: known.get(system, system) for system in systems}
+
+
 def stage_stamp(
     folder: Path,
     stage: str,

@@ -14,7 +14,7 @@ from typing import Any
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, counted_configs, current_records, lift_new_labels, read_labels
 from bridge.core.layout import HOLE_CALIBRATIONS_FILE, Workspace
-from bridge.core.stamp import run_families
+from bridge.core.stamp import family_of_each, run_families
 from bridge.core.trec import Qrels, Run, read_qrels, read_run, read_runs, restrict
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, read_calibrations
@@ -157,7 +157,7 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
         audit=audit,
         pool=tuple((e.qid, e.docid) for e in entries),
         calibrations=calibrations,
-        families={s: families.get(s, s) for s in runs},
+        families=family_of_each(runs, families),
         description=ds.description,
         passages=len(ds.corpus),
     )

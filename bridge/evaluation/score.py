@@ -21,6 +21,7 @@ from bridge.core.errors import BridgeError, InputError
 from bridge.core.fsio import copy_atomic, write_json_atomic
 from bridge.core.label_records import LabelRecord, augment_qrels, lift_new_labels
 from bridge.core.layout import COMPARISONS_CSV, JUDGE_AUDIT, LEADERBOARD_CSV, POOL_FILE, Workspace
+from bridge.core.stamp import family_of_each
 from bridge.core.trec import Qrels, Run, read_runs
 from bridge.datasets import Dataset
 from bridge.datasets.bridge_benchmark import run_docid_issues
@@ -303,7 +304,7 @@ def score_runs(
         audit=audit,
         pool=tuple((e.qid, e.docid) for e in (*saved.pool, *fresh)),  # in file order: the draws follow it
         calibrations=calibrations,
-        families={s: (settings.families or {}).get(s, s) for s in runs},
+        families=family_of_each(runs, settings.families),
     )
     result = run_evaluation(inputs, settings.config(), progress=settings.progress)
     return ScoreResult(

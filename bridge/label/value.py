@@ -17,6 +17,7 @@ from typing import Any
 
 from bridge.core.label_records import LabelRecord
 from bridge.core.measures import COMPARED, at
+from bridge.core.stamp import family_of_each
 from bridge.core.trec import Run
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import RANDOM_SAMPLING, Calibration, Pair
@@ -50,7 +51,7 @@ class Systems:
 
     def family_of(self) -> dict[str, str]:
         """Every run's family (its own name where none is given)."""
-        return {name: self.families.get(name, name) for name in self.runs}
+        return family_of_each(self.runs, self.families)
 
 
 @dataclass(frozen=True)
