@@ -63,25 +63,31 @@ def overlap(a: np.ndarray, b: np.ndarray) -> float:
     return float(np.mean([len(set(x) & set(y)) / 10 for x, y in zip(a, b, strict=True)]))
 
 
+def speed(batch: int, seconds: float, count: int) -> dict[str, Any]:
+    return {"batch": batch, "seconds": round(seconds, 3), "passages_per_s": round(count / seconds, 1)}
+
+
+def retrieval_against(ranked: np.ndarray, seconds: float, cpu: tuple[Any, np.ndarray, float]) -> dict[str, Any]:
+    """The top 10 kept of the CPU's and the speed-up over it (``cpu``: its encodings, top 10s and seconds)."""
+    return {"top10_kept": overlap(ranked, cpu[1]), "speedup_vs_cpu": round(cpu[2] / seconds, 1)}
+
+
 def minilm(model: str, texts: list[str], queries: list[str], device: str) -> dict[str, Any]:
     """MiniLM on the CPU (fp32) against ``device`` (fp32 and bf16): agreement and passages per second."""
     rows: dict[str, Any] = {}
-    base = None
+    cpu = None
     for where, precision in (("cpu", "fp32"), (device, "fp32"), (device, "bf16")):
         encoder = SentenceEncoder(model, device=where, precision=precision)
         encoder.encode_passages(texts[:64])  # load and warm up
         vectors, seconds = timed(lambda e=encoder: e.encode_passages(texts), where != "cpu")
-        query_vectors = encoder.encode_queries(queries)
-        ranked = top10(query_vectors, vectors)
-        row: dict[str, Any] = {"batch": encoder.batch_size, "seconds": round(seconds, 3),
-                               "passages_per_s": round(len(texts) / seconds, 1)}  # fmt: skip
-        if base is None:
-            base = (vectors, ranked, seconds)
+        ranked = top10(encoder.encode_queries(queries), vectors)
+        row = speed(encoder.batch_size, seconds, len(texts))
+        if cpu is None:
+            cpu = (vectors, ranked, seconds)
         else:
-            row["min_cosine_to_cpu"] = round(float(np.min(np.sum(vectors * base[0], axis=1))), 6)
-            row["max_abs_diff_to_cpu"] = float(np.max(np.abs(vectors - base[0])))
-            row["top10_kept"] = overlap(ranked, base[1])
-            row["speedup_vs_cpu"] = round(base[2] / seconds, 1)
+            row["min_cosine_to_cpu"] = round(float(np.min(np.sum(vectors * cpu[0], axis=1))), 6)
+            row["max_abs_diff_to_cpu"] = float(np.max(np.abs(vectors - cpu[0])))
+            row |= retrieval_against(ranked, seconds, cpu)
         rows[f"{where} {precision}"] = row
     return rows
 
@@ -89,25 +95,21 @@ def minilm(model: str, texts: list[str], queries: list[str], device: str) -> dic
 def splade(model: str, texts: list[str], queries: list[str], device: str) -> dict[str, Any]:
     """SPLADE-tiny's passage term weights on the CPU (fp32) against ``device`` (fp32): agreement and speed."""
     rows: dict[str, Any] = {}
-    base = None
+    cpu = None
     for where in ("cpu", device):
         encoder = SpladeRetriever(model, 256, device=where, precision="fp32")
         encoder.encode(texts[:32], 256, progress=False)
-        weights, seconds = timed(lambda e=encoder: e.encode(texts, 256, progress=False), where != "cpu")
-        dense = weights.toarray() if hasattr(weights, "toarray") else np.asarray(weights)
-        query_weights = encoder.encode(queries, 64, progress=False)
-        query_dense = query_weights.toarray() if hasattr(query_weights, "toarray") else np.asarray(query_weights)
-        ranked = top10(query_dense, dense)
-        row: dict[str, Any] = {"batch": encoder.batch_size, "seconds": round(seconds, 3),
-                               "passages_per_s": round(len(texts) / seconds, 1)}  # fmt: skip
-        if base is None:
-            base = (dense, ranked, seconds)
+        encoded, seconds = timed(lambda e=encoder: e.encode(texts, 256, progress=False), where != "cpu")
+        weights = encoded.toarray()  # CSR: densified outside the timing
+        ranked = top10(encoder.encode(queries, 64, progress=False).toarray(), weights)
+        row = speed(encoder.batch_size, seconds, len(texts))
+        if cpu is None:
+            cpu = (weights, ranked, seconds)
         else:
-            scale = float(np.max(np.abs(base[0]))) or 1.0
-            row["max_rel_diff_to_cpu"] = float(np.max(np.abs(dense - base[0]))) / scale
-            row["same_terms_share"] = float(np.mean((dense > 0) == (base[0] > 0)))
-            row["top10_kept"] = overlap(ranked, base[1])
-            row["speedup_vs_cpu"] = round(base[2] / seconds, 1)
+            scale = float(np.max(np.abs(cpu[0]))) or 1.0
+            row["max_rel_diff_to_cpu"] = float(np.max(np.abs(weights - cpu[0]))) / scale
+            row["same_terms_share"] = float(np.mean((weights > 0) == (cpu[0] > 0)))
+            row |= retrieval_against(ranked, seconds, cpu)
         rows[f"{where} fp32"] = row
     return rows
 
