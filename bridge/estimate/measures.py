@@ -91,6 +91,12 @@ class EstimatedMeasure:
         """The measure from the gains of a top k (last axis); ``norm``: its :meth:`normaliser`."""
         raise NotImplementedError
 
+    def normalised(self, found: np.ndarray, norm: np.ndarray | None) -> np.ndarray:
+        """``found`` over the :meth:`normaliser` (0 where it is not positive), for a measure that divides."""
+        if norm is None:
+            raise ValueError(f"{self.name} needs its normaliser")
+        return divide(found, norm)
+
     def effect_context(self, drawn: Drawn) -> Any:
         """What :meth:`forced_value` and :meth:`forced_normalisers` read, computed once for every pair."""
         return drawn
@@ -183,11 +189,8 @@ class NDCG(EstimatedMeasure):
         return (ideal * discounts(top)).sum(axis=-1)
 
     def values(self, gains: np.ndarray, k: int, threshold: int, norm: np.ndarray | None) -> np.ndarray:
-        if norm is None:
-            raise ValueError(f"{self.name} needs its normaliser")
         found = (gains * discounts(k)).sum(axis=-1)
-        norm = np.broadcast_to(norm, found.shape)
-        return np.divide(found, norm, out=np.zeros(found.shape), where=norm > 0)
+        return self.normalised(found, norm)
 
     @dataclass(frozen=True)
     class Context:
@@ -353,11 +356,8 @@ class Recall(EstimatedMeasure):
         return (gains_at(slots, grades) >= threshold).sum(axis=-1)
 
     def values(self, gains: np.ndarray, k: int, threshold: int, norm: np.ndarray | None) -> np.ndarray:
-        if norm is None:
-            raise ValueError(f"{self.name} needs its normaliser")
         found = (gains >= threshold).sum(axis=-1).astype(float)
-        norm = np.broadcast_to(norm, found.shape)
-        return np.divide(found, norm, out=np.zeros(found.shape), where=norm > 0)
+        return self.normalised(found, norm)
 
     @dataclass(frozen=True)
     class Context:
