@@ -2,14 +2,17 @@
 passages per topic and no negatives, its pool labelled and estimated as a user's main job would, every system compared
 with its score under the full judgments.
 
-    python -m bench sparse [--dataset dl19] [--keep 1 2] [--seeds 0 1 2] [--config NAME=ARGS ...]
+    python -m bench sparse [--dataset dl19] [--keep 1 2] [--seeds 0 1 2] [--config NAME=ARGS ...] [--people N ...]
     python -m bench sparse --dataset dl19 --fit bridge/data/exemplar-fit.json --transfer-from nfcorpus@2
 
 A config is a name and the `bridge label` arguments it adds to the Makefile's for the dataset (`make -n label`):
 ``default`` adds none (what `make pool label eval` runs: free stages, a zero budget for the costly judge), ``open``
-adds ``--judge open --exemplar off`` (no judge at all: every hole on the prior). The runs come from the workspace's
-runs/<ds>/ (retrieve the grid first: `bridge retrieve --dataset dl19 --pool-config grid`); each case labels in its own
-folder under ``--out`` (resumable; `--restart` starts afresh) and the results gather in ``--out``/results.json.
+adds ``--judge open --exemplar off`` (no judge at all: every hole on the prior); ``--people 0 20 40 80`` adds
+``people0``, ``people20``, ...: the default's labels, then simulated people answer the N random holes of `bridge
+review export --random N --csv` from the hidden labels, imported and merged as a team's answers are. The runs come from
+the workspace's runs/<ds>/ (retrieve the grid first: `bridge retrieve --dataset dl19 --pool-config grid`); each case
+labels in its own folder under ``--out`` (resumable; `--restart` starts afresh) and the results gather in
+``--out``/results.json.
 
 ``--fit FILE`` fits the exemplar judge's calibration on the dataset's cuts instead (their holes with hidden labels),
 with ``--transfer-from`` naming the collection whose cuts measure the shift it carries elsewhere (both directions: this
@@ -34,9 +37,9 @@ from bridge.options import DEFAULT_DATA_DIR
 if TYPE_CHECKING:
     from bridge.evaluation.sparse import CaseResult
 
-CONFIGS = {"default": "", "open": "--judge open --exemplar off", "people30": "--people 30"}
-"""Label arguments per configuration; ``--people N`` (the benchmark's own, not `bridge label`'s): simulated people
-answer N holes drawn at random from their hidden labels, as `bridge review`'s random share would."""
+CONFIGS = {"default": "", "open": "--judge open --exemplar off"}
+"""Label arguments per configuration (``--people N ...`` adds ``peopleN``: the default's, and N random holes answered
+through the review, :func:`bridge.evaluation.sparse.people_through_review`)."""
 FEATURES = ("exemplar_cosine", "exemplar_percentile")
 """The fit's features: the query's cosine is the dense retriever's own score, and adding it lowered the estimate's
 tau on dl19 (bench/RESULTS.md, "The sparse-judgment benchmark")."""
@@ -93,25 +96,17 @@ def labeller(dataset: str, extra: list[str], restart: bool) -> Any:
     return label
 
 
-def people_of(argv: list[str]) -> tuple[list[str], int]:
-    """A configuration's `bridge label` arguments and its simulated people (``--people N``; 0 without)."""
-    if "--people" not in argv:
-        return argv, 0
-    at = argv.index("--people")
-    if at + 1 >= len(argv) or not argv[at + 1].isdigit():
-        raise SystemExit(f"--people needs a number of holes: {shlex.join(argv)}")
-    return argv[:at] + argv[at + 2 :], int(argv[at + 1])
-
-
 def run_benchmark(args: argparse.Namespace) -> int:
     from bridge.core.layout import Workspace
     from bridge.evaluation.sparse import (
         SparseCut,
         SparseSettings,
+        forecast_table,
         read_results,
         run_case,
         summarize,
         table,
+        verdict_table,
         write_results,
     )
 
@@ -120,7 +115,9 @@ def run_benchmark(args: argparse.Namespace) -> int:
     for item in args.config or []:
         name, _, extra = item.partition("=")
         configs[name] = extra
-    chosen = args.configs or ["default", "open"]
+    people = {f"people{n}": n for n in args.people}
+    configs.update(dict.fromkeys(people, args.people_args))
+    chosen = [*(args.configs or ([] if people else ["default", "open"])), *people]
     out = args.out / args.dataset.replace("@", "-at")
     path = out / "results.json"
     results = {(r.config, r.cut.name): r for r in (read_results(path) if path.exists() and not args.restart else [])}
@@ -135,9 +132,12 @@ def run_benchmark(args: argparse.Namespace) -> int:
                 ws = Workspace(args.data_dir, args.workspace / "runs", root / "qrels", root / "reports",
                                args.workspace / "cache")  # fmt: skip
                 start = time.perf_counter()
-                extra, people = people_of(shlex.split(configs[name]))
+                extra = shlex.split(configs[name])
                 label = (lambda ws, ds: None) if args.estimate_only else labeller(full.name, extra, args.restart)
-                result = run_case(ws, full, cut, name, label, SparseSettings(draws=args.draws), people)
+                n = people.get(name, 0)
+                more = tuple(m - n for m in args.people if m > n) if name in people and n == min(args.people) else ()
+                settings = SparseSettings(draws=args.draws, forecast=more)
+                result = run_case(ws, full, cut, name, label, settings, n)
                 before = results.get((name, cut.name))
                 if before is not None:  # the labels resumed: the case's cost is what every run of it spent
                     result = replace(result, label_seconds=before.label_seconds + result.label_seconds,
@@ -151,6 +151,8 @@ def run_benchmark(args: argparse.Namespace) -> int:
     for keep in args.keep:
         print(f"\n{full.name}, keep {keep} relevant per topic, seeds {' '.join(map(str, args.seeds))}")
         print(table(summarize([r for r in kept if r.cut.keep == keep])))
+        print(verdict_table([r for r in kept if r.cut.keep == keep]))
+        print(forecast_table([r for r in kept if r.cut.keep == keep]))
     if args.record:
         record_figures(args.record, args.dataset, kept, args.record_config, args.record_fit)
     print(f"\n-> {path}")
@@ -315,6 +317,18 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--seeds", type=int, nargs="+", default=[0, 1, 2])
     parser.add_argument("--config", action="append", metavar="NAME=ARGS", help="another label configuration")
     parser.add_argument("--configs", nargs="+", help=f"configurations (default: default open; of {', '.join(CONFIGS)})")
+    parser.add_argument(
+        "--people",
+        type=int,
+        nargs="+",
+        default=[],
+        metavar="N",
+        help="a config peopleN per N: the default's labels, then N random holes exported by `bridge review export "
+        "--random N --csv`, answered from the hidden labels, imported and merged",
+    )
+    parser.add_argument("--people-args", default="", metavar="ARGS",
+                        help="`bridge label` arguments of the peopleN configs (e.g. another collection's "
+                        "--exemplar-fit, for figures out of sample)")  # fmt: skip
     parser.add_argument("--draws", type=int, default=400)
     parser.add_argument("--rerun", action="store_true", help="run cases already in results.json again")
     parser.add_argument(
@@ -334,6 +348,8 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--model", default="qwen2.5-coder-1.5b", help="--fit-llm: the LLM (embedded llama.cpp)")
     parser.add_argument("--free-fit", type=Path, help="--fit-llm: the free exemplar fit (default: the shipped one)")
     args = parser.parse_args(argv)
+    if any(n < 0 for n in args.people):
+        parser.error("--people: numbers of random holes are 0 or more")
     if args.fit_llm:
         return run_fit_llm(args)
     return run_fit(args) if args.fit else run_benchmark(args)

@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import csv
+import dataclasses
+import itertools
 
 import pytest
 from review_support import decided, staged_records, synced_db, tiny_dataset, write_labels
@@ -23,12 +25,11 @@ def staged(tiny_beir, tmp_path):
     return dataset, labels, db
 
 
-def vote(db, tmp_path, pair, *labels, workers=("w1", "w2", "w3")):
+def vote(db, tmp_path, pair, *labels, workers=("w1", "w2", "w3"), grades=()):
+    """Workers' labels on a pair's case, with ``grades`` (None: no grade) where given."""
     item = next(i for i in db.items("case") if (i.qid, i.docid) == pair)
-    rows = [
-        ImportRow(k + 2, k + 1, item.public_id, w, label)
-        for k, (w, label) in enumerate(zip(workers, labels, strict=False))
-    ]
+    votes = zip(workers, labels, itertools.chain(grades, itertools.repeat(None)), strict=False)
+    rows = [ImportRow(k + 2, k + 1, item.public_id, w, label, grade=g) for k, (w, label, g) in enumerate(votes)]
     db.import_judgments(rows, tmp_path / "votes.csv")
 
 
@@ -51,6 +52,39 @@ def test_merge_writes_decided_cases_and_leaves_undecided_ones_out(staged, tmp_pa
     assert read_qrels(tmp_path / "aug.qrels") == {"q1": {"d1": 1, "d3": 0, "d2": 1, "d5": 0}, "q2": {"d3": 1}}
     # the label stage treats human records as done (it will not debate these pairs again)
     assert {("q1", "d2"), ("q1", "d5")} <= {(r.qid, r.docid) for r in counted_records(read_labels(labels), {"x"})}
+
+
+def test_a_decision_carries_the_lower_median_grade_of_the_voters_who_gave_its_label(staged, tmp_path):
+    """On a graded collection (relevant at grade 2, as TREC DL): votes (1, grade 3), (1, grade 2), (0, grade 1)
+    decide 1, and the two relevant voters' grades [2, 3] have lower median 2; the dissenter's grade is left out."""
+    dataset, labels, db = staged
+    graded = dataclasses.replace(dataset, relevance_threshold=2)
+    vote(db, tmp_path, ("q1", "d2"), 1, 1, 0, grades=(3, 2, 1))
+    vote(db, tmp_path, ("q1", "d5"), 0, 0, 0, grades=(1, 0))  # lower median of [0, 1]; w3 gave none
+    vote(db, tmp_path, ("q2", "d4"), 1, 1, 0)  # no grades at all
+    summary = merge(db, graded, labels, tmp_path / "aug.qrels")
+    assert (summary.decided, summary.appended, summary.contradicting) == (3, 3, [])
+    human = {(r.qid, r.docid): r for r in read_labels(labels) if r.judge == "human"}
+    assert (human[("q1", "d2")].label, human[("q1", "d2")].details["grade"]) == (1, 2)
+    assert [(v["label"], v["grade"]) for v in human[("q1", "d2")].details["votes"]] == [(1, 3), (1, 2), (0, 1)]
+    assert (human[("q1", "d5")].label, human[("q1", "d5")].details["grade"]) == (0, 0)
+    assert "grade" not in human[("q1", "d5")].details["votes"][2]  # w3 gave none: no key, as before grades
+    assert human[("q2", "d4")].label == 1 and "grade" not in human[("q2", "d4")].details
+    assert all("grade" not in v for v in human[("q2", "d4")].details["votes"])
+    assert merge(db, graded, labels, tmp_path / "aug.qrels").appended == 0  # the grade is stable: nothing new
+
+
+def test_a_grade_that_contradicts_its_label_at_the_threshold_is_left_out_and_said(staged, tmp_path):
+    dataset, labels, db = staged
+    graded = dataclasses.replace(dataset, relevance_threshold=2)
+    vote(db, tmp_path, ("q1", "d2"), 1, 1, 1, grades=(1, 3, None))  # w1: "relevant" but grade 1 (not relevant)
+    vote(db, tmp_path, ("q1", "d5"), 0, 0, 0, grades=(2,))  # w1: "not relevant" but grade 2; no other grade
+    summary = merge(db, graded, labels, tmp_path / "aug.qrels")
+    assert summary.contradicting == [("q1", "d2", "w1", 1, 1), ("q1", "d5", "w1", 0, 2)]
+    human = {(r.qid, r.docid): r for r in read_labels(labels) if r.judge == "human"}
+    assert human[("q1", "d2")].details["grade"] == 3  # w1's contradicting 1 left out of the median
+    assert "grade" not in human[("q1", "d5")].details
+    assert human[("q1", "d5")].details["votes"][0]["grade"] == 2  # the vote keeps what was given
 
 
 def test_merging_again_appends_nothing_and_a_changed_decision_is_appended(tiny_beir, tmp_path):
@@ -103,11 +137,12 @@ def test_cli_csv_round_trip_progress_and_merge(tiny_beir, tmp_path, monkeypatch,
     assert "exported 3 cases and 1 attention checks -> qrels/beir-tiny/review-items.csv" in out
     with open(tmp_path / "qrels/beir-tiny/review-items.csv", newline="") as handle:
         items = list(csv.DictReader(handle))
+    assert "grade" in items[0]  # a column to fill in
     with open(tmp_path / "answers.csv", "w", newline="") as handle:
         writer = csv.writer(handle)
-        writer.writerow(["item_id", "worker", "label"])
-        for row in items:
-            writer.writerows([[row["item_id"], w, "1"] for w in ("w1", "w2")])
+        writer.writerow(["item_id", "worker", "label", "grade"])
+        for row in items:  # w2 grades 0 what they call relevant: a contradiction at the threshold (1)
+            writer.writerows([[row["item_id"], "w1", "1", "1"], [row["item_id"], "w2", "1", "0"]])
     assert bridge("review", "import", "--csv", "answers.csv", *common) == 0
     assert "imported 8 judgments" in capsys.readouterr().out
     assert bridge("review", "status", *common) == 0
@@ -115,7 +150,11 @@ def test_cli_csv_round_trip_progress_and_merge(tiny_beir, tmp_path, monkeypatch,
     assert "settings:         N=2" in out  # stored by the export, used without repeating it
     assert "cases:            3 (3 decided, 0 pending" in out
     assert bridge("review", "merge", *common) == 0
-    assert "3 decided cases: 3 human labels appended" in capsys.readouterr().out
+    out = capsys.readouterr().out
+    assert "3 decided cases: 3 human labels appended" in out
+    assert "warning: 3 grades contradict their label at " in out and "(relevant: grade >= 1), e.g. w2 on (" in out
+    human = [r for r in read_labels(tmp_path / "qrels/beir-tiny/labels.jsonl") if r.judge == "human"]
+    assert [r.details["grade"] for r in human] == [1, 1, 1]  # w1's grades; w2's contradicting ones left out
     qrels = read_qrels(tmp_path / "qrels/beir-tiny/augmented.qrels")
     assert qrels["q1"] == {"d1": 1, "d2": 1, "d3": 0, "d5": 1} and qrels["q2"] == {"d3": 1, "d4": 1}
 
@@ -131,7 +170,7 @@ def test_a_withdrawn_decision_is_reviewed_again_from_a_fresh_database(staged, tm
     vote(db, tmp_path, ("q1", "d2"), 1, 1, 1)
     merge(db, dataset, labels, tmp_path / "aug.qrels")
     item = next(i for i in db.items("case") if i.docid == "d2")
-    record = merge_module.human_record(item, merge_module.CaseVotes(item.id), db.config)  # no valid votes
+    record = merge_module.human_record(item, merge_module.CaseVotes(item.id), db.config, 1)  # no valid votes
     write_labels(labels, [record])
     fresh = synced_db(tmp_path / "fresh.sqlite", dataset, read_labels(labels), check_share=0.0)
     reopened = next(i for i in fresh.items("case") if i.docid == "d2")

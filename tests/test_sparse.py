@@ -111,19 +111,79 @@ def test_with_no_judge_the_interval_covers_the_full_judgment_score_and_the_oracl
     assert good.oracle == pytest.approx(expected, abs=0.02)
 
 
-def test_simulated_people_answer_each_drawn_hole_once_and_a_rerun_keeps_their_answers(tmp_path):
-    """People's random answers fix their holes and recalibrate the judge that labelled them; a second run of the case
-    must neither re-answer (the answer would replace the judge's record the calibration needs) nor add answers."""
+class LevelJudge:
+    """Labels every hole with a P spread over the pool (0.05 for a topic's first passage up to 0.95 for its twelfth),
+    relevant at 0.5 or more: one uncertain calibration group, the population of people's random holes."""
+
+    name = "level"
+    config_id = "level-1"
+
+    def judge(self, cases, on_record):
+        from bridge.core.label_records import LabelRecord
+
+        for c in cases:
+            p = 0.05 + 0.9 * int(c.docid[1:]) / 11
+            on_record(LabelRecord(c.qid, c.docid, int(p >= 0.5), "level", self.name, self.config_id, "",
+                                  details={"calibration": "level"}, p_yes=p, systems=list(c.systems),
+                                  min_rank=c.min_rank, stage=self.name))  # fmt: skip
+
+
+def level_label(ws, ds):
+    from bridge.judging.quality.audit import AuditConfig
+    from bridge.label import JudgeChain, LabelOptions, LabelPaths, label_pool
+
+    paths = LabelPaths.of_workspace(ws, ds.slug)
+    return label_pool(ds, JudgeChain.of(LevelJudge()), paths, LabelOptions(audit=AuditConfig(0, 0), progress=False))
+
+
+def test_simulated_people_answer_the_reviews_random_holes_through_its_csv_once(tmp_path):
+    """``bridge review export --random 6 --csv``, three workers answering every row from the hidden labels, import,
+    merge: the six random holes are fixed at their true labels, and the hole model counts them as people's random
+    answers; the attention check is answered from its gold. A second run of the case answers nothing again."""
+    import csv
+
     from bridge.core.label_records import HUMAN_JUDGE, read_labels
+    from bridge.core.layout import REVIEW_ANSWERS_CSV, REVIEW_CSV
+    from bridge.estimate.calibration import RANDOM_SAMPLING
+    from bridge.evaluation.estimated import hole_model
+    from bridge.evaluation.inputs import load_inputs
+    from bridge.evaluation.sparse import PEOPLE_WORKERS, hidden_label, people_through_review
+    from bridge.review.items import SAMPLING_DESIGN
+    from bridge.review.store import ReviewDB
 
     full = toy_collection(tmp_path)
     ws = Workspace(tmp_path, tmp_path / "runs", tmp_path / "qrels", tmp_path / "reports", tmp_path / "cache")
-    first = run_case(ws, full, SparseCut(1, 0), "open", open_label, people=5)
-    path = ws.labels_file(sparse_dataset(full, SparseCut(1, 0)).slug)
-    answers = [r for r in read_labels(path) if r.judge == HUMAN_JUDGE]
-    assert len({(r.qid, r.docid) for r in answers}) == len(answers) == 5
-    truth = {(q, d): int(g >= 2) for q, docs in full.qrels.items() for d, g in docs.items()}
-    assert all(r.label == truth[(r.qid, r.docid)] for r in answers)
-    second = run_case(ws, full, SparseCut(1, 0), "open", open_label, people=5)
-    assert [r for r in read_labels(path) if r.judge == HUMAN_JUDGE] == answers
+    cut = SparseCut(1, 0)
+    first = run_case(ws, full, cut, "people6", level_label, people=6)
+    sparse = sparse_dataset(full, cut)
+    db = ReviewDB(ws.review_db(sparse.slug))
+    with open(ws.review_db(sparse.slug).with_name(REVIEW_CSV), newline="") as handle:
+        rows = [db.item(r["item_id"]) for r in csv.DictReader(handle)]
+    assert sorted(i.kind for i in rows) == ["case"] * 6 + ["check"]  # 6 random holes and 10% of the items checks
+    with open(ws.review_db(sparse.slug).with_name(REVIEW_ANSWERS_CSV), newline="") as handle:
+        answers = list(csv.DictReader(handle))
+    assert len(answers) == 7 * len(PEOPLE_WORKERS)
+    check = next(i for i in rows if i.kind == "check")
+    assert {a["label"] for a in answers if a["item_id"] == check.public_id} == {str(check.gold)}
+    progress = db.progress()
+    assert (progress.decided, progress.check_pass_rate) == (6, 1.0)  # every case decided, every check passed
+
+    labels = ws.labels_file(sparse.slug)
+    people = [r for r in read_labels(labels) if r.judge == HUMAN_JUDGE]
+    holes = {(i.qid, i.docid) for i in rows if i.kind == "case"}
+    assert {(r.qid, r.docid) for r in people} == holes and len(people) == 6
+    for r in people:
+        assert r.label == hidden_label(full, (r.qid, r.docid))
+        assert r.details["sampling"] == RANDOM_SAMPLING and r.details["sampling_design"] == SAMPLING_DESIGN
+        assert 0 < r.details["sampling_probability"] <= 1 and r.details["escalated"]["judge"] == "level"
+        assert [v["annotator"] for v in r.details["votes"]] == list(PEOPLE_WORKERS)
+    model = hole_model(load_inputs(ws, sparse), sparse.qrels, 10)
+    assert model.people_random == 6
+    for q, d in holes:
+        assert model.fixed[q][d] == (full.relevance_threshold if hidden_label(full, (q, d)) else 0)
+        assert (q, d) not in model.pairs
+
+    assert people_through_review(ws, full, sparse, 6) == 0  # answered already: merged again, nothing added
+    second = run_case(ws, full, cut, "people6", level_label, people=6)
+    assert [r for r in read_labels(labels) if r.judge == HUMAN_JUDGE] == people
     assert second.holes == first.holes and second.stages == first.stages

@@ -27,6 +27,8 @@ LOCK_FILE = "run.lock"
 """The folder's lock (bridge.core.lock): one label run, review merge or --restart at a time; names its holder."""
 REVIEW_DB = "review.sqlite"
 REVIEW_CSV = "review-items.csv"
+REVIEW_ANSWERS_CSV = "review-answers.csv"
+"""The sparse benchmark's simulated people's answers to review-items.csv, as a platform would return them."""
 
 # A report folder (reports/<ds>/).
 JUDGE_AUDIT = "judge-audit.json"

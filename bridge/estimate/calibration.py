@@ -127,6 +127,9 @@ class Calibration:
     topic_sd: float = 0.0
     """Logit shift (sd) of each topic's pairs on their own: how far a topic's share of relevant holes strays from
     what the features say (measured where it was fitted)."""
+    level_shifts: np.ndarray | None = field(default=None, compare=False, repr=False)
+    """The logit shift common to all pairs that each draw's intercept carries (a level drawn because nothing, or
+    little, measured it here), by draw; None: none drawn. :meth:`central` puts every draw at its median."""
 
     def __post_init__(self) -> None:
         draws = np.atleast_2d(np.asarray(self.draws, dtype=float))
@@ -151,11 +154,13 @@ class Calibration:
         return self.probabilities(rows).mean(axis=0)[inverse.reshape(-1)]
 
     def shifted(self, shifts: np.ndarray, rng: np.random.Generator, size: int) -> Calibration:
-        """``size`` draws, each a random draw of this calibration with its intercept moved by a draw of ``shifts``."""
+        """``size`` draws, each a random draw of this calibration with its intercept moved by a draw of ``shifts`` (by
+        each in turn where there are ``size`` of them)."""
         b = rng.integers(0, len(self.draws), size)
         draws = self.draws[b].copy()
-        draws[:, self.features.index(INTERCEPT)] += rng.choice(shifts, size)
-        return replace(self, draws=draws)
+        level = np.asarray(shifts, dtype=float) if len(shifts) == size else rng.choice(shifts, size)
+        draws[:, self.features.index(INTERCEPT)] += level
+        return replace(self, draws=draws, level_shifts=level + self._level_of(b))
 
     def updated(self, x: np.ndarray, y: np.ndarray, prior_sd: float, rng: np.random.Generator) -> Calibration:
         """The posterior after people's answers ``y`` on random holes ``x``: a logit shift ``delta`` with prior
@@ -172,7 +177,20 @@ class Calibration:
         draws = self.draws[b].copy()
         draws[:, self.features.index(INTERCEPT)] += grid[g]
         population = f"{self.population}; updated by people's answers on {len(y)} random open pairs"
-        return replace(self, draws=draws, population=population)
+        return replace(self, draws=draws, population=population, level_shifts=grid[g] + self._level_of(b))
+
+    def _level_of(self, rows: np.ndarray) -> np.ndarray | float:
+        return 0.0 if self.level_shifts is None else self.level_shifts[rows]
+
+    def central(self) -> Calibration:
+        """The calibration with its drawn level at the median (the coefficients' own spread kept): what the point
+        estimate draws from, so that a level nobody measured widens the interval without moving the point (the mean
+        of sigmoid(z + shift) over a symmetric shift drifts every low P toward one half; DESIGN.md §14)."""
+        if self.level_shifts is None:
+            return self
+        draws = self.draws.copy()
+        draws[:, self.features.index(INTERCEPT)] += float(np.median(self.level_shifts)) - self.level_shifts
+        return replace(self, draws=draws, level_shifts=None)
 
     def description(self) -> dict[str, Any]:
         """What the report says a P rests on: the population, whether it is a sample of holes, and the quality."""
@@ -208,6 +226,14 @@ class Calibration:
             raise InputError(f"not a calibration ({exc})", path=path) from None
 
 
+def normal_spread(sd: float, size: int, rng: np.random.Generator) -> np.ndarray:
+    """``size`` draws of N(0, ``sd``) at evenly spaced quantiles, in random order: a level drawn this way has its
+    median at 0 exactly and its tails where they belong, with none of a random sample's noise in the interval."""
+    from scipy.stats import norm
+
+    return rng.permutation(norm.ppf((np.arange(size) + 0.5) / size) * sd)
+
+
 def constant_calibration(name: str, p: np.ndarray | float, population: str) -> Calibration:
     """P drawn from the given values (one per draw) whatever the pair: the gate, a fixed P in tests."""
     values = np.atleast_1d(np.asarray(p, dtype=float))
@@ -228,8 +254,9 @@ def uninformed_calibration(draws: int, seed: int) -> Calibration:
 
 def shift_calibration(name: str, sd: float, draws: int, seed: int, population: str) -> Calibration:
     """The pair's own P (``logit_p``) with its logit moved by a draw from N(0, sd) (0: the P as it is)."""
-    shifts = np.random.default_rng(seed).normal(0.0, sd, draws) if sd > 0 else np.zeros(1)
-    return Calibration(name, ("logit_p", INTERCEPT), np.column_stack([np.ones(len(shifts)), shifts]), population)
+    shifts = normal_spread(sd, draws, np.random.default_rng(seed)) if sd > 0 else np.zeros(1)
+    coefficients = np.column_stack([np.ones(len(shifts)), shifts])
+    return Calibration(name, ("logit_p", INTERCEPT), coefficients, population, level_shifts=shifts)
 
 
 def write_calibrations(path: Path, calibrations: Mapping[str, Calibration]) -> None:

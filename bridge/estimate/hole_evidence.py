@@ -50,11 +50,13 @@ from bridge.estimate.calibration import (
     Pair,
     PairFacts,
     constant_calibration,
+    normal_spread,
     shift_calibration,
     uninformed_calibration,
 )
 from bridge.estimate.hole_grades import grade_model
-from bridge.estimate.holes import HoleModel, gate_bound
+from bridge.estimate.holes import HoleModel, StratumShift, gate_bound
+from bridge.estimate.level import level_posterior, topic_conditional
 
 
 @dataclass(frozen=True)
@@ -151,6 +153,15 @@ class HoleEvidence:
     """System -> retrieval family; a pair's stratum is then the set of families that pooled it (else of systems)."""
 
 
+@dataclass(frozen=True)
+class Answer:
+    """People's answer on a random hole: the facts of the model's record it replaced, the label, the topic."""
+
+    facts: PairFacts
+    label: int
+    qid: str
+
+
 @dataclass
 class _OpenPairs:
     """The open pairs of a hole model as they are gathered: each with its stage's calibration name and facts."""
@@ -161,6 +172,9 @@ class _OpenPairs:
     labels: dict[Pair, int] = field(default_factory=dict)
     people_relevant: int = 0
     """Holes people judged relevant (with the open pairs, the relevant holes the gate's miss rate scales)."""
+    graded_below: list[int] = field(default_factory=list)
+    """The grades people gave holes below the threshold, where their answer carried one (a yes/no answer says
+    "not relevant", not whether the hole is a "related" 1 or a 0)."""
 
     def groups(self) -> dict[str, list[int]]:
         out: dict[str, list[int]] = {}
@@ -183,15 +197,17 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         if pair[0] in keep and pair[1] not in original.get(pair[0], {}):
             pooled.setdefault(pair)
     unpooled = [p for p in dict.fromkeys(seen) if p[0] in keep and p not in pooled and p[1] not in fixed.get(p[0], {})]
-    people: dict[str, list[tuple[PairFacts, int]]] = {}
+    people: dict[str, list[Answer]] = {}
     for before, answer in evidence.people_answers:
-        people.setdefault(stage_calibration(before, calibrations), []).append((PairFacts.of(before), answer))
+        people.setdefault(stage_calibration(before, calibrations), []).append(
+            Answer(PairFacts.of(before), answer, before.qid)
+        )
     opened = _open_pairs(list(pooled), latest, fixed, people, calibrations, threshold)
     opened.pairs += unpooled
     opened.stage += [UNPOOLED] * len(unpooled)
     opened.facts += [PairFacts() for _ in unpooled]
 
-    applied = _applied_calibrations(calibrations, people, config, rng)
+    applied, measured = _applied_calibrations(calibrations, people, config, rng)
     groups = opened.groups()
     p_mean = np.full(len(opened.pairs), math.nan)
     for name, idx in groups.items():
@@ -220,20 +236,23 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         name: (np.array(idx, dtype=int), applied[name].rows([facts[i] for i in idx])) for name, idx in groups.items()
     }
     used = {name: applied[name] for name in index_groups}
-    strata: dict[str, list[tuple[np.ndarray, float]]] = {}
+    strata: dict[str, list[StratumShift]] = {}
     for name, idx in groups.items():
         c = used[name]
         if name in UNCALIBRATED:
             continue
         if not c.hole_like and config.transfer_sd > 0:
-            strata.setdefault(name, []).append((_membership([facts[i] for i in idx], evidence.families or {}),
-                                                config.transfer_sd))  # fmt: skip
+            membership = _membership([facts[i] for i in idx], evidence.families or {})
+            strata.setdefault(name, []).append(StratumShift(membership, config.transfer_sd))
         if c.topic_sd > 0:
-            strata.setdefault(name, []).append((_topics([opened.pairs[i][0] for i in idx]), c.topic_sd))
+            qids = [opened.pairs[i][0] for i in idx]
+            column = {q: j for j, q in enumerate(dict.fromkeys(qids))}
+            known = {column[q]: v for q, v in measured.get(name, {}).items() if q in column}
+            strata.setdefault(name, []).append(StratumShift(_topics(qids), c.topic_sd, known))
     people_random = sum(len(v) for v in people.values())
     # holes are graded like the pairs people judged, their answers on holes included (where the qrels hold positives
     # only, people's graded answers are what measures how a hole that is not relevant is graded)
-    grading = grade_model(original, fixed, opened.pairs, threshold, like, config.grade_sd)
+    grading = grade_model(original, fixed, opened.pairs, threshold, like, config.grade_sd, opened.graded_below)
     return HoleModel(
         threshold, fixed, opened.pairs, opened.stage, index_groups, used, opened.labels, notes, people_random, grading,
         strata, bound,
@@ -256,7 +275,7 @@ def _open_pairs(
     order: Sequence[Pair],
     latest: Mapping[Pair, LabelRecord],
     fixed: Qrels,
-    people: dict[str, list[tuple[PairFacts, int]]],
+    people: dict[str, list[Answer]],
     calibrations: Mapping[str, Calibration],
     threshold: int,
 ) -> _OpenPairs:
@@ -266,12 +285,16 @@ def _open_pairs(
     for pair in order:
         r = latest.get(pair)
         if r is not None and r.judge == HUMAN_JUDGE and r.label is not None:
-            fixed.setdefault(pair[0], {})[pair[1]] = _human_grade(r, threshold)
+            grade = _human_grade(r, threshold)
+            fixed.setdefault(pair[0], {})[pair[1]] = grade
+            if grade < threshold and isinstance(r.details.get("grade"), int):
+                opened.graded_below.append(grade)
             opened.people_relevant += int(r.label == 1)
             before = model_record(r)
             if r.details.get("sampling") == RANDOM_SAMPLING:  # a hole no model labelled: the unmeasured share's
                 stage = UNMEASURED if before is None else stage_calibration(before, calibrations)
-                people.setdefault(stage, []).append((PairFacts() if before is None else PairFacts.of(before), r.label))
+                facts = PairFacts() if before is None else PairFacts.of(before)
+                people.setdefault(stage, []).append(Answer(facts, r.label, r.qid))
             continue
         opened.pairs.append(pair)
         opened.stage.append(PRIOR if r is None else stage_calibration(r, calibrations))
@@ -283,22 +306,32 @@ def _open_pairs(
 
 def _applied_calibrations(
     calibrations: Mapping[str, Calibration],
-    people: Mapping[str, list[tuple[PairFacts, int]]],
+    people: Mapping[str, list[Answer]],
     config: HoleModelConfig,
     rng: np.random.Generator,
-) -> dict[str, Calibration]:
+) -> tuple[dict[str, Calibration], dict[str, dict[str, np.ndarray]]]:
     """Each calibration as applied to holes: updated by people's random answers, else shifted where it was fitted
-    elsewhere (on known pairs; a shipped fit on another collection's holes, by its own ``transfer_sd``)."""
+    elsewhere (on known pairs; a shipped fit on another collection's holes, by its own ``transfer_sd``). A calibration
+    with a ``topic_sd`` has its level drawn with each topic's shift (:mod:`bridge.estimate.level`): also returned,
+    per calibration, the shift of each topic people answered in, by draw."""
     applied: dict[str, Calibration] = {}
+    measured: dict[str, dict[str, np.ndarray]] = {}
     for name, c in calibrations.items():
-        answers = people.get(name)
+        answers = people.get(name) or []
         transfer = c.transfer_sd if c.transfer_sd is not None else 0.0 if c.hole_like else config.transfer_sd
+        if c.topic_sd > 0:
+            common_sd = transfer if c.transfer_sd is not None or not answers else config.reading_sd
+            x, y = c.rows([a.facts for a in answers]), np.array([a.label for a in answers], dtype=int)
+            level = level_posterior(topic_conditional(c), x, y, [a.qid for a in answers], common_sd, rng,
+                                    config.draws)  # fmt: skip
+            applied[name], measured[name] = level.calibration, level.topic_shifts
+            continue
         if answers:  # the common shift's posterior given people's random answers (its prior: the transfer's)
-            x = c.rows([f for f, _ in answers])
+            x = c.rows([a.facts for a in answers])
             sd = transfer if c.transfer_sd is not None else config.reading_sd if c.hole_like else config.transfer_sd
-            c = c.updated(x, np.array([y for _, y in answers]), sd, rng)
+            c = c.updated(x, np.array([a.label for a in answers]), sd, rng)
         elif transfer > 0:
-            c = c.shifted(rng.normal(0.0, transfer, config.draws), rng, config.draws)
+            c = c.shifted(normal_spread(transfer, config.draws, rng), rng, config.draws)
         applied[name] = c
     if ADAPTER not in applied:
         applied[ADAPTER] = _with_people(
@@ -306,7 +339,7 @@ def _applied_calibrations(
                               "each topic adapter's out-of-fold calibration on its topic's judged pairs (known pairs)"),
             people.get(ADAPTER), config.transfer_sd, rng,
         )  # fmt: skip
-    return applied
+    return applied, measured
 
 
 def topic_prevalence(ranked: Iterable[Pair], fixed: Qrels, threshold: int) -> dict[str, float]:
@@ -332,7 +365,7 @@ def _apply_prior(
     groups: Mapping[str, list[int]],
     p_mean: np.ndarray,
     applied: dict[str, Calibration],
-    people: Mapping[str, list[tuple[PairFacts, int]]],
+    people: Mapping[str, list[Answer]],
     prevalence: Mapping[str, float],
     config: HoleModelConfig,
     rng: np.random.Generator,
@@ -392,11 +425,11 @@ def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.n
 
 
 def _with_people(
-    c: Calibration, answers: list[tuple[PairFacts, int]] | None, prior_sd: float, rng: np.random.Generator
+    c: Calibration, answers: list[Answer] | None, prior_sd: float, rng: np.random.Generator
 ) -> Calibration:
     if not answers:
         return c
-    return c.updated(c.rows([f for f, _ in answers]), np.array([y for _, y in answers]), prior_sd, rng)
+    return c.updated(c.rows([a.facts for a in answers]), np.array([a.label for a in answers]), prior_sd, rng)
 
 
 def _gate_calibration(

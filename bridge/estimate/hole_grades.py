@@ -110,13 +110,19 @@ def positives_only(qrels: Qrels, threshold: int) -> bool:
 
 
 def grade_model(
-    original: Qrels, fixed: Qrels, pairs: Sequence[Pair], threshold: int, like: Sequence[Pair], sd: float
+    original: Qrels,
+    fixed: Qrels,
+    pairs: Sequence[Pair],
+    threshold: int,
+    like: Sequence[Pair],
+    sd: float,
+    graded_below: Sequence[int] = (),
 ) -> GradeModel | None:
-    """Holes graded like the judged pairs, people's answers included; where the qrels hold positives only, people's
-    answers below the threshold are counts in the unmeasured mix's Dirichlet rather than a measured mix: a few dozen
-    answers say little about how the other holes are graded, and the Dirichlet says how little."""
+    """Holes graded like the judged pairs, people's answers included; where the qrels hold positives only, the grades
+    people gave holes below the threshold (``graded_below``: answers that carried a grade; a yes/no "not relevant" says
+    nothing of 0 against a "related" 1) are counts in the unmeasured mix's Dirichlet rather than a measured mix: a few
+    dozen answers say little about how the other holes are graded, and the Dirichlet says how little."""
     if not positives_only(original, threshold):
         return GradeModel.of(fixed, pairs, threshold, like, sd=sd)
     positives = {q: {d: g for d, g in docs.items() if g >= threshold} for q, docs in fixed.items()}
-    below = [g for q, docs in fixed.items() for d, g in docs.items() if g < threshold and d not in original.get(q, {})]
-    return GradeModel.of(positives, pairs, threshold, like, sd=sd, answered_below=below)
+    return GradeModel.of(positives, pairs, threshold, like, sd=sd, answered_below=list(graded_below))

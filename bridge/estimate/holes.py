@@ -8,6 +8,7 @@ rules every P follows.
 from __future__ import annotations
 
 import math
+from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -75,6 +76,26 @@ def gate_bound(recall: tuple[int, int] | None, zeros: int, others: int, level: f
     return GateBound(most, zeros, m, level, checked) if most < zeros else None
 
 
+@dataclass(frozen=True)
+class StratumShift:
+    """A logit shift of its own for each stratum of a calibration's pairs (a topic, the set of retrievers that pooled
+    a pair): drawn from N(0, ``sd``) in every draw, except the strata people's answers measured, whose shift goes
+    with the calibration's draw (:mod:`bridge.estimate.level`)."""
+
+    membership: np.ndarray
+    """(pairs x strata) one-hot; a row of zeros for a pair in no stratum."""
+    sd: float
+    measured: Mapping[int, np.ndarray] = field(default_factory=dict)
+    """Stratum column -> its shift in each of the calibration's draws (by row)."""
+
+    def draw(self, rng: np.random.Generator, rows: np.ndarray) -> np.ndarray:
+        """(draws, pairs) the shift of each pair in the draws whose calibration rows are ``rows``."""
+        shifts = rng.normal(0.0, self.sd, (len(rows), self.membership.shape[1]))
+        for column, values in self.measured.items():
+            shifts[:, column] = values[rows]
+        return shifts @ self.membership.T
+
+
 @dataclass
 class HoleModel:
     """Fixed grades (original qrels and people's labels) and every open pair with its calibrated P."""
@@ -95,10 +116,10 @@ class HoleModel:
     """People's answers on random open pairs used to update the calibrations."""
     grading: GradeModel | None = None
     """Graded qrels: the grade a relevant (or not relevant) hole gets, drawn from its topic's judgments."""
-    strata: dict[str, list[tuple[np.ndarray, float]]] = field(default_factory=dict)
-    """Calibration name -> [(its pairs x strata membership, the sd of each stratum's own logit shift)]: one-hot by the
-    set of systems that pooled a pair (a calibration on known pairs may be off differently for each system's holes)
-    and, for a calibration with a ``topic_sd``, by topic."""
+    strata: dict[str, list[StratumShift]] = field(default_factory=dict)
+    """Calibration name -> its strata's own logit shifts: by the set of systems that pooled a pair (a calibration on
+    known pairs may be off differently for each system's holes) and, for a calibration with a ``topic_sd``, by
+    topic."""
     gate: GateBound | None = None
     """What the bounds assume of the gate's zeros (None: they are open like every other pair)."""
 
@@ -109,28 +130,30 @@ class HoleModel:
             if len(idx):
                 self.p[idx] = self.calibrations[name].mean(x)
 
-    def draw_p(self, rng: np.random.Generator, n: int) -> np.ndarray:
-        """(n, open pairs) P, one calibration draw per row (a calibration's pairs share their draw)."""
+    def draw_p(self, rng: np.random.Generator, n: int, central: bool = False) -> np.ndarray:
+        """(n, open pairs) P, one calibration draw per row (a calibration's pairs share their draw); ``central``: with
+        every drawn level at its median (:meth:`Calibration.central`: what the point estimate draws)."""
         out = np.zeros((n, len(self.pairs)))
         for name, (idx, x) in self.groups.items():
             if not len(idx):
                 continue
-            draws = self.calibrations[name].draws
+            c = self.calibrations[name]
+            draws = (c.central() if central else c).draws
             b = rng.integers(0, len(draws), n)
             z = draws[b] @ x.T
-            for membership, sd in self.strata.get(name, ()):
-                z = z + rng.normal(0.0, sd, (n, membership.shape[1])) @ membership.T
+            for shift in self.strata.get(name, ()):
+                z = z + shift.draw(rng, b)
             out[:, idx] = sigmoid(z)
         return out
 
-    def draw_labels(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def draw_labels(self, rng: np.random.Generator, n: int, central: bool = False) -> np.ndarray:
         """(n, open pairs) 0/1 labels: calibration and label uncertainty together."""
-        return (rng.random((n, len(self.pairs))) < self.draw_p(rng, n)).astype(np.int8)
+        return (rng.random((n, len(self.pairs))) < self.draw_p(rng, n, central)).astype(np.int8)
 
-    def draw_grades(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def draw_grades(self, rng: np.random.Generator, n: int, central: bool = False) -> np.ndarray:
         """(n, open pairs) grades: relevant holes at the threshold grade, others 0; on graded qrels a relevant hole
         takes a grade drawn from its topic's relevant judgments and another hole one from its other judgments."""
-        labels = self.draw_labels(rng, n)
+        labels = self.draw_labels(rng, n, central)
         if self.grading is None:
             return labels * float(self.threshold)
         return self.grading.draw(labels, rng)

@@ -3,7 +3,9 @@ probabilities, and the value of asking about a pair, all from one model of the h
 
 * **Estimate.** Draws of every open label from the hole model (calibration and label uncertainty together);
   each draw scores every system (trec_eval's semantics, vectorized: :mod:`bridge.estimate.vectorized`) and resamples the
-  topics once. A system's estimate is the mean over draws of its mean over topics; its **interval** (95%)
+  topics once. A system's estimate is the mean over draws of its mean over topics, drawn with every level the
+  model draws (a calibration's shift on a collection nothing measured) at its median: averaged over an unknown
+  level, every low score would drift toward the middle (DESIGN.md §14); its **interval** (95%)
   is that of the draws' means: where the score on these topics lies once every hole is judged (label and
   calibration uncertainty); its **topic interval** adds the resampling of topics (the same draws, topic
   means replaced by resampled means): where the score of the system lies on topics like these.
@@ -219,29 +221,42 @@ class Leaderboard:
         self.means = {m.label: np.zeros((draws, s)) for m in self.measures}
         self.resampled = {m.label: np.zeros((draws, s)) for m in self.measures}
         self.topic_means = {m.label: np.zeros((s, n)) for m in self.measures}
-        rows = {k: self.top_rows(k) for k in {m.k for m in self.measures}}
+        self._top_rows = {k: self.top_rows(k) for k in {m.k for m in self.measures}}
         for start in range(0, draws, cfg.chunk):
             c = min(cfg.chunk, draws - start)
-            grades = self._drawn_grades(rng, c)
             w = self.weights[start : start + c]
-            gains = {k: gains_at(r, grades) for k, r in rows.items()}  # c x s x t x k
-            for m in self.measures:
-                norm = normaliser(m.name, self.flat.slots, grades, m.k, self.model.threshold)
-                norm = None if norm is None else norm[:, None, :]  # the same for every system
-                values = gain_values(m.name, gains[m.k], m.k, self.model.threshold, norm)  # c x s x t
-                self.means[m.label][start : start + c] = values.mean(axis=2) if n else 0.0
-                self.resampled[m.label][start : start + c] = np.einsum("cst,ct->cs", values, w)
-                self.topic_means[m.label] += values.sum(axis=0) / draws
+            for label, values in self._values(self._drawn_grades(rng, c)).items():  # c x s x t
+                self.means[label][start : start + c] = values.mean(axis=2) if n else 0.0
+                self.resampled[label][start : start + c] = np.einsum("cst,ct->cs", values, w)
+                self.topic_means[label] += values.sum(axis=0) / draws
+        self.points = {label: means.mean(axis=0) for label, means in self.means.items()}
+        """Each system's estimate: the mean over draws with every drawn level at its median (module docstring)."""
+        if any(c.level_shifts is not None for c in self.model.calibrations.values()):
+            self.points = {m.label: np.zeros(s) for m in self.measures}
+            for start in range(0, draws, cfg.chunk):
+                c = min(cfg.chunk, draws - start)
+                for label, values in self._values(self._drawn_grades(rng, c, central=True)).items():
+                    self.points[label] += (values.mean(axis=2) if n else 0.0).sum(axis=0) / draws
+
+    def _values(self, grades: np.ndarray) -> dict[str, np.ndarray]:
+        """measure -> (draws x systems x topics) every system's score on every topic under each draw's grades."""
+        gains = {k: gains_at(rows, grades) for k, rows in self._top_rows.items()}  # c x s x t x k
+        out = {}
+        for m in self.measures:
+            norm = normaliser(m.name, self.flat.slots, grades, m.k, self.model.threshold)
+            norm = None if norm is None else norm[:, None, :]  # the same for every system
+            out[m.label] = gain_values(m.name, gains[m.k], m.k, self.model.threshold, norm)
+        return out
 
     def top_rows(self, k: int) -> np.ndarray:
         """(systems x topics x k) every system's top k as rows of the flat qrels (:class:`RunMatrix`)."""
         return np.stack([self.matrices[(s, k)].rows for s in self.systems])
 
-    def _drawn_grades(self, rng: np.random.Generator, n: int) -> np.ndarray:
+    def _drawn_grades(self, rng: np.random.Generator, n: int, central: bool = False) -> np.ndarray:
         """(n, rows) grades: the fixed ones, and the open pairs' drawn from the hole model."""
         grades = np.broadcast_to(self.flat.grades, (n, len(self.flat.grades))).copy()
         if len(self.open_rows):
-            grades[:, self.open_rows] = self.model.draw_grades(rng, n)
+            grades[:, self.open_rows] = self.model.draw_grades(rng, n, central)
         return grades
 
     def _interval(self, draws: np.ndarray, level: float | None = None) -> tuple[float, float]:
@@ -260,7 +275,7 @@ class Leaderboard:
                         s,
                         m.label,
                         float(lows[i]),
-                        float(means.mean()),
+                        float(self.points[m.label][i]),
                         self._interval(means),
                         self._interval(resampled),
                         float(highs[i]),
@@ -271,8 +286,12 @@ class Leaderboard:
 
     def order(self, measure: str) -> list[int]:
         """System indices best first under the estimate (ties by name)."""
-        means = self.means[measure].mean(axis=0)
-        return sorted(range(len(self.systems)), key=lambda i: (-means[i], self.systems[i]))
+        points = self.point(measure)
+        return sorted(range(len(self.systems)), key=lambda i: (-points[i], self.systems[i]))
+
+    def point(self, measure: str) -> np.ndarray:
+        """Each system's estimate (:attr:`points`)."""
+        return self.points[measure]
 
     def p_beats(self, measure: str, a: int, b: int) -> float:
         """P(system a beats system b) on resampled topics (ties count half)."""
@@ -287,7 +306,8 @@ class Leaderboard:
         on_topics = self.means[measure][:, a] - self.means[measure][:, b]
         resampled = self.resampled[measure][:, a] - self.resampled[measure][:, b]
         return Comparison(
-            measure, self.systems[a], self.systems[b], status, verdict, p, worst, best, float(on_topics.mean()),
+            measure, self.systems[a], self.systems[b], status, verdict, p, worst, best,
+            float(self.points[measure][a] - self.points[measure][b]),
             self._interval(on_topics), self._interval(resampled),
         )  # fmt: skip
 

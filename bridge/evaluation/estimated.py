@@ -19,6 +19,7 @@ import numpy as np
 from bridge.core.fsio import atomic_write
 from bridge.core.trec import Qrels
 from bridge.estimate.calibration import Pair
+from bridge.estimate.forecast import Forecast, forecast, wants_forecast
 from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
 from bridge.estimate.holes import GateBound, HoleModel
 from bridge.estimate.leaderboard import (
@@ -81,6 +82,9 @@ class EstimatedLeaderboard:
     baseline: str | None = None
     against_baseline: list[Comparison] = field(default_factory=list)
     """Every other system (``upper``) against ``baseline`` (``lower``), per measure, by the same rule."""
+    forecast: list[Forecast] = field(default_factory=list)
+    """What more random answers from people would give, where they would measure a level the model draws (empty:
+    none does, :func:`bridge.estimate.forecast.wants_forecast`)."""
 
     def score(self, system: str, measure: str) -> SystemEstimate | None:
         return next((s for s in self.scores if s.system == system and s.measure == measure), None)
@@ -145,8 +149,10 @@ def estimate_leaderboard(
     hole model from the label run's counted records, pool and calibrations, then every estimated measure of
     ``specs`` with ``valuable`` most valuable open pairs."""
     measures = estimate_measures(specs, inputs.threshold)
-    model = hole_model(inputs, original, max(m.k for m in measures), holes)
+    evidence = hole_evidence(inputs, original, max(m.k for m in measures))
+    model = build_hole_model(evidence, holes or HoleModelConfig())
     board = Leaderboard(inputs.runs, model, inputs.topics, measures, config)
+    ahead = forecast(evidence, inputs.runs, measures, config, holes) if wants_forecast(model) else []
     used = {name: c.description() for name, c in model.calibrations.items()}
     return EstimatedLeaderboard(
         board.scores(),
@@ -161,19 +167,23 @@ def estimate_leaderboard(
         bounds_assumption(model.gate),
         baseline,
         board.against(baseline) if baseline is not None else [],
+        ahead,
     )
 
 
 def hole_model(inputs: EvalInputs, original: Qrels, depth: int, holes: HoleModelConfig | None = None) -> HoleModel:
     """The hole model of ``inputs``' label run over the pairs its runs rank in their top ``depth``: every open pair
     with its P (the label run's counted records, pool and calibrations; ``original``: the qrels people gave)."""
-    records = inputs.counted_labels
+    return build_hole_model(hole_evidence(inputs, original, depth), holes or HoleModelConfig())
+
+
+def hole_evidence(inputs: EvalInputs, original: Qrels, depth: int) -> HoleEvidence:
+    """What :func:`hole_model` builds from (its records a list, so that it can be built again with more answers)."""
     seen = ranked_lists(inputs.runs, inputs.topics, depth)
-    evidence = HoleEvidence(
-        original, records, inputs.pool, inputs.topics, inputs.threshold, inputs.calibrations, gate_recall(inputs.audit),
-        seen, families=inputs.families,
+    return HoleEvidence(
+        original, list(inputs.counted_labels), inputs.pool, inputs.topics, inputs.threshold, inputs.calibrations,
+        gate_recall(inputs.audit), seen, families=inputs.families,
     )  # fmt: skip
-    return build_hole_model(evidence, holes or HoleModelConfig())
 
 
 def rank_stability(board: Leaderboard) -> list[RankStability]:
@@ -182,7 +192,7 @@ def rank_stability(board: Leaderboard) -> list[RankStability]:
     for m in board.measures:
         means = board.means[m.label]
         ranks = 1 + (means[:, None, :] > means[:, :, None]).sum(axis=2)  # draws x systems
-        estimate = means.mean(axis=0)
+        estimate = board.point(m.label)
         rank = 1 + (estimate[None, :] > estimate[:, None]).sum(axis=1)
         for i, s in enumerate(board.systems):
             out.append(

@@ -256,6 +256,7 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     holes, rest_on = _what_holes_rest_on(estimated)
     blocks: list[Block] = [
         Heading("The answer"),
+        *(Para(line) for line in level_lines(estimated)),
         Para(
             "Each system's **estimate**: its expected score once every hole (every pair no person judged) is judged, "
             "with two 95% intervals: on **these topics** (only the holes uncertain: quote it for this benchmark) and "
@@ -496,9 +497,44 @@ def _what_would_narrow(estimated: EstimatedLeaderboard) -> str:
     )
     return (
         "What would narrow the intervals: people answering the review queue's random share (`bridge review`: each "
-        f"answer fixes a hole and recalibrates the judge on holes), {valuable}, or a stronger judge served through "
-        "`--backend openai` (its effect is not computed before it is measured on this dataset)."
+        f"answer fixes a hole and recalibrates the judge on holes{_forecast_text(estimated)}), {valuable}, or a "
+        "stronger judge served through `--backend openai` (its effect is not computed before it is measured on this "
+        "dataset)."
     )
+
+
+def _forecast_text(estimated: EstimatedLeaderboard) -> str:
+    """What more random answers would give, forecast from the model (:mod:`bridge.estimate.forecast`)."""
+    if not estimated.forecast:
+        return ""
+    now = [s.interval[1] - s.interval[0] for s in estimated.scores]
+    decided = sum(c.status != OPEN for c in estimated.comparisons)
+    said = "; ".join(
+        f"{f.answers} more: width about {f.width:.2f}, about {f.decided:.0f} of {f.comparisons} decided"
+        for f in estimated.forecast
+    )
+    return (
+        f"; forecast from the model, {estimated.forecast[0].worlds} simulated worlds each, against today's mean "
+        f"interval width {sum(now) / max(len(now), 1):.2f} and {decided} of {len(estimated.comparisons)} adjacent "
+        f"comparisons decided: {said} (`bridge review export --random N --csv`)"
+    )
+
+
+def level_lines(estimated: EstimatedLeaderboard) -> list[str]:
+    """Where a level the model draws was measured, and where not (the answer's first lines)."""
+    if not estimated.forecast:
+        return []
+    if estimated.people_random:
+        return [
+            f"The level of the holes (how many of them are relevant) is measured by people's answers on "
+            f"{estimated.people_random} random holes; the intervals carry what so few answers leave unknown."
+        ]
+    return [
+        "**Nothing here measures the level of the holes** (how many of them are relevant): the judge's "
+        "calibration was fitted on another collection, and levels move between collections. Lead with the ranking "
+        "(the order of the estimates): the intervals are wide because the level is unknown, not because the order "
+        "is. A few dozen answers from people on random holes measure it (below: what they are expected to decide)."
+    ]
 
 
 def _judge_quality(audit: Mapping[str, Any]) -> str:

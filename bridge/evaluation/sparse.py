@@ -19,13 +19,14 @@ judge's shipped calibration is fitted on (``python -m bench sparse --fit``).
 
 from __future__ import annotations
 
+import itertools
 import json
 import random
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field, replace
 from pathlib import Path
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 import numpy as np
 
@@ -43,6 +44,9 @@ from bridge.evaluation.reusability_fills import LeaveOutScorer
 from bridge.judging import cases_for
 from bridge.judging.learned.exemplar import ExemplarFeatures
 from bridge.pool.pooling import PoolEntry, build_pool, write_pool
+
+if TYPE_CHECKING:
+    from bridge.review.store import ReviewDB
 
 MEASURES = "nDCG@10,P@10,Recall@10"
 ORACLE = "oracle-prevalence"
@@ -108,6 +112,8 @@ class SparseSettings:
     measures: tuple[Measure, ...] = field(default_factory=lambda: tuple(parse_measures(MEASURES)))
     draws: int = 400
     seed: int = 0
+    forecast: tuple[int, ...] = ()
+    """Forecast what these numbers of more random answers would give (:mod:`bridge.estimate.forecast`)."""
 
 
 @dataclass(frozen=True)
@@ -130,6 +136,27 @@ class SystemScore:
 
 
 @dataclass(frozen=True)
+class PairVerdict:
+    """Two systems whose full-judgment scores differ by at least :data:`DECIDED_GAP`, as the estimate decides them
+    (the rule of ``bridge eval``'s comparisons, :func:`bridge.estimate.leaderboard.verdict_of`)."""
+
+    measure: str
+    better: str
+    """The system better under the full judgments."""
+    worse: str
+    gap: float
+    """Full-judgment score of ``better`` minus ``worse``."""
+    status: str
+    """settled, likely or open."""
+    right: bool | None
+    """Whether a settled or likely verdict says ``better`` is better (None: open, or settled not separable)."""
+
+
+DECIDED_GAP = 0.05
+"""System pairs truly this far apart or more are the comparisons a decision is counted on."""
+
+
+@dataclass(frozen=True)
 class CaseResult:
     """One cut under one label configuration."""
 
@@ -144,41 +171,76 @@ class CaseResult:
     """Stage -> [open pairs, expected relevant]."""
     label_seconds: float
     llm_calls: int
+    people: int = 0
+    """Random holes people answered (through the review's CSV round trip)."""
+    pairs: list[PairVerdict] = field(default_factory=list)
+    adjacent: list[int] = field(default_factory=list)
+    """[adjacent comparisons decided (settled or likely), adjacent comparisons] over every measure."""
+    forecast: list[dict[str, float]] = field(default_factory=list)
+    """:class:`bridge.estimate.forecast.Forecast` of more random answers, as dicts."""
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any]) -> CaseResult:
-        return cls(
-            **{**data, "cut": SparseCut(**data["cut"]), "scores": [SystemScore(**s) for s in data["scores"]]}  # type: ignore[arg-type]
-        )
+        return cls(**{  # type: ignore[arg-type]
+            **data, "cut": SparseCut(**data["cut"]), "scores": [SystemScore(**s) for s in data["scores"]],
+            "pairs": [PairVerdict(**v) for v in data.get("pairs", [])],
+        })  # fmt: skip
 
 
-def answer_random_holes(ws: Workspace, full: Dataset, sparse: Dataset, entries: Sequence[PoolEntry], n: int) -> int:
-    """Simulated people: ``n`` pool holes drawn at random (seeded by the cut's qrels) answered from their hidden
-    labels, as ``bridge review``'s random share writes them (each with the judge's record it replaces): fixed in the
-    estimate, and a sample of holes that recalibrates the judge's level (a pair already answered is left as it is).
-    Returns how many were drawn."""
-    from bridge.core.fsio import JsonlAppender
-    from bridge.core.label_records import HUMAN_JUDGE
-    from bridge.estimate.calibration import RANDOM_SAMPLING
-    from bridge.label.hole_reading import counted_records, people_answer
+PEOPLE_WORKERS = ("w1", "w2", "w3")
+"""The simulated people: each answers every exported item (the review's default three judgments per case)."""
 
-    path = ws.labels_file(sparse.slug)
-    records = counted_records(path, ws.audit_report(sparse.slug))
-    drawn = random.Random(json.dumps(sorted(sparse.qrels.items()), sort_keys=True)).sample(
-        [(e.qid, e.docid) for e in entries], min(n, len(entries))
-    )
-    with JsonlAppender(path) as log:
-        for pair in drawn:
-            if pair in records and records[pair].judge == HUMAN_JUDGE:
-                continue  # answered by an earlier run of the case
-            grade = full.qrels.get(pair[0], {}).get(pair[1], 0)
-            answer = people_answer(records.get(pair), pair, hidden_label(full, pair), grade, "simulated-people",
-                                   sampling=RANDOM_SAMPLING)  # fmt: skip
-            log.append(answer.to_json())
-    return len(drawn)
+
+def people_through_review(ws: Workspace, full: Dataset, sparse: Dataset, n: int) -> int:
+    """Simulated people through the CSV round trip a team with annotators runs, in the case's workspace: ``bridge
+    review export --random N --csv``, every exported item answered truthfully by three workers (a case from the full
+    judgments with its grade there, an attention check from its gold), ``bridge review import --csv``
+    and ``bridge review merge``. A review that holds judgments already is not answered again (it is merged: merging
+    is idempotent), so a re-run of the case adds nothing. Returns the judgments imported now."""
+    from bridge.core.layout import REVIEW_ANSWERS_CSV, REVIEW_CSV
+    from bridge.review.config import ReviewOverrides
+    from bridge.review.workflow import export_review, import_review, merge_review, open_review_db, sync_review
+
+    def quiet(text: str) -> None:
+        return None
+
+    path = ws.review_db(sparse.slug)
+    db = open_review_db(path)
+    added = 0
+    if not db.judgments():
+        db.close()
+        db = sync_review(ws, sparse, path, ReviewOverrides(random_holes=n), say=quiet)
+        items, answers = path.with_name(REVIEW_CSV), path.with_name(REVIEW_ANSWERS_CSV)
+        export_review(db, items, False, say=quiet)
+        write_truthful_answers(db, full, items, answers)
+        added = import_review(db, answers, say=quiet).added
+    merge_review(ws, sparse, db, say=quiet)
+    return added
+
+
+def write_truthful_answers(db: ReviewDB, full: Dataset, items: Path, answers: Path) -> None:
+    """Answer every item of an exported CSV as :data:`PEOPLE_WORKERS` would, knowing the full judgments: one row
+    per (item, worker) in the columns ``bridge review import --csv`` reads. A case's grade is the pair's under the
+    full judgments (0 where they do not judge it), so the estimate learns the grade mix of non-relevant holes as
+    it would from people who grade; an attention check's is left empty (its gold is a label, not a grade)."""
+    import csv
+
+    from bridge.core.fsio import atomic_write
+
+    known = {item.public_id: item for item in db.items()}
+    with open(items, encoding="utf-8", newline="") as handle:
+        exported = [known[row["item_id"]] for row in csv.DictReader(handle)]
+    with atomic_write(answers) as handle:
+        writer = csv.writer(handle)
+        writer.writerow(("item_id", "worker", "label", "grade"))
+        for item in exported:
+            case = item.kind == "case"
+            label = hidden_label(full, (item.qid, item.docid)) if case else item.gold
+            grade = full.qrels.get(item.qid, {}).get(item.docid, 0) if case else ""
+            writer.writerows((item.public_id, worker, label, grade) for worker in PEOPLE_WORKERS)
 
 
 def hidden_label(full: Dataset, pair: tuple[str, str]) -> int:
@@ -196,9 +258,11 @@ def run_case(
     people: int = 0,
 ) -> CaseResult:
     """Cut ``full``'s qrels, pool ``ws``'s runs over the cut, label the pool with ``label(ws, sparse)`` (a user's
-    ``bridge label``), let simulated people answer ``people`` random holes, estimate as ``bridge eval`` does, and score
-    every system against the full judgments."""
-    from bridge.evaluation.estimated import hole_model
+    ``bridge label``), let simulated people answer the review's ``people`` random holes (:func:`people_through_review`),
+    estimate as ``bridge eval`` does, and score every system against the full judgments."""
+    from bridge.estimate.forecast import forecast
+    from bridge.estimate.leaderboard import OPEN
+    from bridge.evaluation.estimated import hole_evidence
     from bridge.evaluation.inputs import load_inputs
 
     sparse = sparse_dataset(full, cut)
@@ -209,12 +273,14 @@ def run_case(
     summary = label(ws, sparse)
     seconds = time.perf_counter() - start
     if people:
-        answer_random_holes(ws, full, sparse, entries, people)
+        people_through_review(ws, full, sparse, people)
     inputs = load_inputs(ws, sparse)
-    model = hole_model(inputs, sparse.qrels, settings.depth)
+    evidence = hole_evidence(inputs, sparse.qrels, settings.depth)
+    model = build_hole_model(evidence)
     topics = list(inputs.topics)
     estimate = EstimateConfig(draws=settings.draws, seed=settings.seed)
     board = Leaderboard(runs, model, topics, settings.measures, estimate)
+    ahead = forecast(evidence, runs, settings.measures, estimate, more=settings.forecast) if settings.forecast else []
     oracle = _oracle_board(full, sparse, runs, entries, topics, settings, estimate)
     truth = LeaveOutScorer(runs, full.qrels, topics, full.relevance_threshold)
     holey = LeaveOutScorer(runs, sparse.qrels, topics, full.relevance_threshold)
@@ -222,7 +288,7 @@ def run_case(
     for m in settings.measures:
         lowest, highest = board.bounds.system(m.label)
         low, high = np.percentile(board.means[m.label], [2.5, 97.5], axis=0)
-        means = board.means[m.label].mean(axis=0)
+        means = board.point(m.label)
         for i, s in enumerate(board.systems):
             scores.append(SystemScore(
                 m.label, s, float(truth.full(s, m).mean()), float(holey.full(s, m).mean()), float(means[i]),
@@ -233,8 +299,29 @@ def run_case(
     stages = {k: [float(n), float(e)] for k, (n, e) in model.by_stage().items()}
     return CaseResult(
         full.name, config, cut, scores, len(entries), relevant, float(model.p.sum()), stages, seconds,
-        int(getattr(summary, "llm_calls", 0) or 0),
+        int(getattr(summary, "llm_calls", 0) or 0), people, pair_verdicts(board, scores),
+        [sum(c.status != OPEN for c in board.comparisons), len(board.comparisons)], [asdict(f) for f in ahead],
     )  # fmt: skip
+
+
+def pair_verdicts(board: Leaderboard, scores: Sequence[SystemScore]) -> list[PairVerdict]:
+    """Every pair of systems at least :data:`DECIDED_GAP` apart under the full judgments, with the estimate's
+    verdict."""
+    from bridge.estimate.leaderboard import OPEN
+
+    out = []
+    for m in board.measures:
+        full = {s.system: s.full for s in scores if s.measure == m.label}
+        for a, b in itertools.combinations(range(len(board.systems)), 2):
+            sa, sb = board.systems[a], board.systems[b]
+            if abs(full[sa] - full[sb]) < DECIDED_GAP:
+                continue
+            c = board.compare(m.label, a, b)
+            better, worse = (sa, sb) if full[sa] > full[sb] else (sb, sa)
+            says = {">": sa, "<": sb}.get(c.verdict)
+            right = None if c.status == OPEN or says is None else says == better
+            out.append(PairVerdict(m.label, better, worse, abs(full[sa] - full[sb]), c.status, right))
+    return out
 
 
 def _runs(ws: Workspace, ds: Dataset) -> dict[str, Run]:
@@ -356,6 +443,60 @@ def table(figures: Sequence[Figures]) -> str:
             f"{f.label_minutes:.1f} | {f.llm_calls:.0f} |"
         )
     return "\n".join(lines)
+
+
+def verdict_table(results: Sequence[CaseResult], baseline: str = "bm25") -> str:
+    """What the estimate decides (markdown): per configuration and measure, over its cases, the system pairs at least
+    :data:`DECIDED_GAP` apart under the full judgments, the share it decides (settled or likely, a direction), the
+    settled verdicts that are wrong, the share of likely verdicts that are right, and the same share decided against
+    ``baseline``."""
+    head = (
+        f"| config | measure | pairs >= {DECIDED_GAP} apart | decided | settled wrong | likely right | "
+        f"decided against {baseline} |\n|---|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    keys = dict.fromkeys((r.config, v.measure) for r in results for v in r.pairs)
+    for config, measure in keys:
+        pairs = [v for r in results if r.config == config for v in r.pairs if v.measure == measure]
+        decided = [v for v in pairs if v.right is not None]
+        settled = [v for v in decided if v.status == "settled"]
+        likely = [v for v in decided if v.status == "likely"]
+        against = [v for v in pairs if baseline in (v.better, v.worse)]
+        lines.append(
+            f"| {config} | {measure} | {len(pairs)} | {_share(len(decided), len(pairs))} | "
+            f"{sum(not v.right for v in settled)} of {len(settled)} | "
+            f"{_share(sum(bool(v.right) for v in likely), len(likely))} | "
+            f"{_share(sum(v.right is not None for v in against), len(against))} |"
+        )
+    return "\n".join(lines)
+
+
+def forecast_table(results: Sequence[CaseResult]) -> str:
+    """The forecast against what happened (markdown): per number of more answers, the forecast made with fewer
+    answers (mean interval width over systems and measures, adjacent comparisons decided) beside the cases that had
+    that many, over the cuts both exist for."""
+    head = (
+        "| answers | cases | width forecast | width measured | decided forecast | decided measured |"
+        "\n|---|---|---|---|---|---|"
+    )
+    lines = [head]
+    by = {(r.people, r.cut.name): r for r in results}
+    rows: dict[int, list[tuple[float, float, float, float]]] = {}
+    for r in results:
+        for f in r.forecast:
+            after = by.get((r.people + int(f["answers"]), r.cut.name))
+            if after is None:
+                continue
+            width = float(np.mean([s.high - s.low for s in after.scores]))
+            rows.setdefault(after.people, []).append((f["width"], width, f["decided"], after.adjacent[0]))
+    for n, values in sorted(rows.items()):
+        w_f, w_m, d_f, d_m = (float(np.mean(v)) for v in zip(*values, strict=True))
+        lines.append(f"| {n} | {len(values)} | {w_f:.3f} | {w_m:.3f} | {d_f:.1f} | {d_m:.1f} |")
+    return "\n".join(lines)
+
+
+def _share(part: int, whole: int) -> str:
+    return f"{part}/{whole} ({part / whole:.2f})" if whole else "0/0"
 
 
 def write_results(path: Path, results: Sequence[CaseResult]) -> None:

@@ -7,6 +7,7 @@ then asks for another judgment.
 
 from __future__ import annotations
 
+import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
@@ -26,6 +27,8 @@ class Judgment:
     source: str = "web"
     gold: int | None = None
     """The known answer of an attention check (None for cases)."""
+    grade: int | None = None
+    """The grade given with the label (a CSV's ``grade`` column); None where none was (the web page asks none)."""
 
 
 def majority(labels: Iterable[int]) -> int | None:
@@ -131,6 +134,21 @@ def still_needed(valid: int, ones: int, n: int) -> int:
     if valid >= n and 2 * ones != valid:
         return 0
     return max(n - valid, 1)
+
+
+def grade_fits(grade: int, label: int, threshold: int) -> bool:
+    """Whether a grade says what its label says at the dataset's relevance threshold (relevant: grade >= it)."""
+    return (grade >= threshold) == bool(label)
+
+
+def agreed_grade(judgments: Iterable[Judgment], label: int, threshold: int) -> int | None:
+    """The grade of a decided label: the lower median of the grades given with that label (a grade that contradicts
+    its own label at ``threshold`` left out); None where none was given. The lower median is a grade someone gave,
+    and on a tie the less relevant one (the estimator reads a non-relevant hole's grade mix from these)."""
+    grades = [
+        j.grade for j in judgments if j.label == label and j.grade is not None and grade_fits(j.grade, label, threshold)
+    ]
+    return statistics.median_low(grades) if grades else None
 
 
 def tally(case_ids: Iterable[int], judgments: Iterable[Judgment], excluded: frozenset[int]) -> dict[int, CaseVotes]:

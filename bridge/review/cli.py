@@ -21,17 +21,23 @@ Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided
 Each case collects N judgments from distinct annotators (majority vote); known-answer attention
 checks from the dataset's gold pairs are mixed in, and annotators who fail them are flagged.
 Cases are handed out (and exported) most valuable first (the expected number of open comparisons of
-adjacent systems in runs/<ds>/ their label would decide), with about 20 model-labelled holes per
-calibration drawn at random spread among them: people's answers on those calibrate the estimate.
+adjacent systems in runs/<ds>/ their label would decide), with --random N model-labelled holes (default 40)
+drawn at random, stratified by the judge's P, spread among them: people's answers on those measure the level
+of the judges that labelled the holes, which calibrates the estimate.
 
   bridge review add-annotator NAME      create an annotator, print their secret token
   bridge review serve                   the web page on 127.0.0.1 (prints the URL)
   bridge review export --csv [PATH]     items for a crowdsourcing platform (one row per item)
-  bridge review import --csv PATH       the platform's judgments (item_id, worker, label[, comment])
+  bridge review import --csv PATH       the platform's judgments (item_id, worker, label[, grade][, comment])
   bridge review progress                cases done / pending, kappa, per-annotator pass rates
   bridge review merge                   decided cases -> labels.jsonl (route human) + augmented.qrels
 
-The database is qrels/<ds>/review.sqlite; settings given once (--judgments, --check-share, ...)
+A judgment may carry a grade on the dataset's scale (a non-negative integer; TREC DL 0-3, relevant at 2 or
+above): on graded qrels it tells a "related" not-relevant pair from a 0, which the estimate uses. A decided case
+keeps the lower median of the grades its majority gave; merge leaves out (and says) a grade that contradicts
+its own label.
+
+The database is qrels/<ds>/review.sqlite; settings given once (--judgments, --check-share, --random, ...)
 are stored there and used by every later command.
 """
 
@@ -70,8 +76,13 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--csv", type=Path, nargs="?", const=None, default=None, metavar="PATH", dest="csv_path",
                         help="output file (default: qrels/<ds>/review-items.csv)")  # fmt: skip
     export.add_argument("--all", action="store_true", help="also export cases that are already decided")
-    imp = _action(actions, "import", "read judgments from a CSV (item_id, worker, label[, comment])", cmd_import, False)
-    imp.add_argument("--csv", type=Path, required=True, metavar="PATH", dest="csv_path", help="the judgments file")
+    imp = _action(actions, "import", "read judgments from a CSV (item_id, worker, label[, grade][, comment])",
+                  cmd_import, False)  # fmt: skip
+    imp.add_argument("--csv", type=Path, required=True, metavar="PATH", dest="csv_path",
+                     help="the judgments file: columns named item_id, worker, label (1/0, relevant/not relevant, "
+                     "yes/no) and optional grade (a non-negative integer on the dataset's scale; empty: none) and "
+                     "comment, or Mechanical Turk's Input.item_id, WorkerId, Answer.label, Answer.grade, "
+                     "Answer.comment")  # fmt: skip
     _action(actions, "progress", "cases done / pending, Fleiss' kappa, per-annotator counts and pass rates",
             cmd_progress, False, aliases=["status"])  # fmt: skip
     _action(actions, "merge", "write decided cases into labels.jsonl (route human) and augmented.qrels", cmd_merge)

@@ -21,7 +21,10 @@ class ReviewConfig:
     lease_s: float = 1200.0
     """How long an item handed to an annotator stays reserved for them."""
     seed: int = 0
-    """Seeds the choice of attention checks."""
+    """Seeds the choice of attention checks and of the random holes."""
+    random_holes: int = 40
+    """Holes drawn at random for people to answer (:func:`bridge.review.items.random_holes`): their answers measure
+    the level of the judges that labelled the holes."""
 
     def __post_init__(self) -> None:
         if self.judgments_per_case < 1:
@@ -32,6 +35,8 @@ class ReviewConfig:
             raise BridgeError(f"minimum pass rate must be in [0, 1], got {self.min_pass_rate}")
         if self.lease_s <= 0:
             raise BridgeError(f"lease must be positive, got {self.lease_s} s")
+        if self.random_holes < 0:
+            raise BridgeError(f"random holes must be 0 or more, got {self.random_holes}")
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
@@ -62,3 +67,4 @@ class ReviewOverrides:
     min_pass_rate: float | None = None
     exclude_flagged: bool | None = None
     lease_s: float | None = None
+    random_holes: int | None = None

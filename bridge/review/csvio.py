@@ -3,8 +3,11 @@
 The export has one row per item (cases that still need judgments, plus their share of attention
 checks, shuffled so checks are not bunched), identified by the opaque ``item_id`` only; a text cell
 that a spreadsheet would run as a formula (a leading ``=``, ``+``, ``-``, ``@``) is written with a
-single quote before it. The import reads one row per (item, worker) judgment; it also understands
-Amazon Mechanical Turk's result columns (``Input.item_id``, ``WorkerId``, ``Answer.label``, ``Answer.comment``).
+single quote before it. The import reads one row per (item, worker) judgment, with an optional grade (graded
+qrels: a "not relevant" may be a grade the measures still count, e.g. TREC DL's 1; the estimator learns that mix from
+people's grades); it also understands Amazon Mechanical Turk's result columns (``Input.item_id``, ``WorkerId``,
+``Answer.label``, ``Answer.grade``, ``Answer.comment``). Whether a grade agrees with its label depends on the
+dataset's relevance threshold, which the import does not know: ``bridge review merge`` checks it.
 """
 
 from __future__ import annotations
@@ -21,7 +24,7 @@ from bridge.review.aggregate import annotator_stats, excluded_annotators, tally
 from bridge.review.records import ImportRow, ImportSummary
 from bridge.review.store import ReviewDB
 
-EXPORT_COLUMNS = ("item_id", "query", "answers", "chunk", "history", "worker", "label", "comment")
+EXPORT_COLUMNS = ("item_id", "query", "answers", "chunk", "history", "worker", "label", "grade", "comment")
 LABELS = {
     "1": 1, "relevant": 1, "yes": 1, "true": 1, "y": 1,
     "0": 0, "not relevant": 0, "not_relevant": 0, "irrelevant": 0, "no": 0, "false": 0, "n": 0,
@@ -30,8 +33,10 @@ FALLBACK_COLUMNS = {
     "item_id": "Input.item_id",
     "worker": "WorkerId",
     "label": "Answer.label",
+    "grade": "Answer.grade",
     "comment": "Answer.comment",
 }
+OPTIONAL_COLUMNS = ("grade", "comment")
 
 
 FORMULA_START = ("=", "+", "-", "@", "\t", "\r")
@@ -71,7 +76,8 @@ def export_csv(db: ReviewDB, path: Path, include_decided: bool = False) -> Expor
             answers = "\n".join(f"{i}. {a}" for i, a in enumerate(item.answers, start=1))
             history = render.history_text(rounds, adjudication)
             texts = (item.query, answers, item.chunk, history)
-            writer.writerow([item.public_id, *(inert_cell(t) for t in texts), "", "", ""])
+            blanks = [""] * (len(EXPORT_COLUMNS) - 1 - len(texts))  # worker, label, grade, comment: to fill in
+            writer.writerow([item.public_id, *(inert_cell(t) for t in texts), *blanks])
     return ExportSummary(len(cases), len(checks))
 
 
@@ -95,7 +101,7 @@ def read_judgments_csv(path: Path) -> tuple[list[ImportRow], int]:
                     columns[name] = name
                 elif fallback in header:
                     columns[name] = fallback
-                elif name != "comment":
+                elif name not in OPTIONAL_COLUMNS:
                     raise InputError(
                         f"missing column {name!r} (or {fallback!r}); found {', '.join(header)}", path=path, line=1
                     )
@@ -110,8 +116,8 @@ def read_judgments_csv(path: Path) -> tuple[list[ImportRow], int]:
                 def cell(name: str, record: dict[str, str] = record) -> str:
                     return (record.get(columns[name]) or "").strip() if name in columns else ""
 
-                item_id, worker, label = cell("item_id"), cell("worker"), cell("label")
-                if not worker and not label:
+                item_id, worker, label, grade = cell("item_id"), cell("worker"), cell("label"), cell("grade")
+                if not worker and not label and not grade:
                     unfilled += 1
                     continue
                 for name, value in (("item_id", item_id), ("worker", worker), ("label", label)):
@@ -124,7 +130,16 @@ def read_judgments_csv(path: Path) -> tuple[list[ImportRow], int]:
                         line=line,
                         field=columns["label"],
                     )
-                rows.append(ImportRow(line, number, item_id, worker, LABELS[label.casefold()], cell("comment")))
+                if grade and not (grade.isascii() and grade.isdigit()):
+                    raise InputError(
+                        f"row {number}: grade {grade!r} is not a non-negative integer",
+                        path=path,
+                        line=line,
+                        field=columns["grade"],
+                    )
+                label_value = LABELS[label.casefold()]
+                grade_value = int(grade) if grade else None
+                rows.append(ImportRow(line, number, item_id, worker, label_value, cell("comment"), grade_value))
     except UnicodeDecodeError:  # e.g. a spreadsheet's export in a Windows code page
         raise decode_error(path) from None
     return rows, unfilled

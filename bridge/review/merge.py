@@ -2,7 +2,10 @@
 qrels regenerated (the DREAM configuration's records plus every human record, as ``bridge label``
 writes them). Undecided cases stay out; merging twice appends nothing new. A merged decision that
 the votes no longer support (an annotator was flagged since) is withdrawn by an undecided human
-record, so the pair leaves the augmented qrels until the case is decided again.
+record, so the pair leaves the augmented qrels until the case is decided again. A decision carries
+a grade (``details["grade"]``) where voters who gave the decided label gave grades with it
+(:func:`bridge.review.aggregate.agreed_grade`); the import cannot know the dataset's relevance threshold,
+so a grade that contradicts its own label is caught here: left out, and said (``MergeSummary.contradicting``).
 """
 
 from __future__ import annotations
@@ -19,7 +22,15 @@ from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, read_labels
 from bridge.datasets import Dataset
 from bridge.label.files import write_label_qrels
-from bridge.review.aggregate import CaseVotes, Judgment, annotator_stats, excluded_annotators, tally
+from bridge.review.aggregate import (
+    CaseVotes,
+    Judgment,
+    agreed_grade,
+    annotator_stats,
+    excluded_annotators,
+    grade_fits,
+    tally,
+)
 from bridge.review.config import ReviewConfig
 from bridge.review.records import Item
 from bridge.review.store import ReviewDB
@@ -34,23 +45,34 @@ class MergeSummary:
     withdrawn: int = 0
     superseded: list[tuple[str, str]] = field(default_factory=list)
     """Decided cases whose pair a judge has labelled since; their human label is not written."""
+    contradicting: list[tuple[str, str, str, int, int]] = field(default_factory=list)
+    """(qid, docid, annotator, label, grade) of the valid votes of decided cases whose grade contradicts their label
+    at the dataset's relevance threshold: the label counts, the grade is left out of the pair's grade."""
 
 
 def _vote(j: Judgment) -> dict[str, Any]:
     at = datetime.fromtimestamp(j.created_at, UTC).isoformat(timespec="seconds")
-    return {"annotator": j.annotator, "label": j.label, "comment": j.comment, "source": j.source, "at": at}
+    grade = {} if j.grade is None else {"grade": j.grade}  # no key without one: earlier merges' records stay equal
+    return {"annotator": j.annotator, "label": j.label, **grade, "comment": j.comment, "source": j.source, "at": at}
+
+
+SAMPLING_KEYS = ("sampling", "sampling_probability", "sampling_stratum", "sampling_design")
+"""A random hole's draw, carried from its case into people's answer (:func:`bridge.review.items.review_cases`)."""
 
 
 def review_config_id(config: ReviewConfig) -> str:
     """Identifies the decision rule (N, attention-check policy) that produced a human label."""
-    rule = {k: v for k, v in config.to_json().items() if k not in ("lease_s", "seed")}
+    rule = {k: v for k, v in config.to_json().items() if k not in ("lease_s", "seed", "random_holes")}
     return "review-" + hashlib.sha256(json.dumps(rule, sort_keys=True).encode()).hexdigest()[:12]
 
 
-def human_record(item: Item, votes: CaseVotes, config: ReviewConfig) -> LabelRecord:
-    """The case's human label record; undecided (label null, route ``escalated``) while votes are missing."""
+def human_record(item: Item, votes: CaseVotes, config: ReviewConfig, threshold: int) -> LabelRecord:
+    """The case's human label record; undecided (label null, route ``escalated``) while votes are missing. A decided
+    one carries the grade its voters agreed on (``threshold``: the dataset's relevance threshold), where they gave
+    any (:func:`bridge.review.aggregate.agreed_grade`)."""
     source = item.source
     label = votes.label(config.judgments_per_case)
+    grade = None if label is None else agreed_grade(votes.valid, label, threshold)
     return LabelRecord(
         qid=item.qid,
         docid=item.docid,
@@ -67,8 +89,8 @@ def human_record(item: Item, votes: CaseVotes, config: ReviewConfig) -> LabelRec
             "escalated": {
                 k: source.get(k) for k in ("route", "judge", "config_id", "model", "details", "label", "stage")
             },
-            **({"sampling": source["sampling"]} if source.get("sampling") else {}),
-            **({"sampling_probability": source["sampling_probability"]} if "sampling_probability" in source else {}),
+            **{k: source[k] for k in SAMPLING_KEYS if source.get(k) is not None},
+            **({} if grade is None else {"grade": grade}),
         },
         p_yes=source.get("p_yes"),
         systems=list(source.get("systems", [])),
@@ -77,14 +99,25 @@ def human_record(item: Item, votes: CaseVotes, config: ReviewConfig) -> LabelRec
     )
 
 
-def case_records(db: ReviewDB) -> list[LabelRecord]:
-    """The current human record of every case under review (decided or not)."""
+def case_records(db: ReviewDB, threshold: int) -> list[LabelRecord]:
+    """The current human record of every case under review (decided or not); ``threshold``: the dataset's relevance
+    threshold."""
     config = db.config
     judgments = db.judgments()
     excluded = excluded_annotators(annotator_stats(db.annotators(), judgments, config), config)
     cases = db.items("case")
     votes = tally([c.id for c in cases], judgments, excluded)
-    return [human_record(c, votes[c.id], config) for c in cases]
+    return [human_record(c, votes[c.id], config, threshold) for c in cases]
+
+
+def contradicting_grades(record: LabelRecord, threshold: int) -> list[tuple[str, str, str, int, int]]:
+    """The valid votes of a human record whose grade contradicts their label at ``threshold`` (for
+    :attr:`MergeSummary.contradicting`)."""
+    return [
+        (record.qid, record.docid, v["annotator"], v["label"], v["grade"])
+        for v in record.details.get("votes", [])
+        if "grade" in v and not grade_fits(v["grade"], v["label"], threshold)
+    ]
 
 
 def merge(
@@ -93,9 +126,10 @@ def merge(
     """People's decisions into labels.jsonl; augmented qrels rewritten with the current record of each pair
     (``config_order``: the label run's configurations in precedence order, judge-audit.json's)."""
     summary = MergeSummary()
+    threshold = dataset.relevance_threshold
     latest = {(r.qid, r.docid): r for r in read_labels(labels_path)}
     with JsonlAppender(labels_path) as log:
-        for record in case_records(db):
+        for record in case_records(db, threshold):
             pair = (record.qid, record.docid)
             current = latest.get(pair)
             by_human = current is not None and current.judge == HUMAN_JUDGE
@@ -106,6 +140,7 @@ def merge(
                     summary.withdrawn += 1
                 continue
             summary.decided += 1
+            summary.contradicting += contradicting_grades(record, threshold)
             random_hole = bool(record.details.get("sampling"))  # a model's label on purpose: people still answer
             if by_human and current.to_json() == record.to_json():  # type: ignore[union-attr]
                 summary.unchanged += 1

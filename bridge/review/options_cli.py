@@ -22,6 +22,14 @@ def add_review_settings(parser: argparse.ArgumentParser) -> None:
     flagged.add_argument("--keep-flagged", dest="exclude_flagged", action="store_false",
                          help="count flagged annotators' labels anyway")  # fmt: skip
     g.add_argument("--lease-minutes", type=float, default=None, help="how long a handed-out item is reserved (20)")
+    g.add_argument(
+        "--random",
+        type=int,
+        default=None,
+        metavar="N",
+        dest="random_holes",
+        help="holes drawn at random for people to answer (the level's measurement; default 40; stored)",
+    )
 
 
 def review_overrides_from_args(args: argparse.Namespace) -> ReviewOverrides | None:
@@ -29,4 +37,6 @@ def review_overrides_from_args(args: argparse.Namespace) -> ReviewOverrides | No
     if not hasattr(args, "judgments"):
         return None
     lease = args.lease_minutes * 60 if args.lease_minutes is not None else None
-    return ReviewOverrides(args.judgments, args.check_share, args.min_pass_rate, args.exclude_flagged, lease)
+    return ReviewOverrides(
+        args.judgments, args.check_share, args.min_pass_rate, args.exclude_flagged, lease, args.random_holes
+    )

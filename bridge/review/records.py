@@ -79,6 +79,8 @@ class ImportRow:
     worker: str
     label: int
     comment: str = ""
+    grade: int | None = None
+    """The grade given with the label (graded qrels: 0-3 on TREC DL), None where the row gave none."""
 
 
 @dataclass(frozen=True)

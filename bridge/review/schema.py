@@ -3,10 +3,17 @@
 from __future__ import annotations
 
 SCHEMA_VERSION = "2"
-"""2 added ``items.priority`` (a case's value); a version-1 database is migrated when opened."""
+"""2 added ``items.priority`` (a case's value); a version-1 database is migrated when opened. ``judgments.grade``
+(nullable) came later without a new version: a database without it gets it when opened (:data:`GRADE_COLUMN`),
+and a bridge that predates it still reads and writes the database (it names its columns)."""
 
 
-SCHEMA = """
+GRADE_COLUMN = "grade INTEGER CHECK (grade >= 0)"
+"""``judgments.grade``: the grade given with a label, NULL where none was; ``ALTER TABLE judgments ADD COLUMN`` adds it
+to a database made before it."""
+
+
+SCHEMA = f"""
 CREATE TABLE IF NOT EXISTS meta (key TEXT PRIMARY KEY, value TEXT NOT NULL);
 CREATE TABLE IF NOT EXISTS items (
     id INTEGER PRIMARY KEY,
@@ -48,6 +55,7 @@ CREATE TABLE IF NOT EXISTS judgments (
     item_id INTEGER NOT NULL REFERENCES items (id),
     annotator_id INTEGER NOT NULL REFERENCES annotators (id),
     label INTEGER NOT NULL CHECK (label IN (0, 1)),
+    {GRADE_COLUMN},
     comment TEXT NOT NULL DEFAULT '',
     source TEXT NOT NULL CHECK (source IN ('web', 'csv')),
     created_at REAL NOT NULL,

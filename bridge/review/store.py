@@ -28,7 +28,7 @@ from bridge.review.aggregate import Judgment, Progress, is_flagged, progress, st
 from bridge.review.config import ReviewConfig
 from bridge.review.items import ItemSpec, Pair
 from bridge.review.records import Annotator, AnnotatorFlagged, ImportRow, ImportSummary, Item, NotAssigned, SyncSummary
-from bridge.review.schema import PICK_CASE, SCHEMA, SCHEMA_VERSION, SEEN
+from bridge.review.schema import GRADE_COLUMN, PICK_CASE, SCHEMA, SCHEMA_VERSION, SEEN
 
 
 def hash_token(token: str) -> str:
@@ -65,6 +65,8 @@ class ReviewDB:
                 conn.execute("UPDATE meta SET value = ? WHERE key = 'schema_version'", (SCHEMA_VERSION,))
             elif version != SCHEMA_VERSION:
                 raise BridgeError(f"{self.path}: review database schema {version}, this bridge reads {SCHEMA_VERSION}")
+            if not any(r["name"] == "grade" for r in conn.execute("PRAGMA table_info(judgments)")):  # made before it
+                conn.execute(f"ALTER TABLE judgments ADD COLUMN {GRADE_COLUMN}")
             self._salt = self._meta(conn, "salt") or ""
             self.secret_key = self._meta(conn, "secret_key") or ""
 
@@ -202,10 +204,15 @@ class ReviewDB:
     ) -> SyncSummary:
         """Bring the items up to date with labels.jsonl: add new cases, close cases decided
         elsewhere since, and top up attention checks to the configured share. ``priorities``: each case's
-        priority (the review queue's order: :func:`bridge.review.workflow.case_values`); highest first."""
+        priority (the review queue's order: :func:`bridge.review.workflow.case_values`); highest first. A random
+        hole's case takes its current source: another number of random holes changes its inclusion probability."""
         config = self.config
         with self._write() as conn:
             new_cases = sum(self._insert_item(conn, spec) for spec in cases)
+            conn.executemany(
+                "UPDATE items SET source = ? WHERE kind = 'case' AND qid = ? AND docid = ?",
+                [(json.dumps(s.source, ensure_ascii=False), s.qid, s.docid) for s in cases if s.source.get("sampling")],
+            )
             if priorities is not None:
                 conn.executemany(
                     "UPDATE items SET priority = ? WHERE kind = 'case' AND qid = ? AND docid = ?",
@@ -377,7 +384,8 @@ class ReviewDB:
     @staticmethod
     def _judgments(conn: sqlite3.Connection) -> list[Judgment]:
         rows = conn.execute(
-            "SELECT j.item_id, i.kind, j.annotator_id, a.name, j.label, j.comment, j.created_at, j.source, i.gold"
+            "SELECT j.item_id, i.kind, j.annotator_id, a.name, j.label, j.comment, j.created_at, j.source, i.gold,"
+            " j.grade"
             " FROM judgments j JOIN items i ON i.id = j.item_id JOIN annotators a ON a.id = j.annotator_id"
             " ORDER BY j.id"
         )
@@ -399,15 +407,16 @@ class ReviewDB:
 
         Workers become annotators by name (the same name as a web annotator is that person).
         Re-importing a file changes nothing; a row that contradicts an earlier judgment of the
-        same worker is an error naming the row.
+        same worker (another label, or another grade: none counts as one) is an error naming the row.
         """
         with self._write() as conn:
             items = {r["public_id"]: r["id"] for r in conn.execute("SELECT id, public_id FROM items")}
             workers = {name: aid for aid, name in self._annotator_names(conn).items()}
             existing = {
-                (r["item_id"], r["name"]): r["label"]
+                (r["item_id"], r["name"]): (r["label"], r["grade"])
                 for r in conn.execute(
-                    "SELECT j.item_id, a.name, j.label FROM judgments j JOIN annotators a ON a.id = j.annotator_id"
+                    "SELECT j.item_id, a.name, j.label, j.grade FROM judgments j"
+                    " JOIN annotators a ON a.id = j.annotator_id"
                 )
             }
             fresh: dict[tuple[int, str], ImportRow] = {}
@@ -419,13 +428,15 @@ class ReviewDB:
                         f"row {row.row}: unknown item {row.public_id!r}", path=path, line=row.line, field="item_id"
                     )
                 key = (item_id, row.worker)
-                before = existing.get(key, fresh[key].label if key in fresh else None)
-                if before is not None and before != row.label:
+                before = existing.get(key, (fresh[key].label, fresh[key].grade) if key in fresh else None)
+                if before is not None and before != (row.label, row.grade):
+                    label, grade = before
                     raise InputError(
-                        f"row {row.row}: worker {row.worker!r} already judged item {row.public_id} as {before}",
+                        f"row {row.row}: worker {row.worker!r} already judged item {row.public_id} as {label}"
+                        f" ({'no grade' if grade is None else f'grade {grade}'})",
                         path=path,
                         line=row.line,
-                        field="label",
+                        field="label" if label != row.label else "grade",
                     )
                 if before is not None:
                     unchanged += 1
@@ -442,9 +453,9 @@ class ReviewDB:
                     workers[worker] = int(cur.lastrowid or 0)
                     new_workers += 1
                 conn.execute(
-                    "INSERT INTO judgments (item_id, annotator_id, label, comment, source, created_at)"
-                    " VALUES (?, ?, ?, ?, 'csv', ?)",
-                    (item_id, workers[worker], row.label, row.comment, now),
+                    "INSERT INTO judgments (item_id, annotator_id, label, grade, comment, source, created_at)"
+                    " VALUES (?, ?, ?, ?, ?, 'csv', ?)",
+                    (item_id, workers[worker], row.label, row.grade, row.comment, now),
                 )
         return ImportSummary(len(fresh), unchanged, new_workers)
 

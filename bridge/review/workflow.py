@@ -53,7 +53,7 @@ def sync_review(ws: Workspace, ds: Dataset, db_path: Path, overrides: ReviewOver
     every = read_labels(labels)
     records = current_records(every, label_run_order(ws, ds, every))
     seed = db.config.seed
-    cases, reviewed = review_cases(ds, records, seed=seed)
+    cases, reviewed = review_cases(ds, records, db.config.random_holes, seed)
     values = case_values(ws, ds, records, cases)
     summary = db.sync(cases, reviewed, lambda count, taken: attention_checks(ds, count, seed, taken), values)
     say(
@@ -123,7 +123,10 @@ def export_review(db: ReviewDB, path: Path, include_decided: bool, *, say: Say) 
 
     summary = export_csv(db, path, include_decided=include_decided)
     say(f"exported {summary.cases} cases and {summary.checks} attention checks -> {path}")
-    say("fill in one row per judgment (item_id, worker, label 1/0, comment) and run `bridge review import --csv`")
+    say(
+        "fill in one row per judgment (item_id, worker, label 1/0, optional grade and comment) and run "
+        "`bridge review import --csv`"
+    )
     return summary
 
 
@@ -155,5 +158,12 @@ def merge_review(ws: Workspace, ds: Dataset, db: ReviewDB, *, say: Say) -> Merge
         say(f"{summary.withdrawn} earlier human labels withdrawn: their votes no longer decide the case")
     for qid, docid in summary.superseded:
         say(f"warning: ({qid}, {docid}) was labelled by a judge after it was escalated; human label not written")
+    if summary.contradicting:
+        qid, docid, annotator, label, grade = summary.contradicting[0]
+        say(
+            f"warning: {len(summary.contradicting)} grades contradict their label at {ds.name}'s relevance threshold "
+            f"(relevant: grade >= {ds.relevance_threshold}), e.g. {annotator} on ({qid}, {docid}): label {label}, "
+            f"grade {grade}; their labels count, those grades are left out"
+        )
     say(f"-> {labels}\n-> {augmented}")
     return summary
