@@ -4,6 +4,8 @@ with its score under the full judgments.
 
     python -m bench sparse [--dataset dl19] [--keep 1 2] [--seeds 0 1 2] [--config NAME=ARGS ...] [--people N ...]
     python -m bench sparse --dataset dl19 --fit bridge/data/exemplar-fit.json --transfer-from nfcorpus@2
+    python -m bench sparse --dataset dl19 --people 0 20 40 80 --out reports/sparse-oos \
+        --people-args "--exemplar-fit reports/sparse/exemplar-fit-nfcorpus.json"    # out of sample
 
 A config is a name and the `bridge label` arguments it adds to the Makefile's for the dataset (`make -n label`):
 ``default`` adds none (what `make pool label eval` runs: free stages, a zero budget for the costly judge), ``open``
@@ -193,10 +195,17 @@ def record_figures(path: Path, dataset: str, results: list[CaseResult], config: 
 def run_fit(args: argparse.Namespace) -> int:
     from bridge.core.fsio import write_json_atomic
     from bridge.core.layout import Workspace
+    from bridge.core.stamp import run_families
     from bridge.encoders.embeddings import PassageEmbeddings
     from bridge.encoders.sources import MINILM
     from bridge.evaluation.sparse import SparseCut, hole_sample
-    from bridge.judging.learned.exemplar import ExemplarFeatures, common_shift, fit_exemplar
+    from bridge.judging.learned.exemplar import (
+        ExemplarFeatures,
+        ExemplarFit,
+        common_shift,
+        fit_exemplar,
+        topic_spread,
+    )
     from bridge.judging.quality.metrics import weighted_measures
 
     def samples(name: str) -> list[dict]:
@@ -208,14 +217,24 @@ def run_fit(args: argparse.Namespace) -> int:
         if not runs:
             raise SystemExit(f"no runs in {ws.runs(ds.slug)}: bridge retrieve --dataset {name} --pool-config grid")
         encoder = PassageEmbeddings(ds, ws.cache_dir, MINILM)
+        families = run_families(ws.runs(ds.slug))
         rows = []
         for keep in args.keep:
             for seed in args.seeds:
-                rows += hole_sample(ds, SparseCut(keep, seed), runs, lambda s: ExemplarFeatures(s, encoder), 10)
+                cut = SparseCut(keep, seed)
+                rows += hole_sample(ds, cut, runs, lambda s: ExemplarFeatures(s, encoder), 10, families)
         return rows
 
     print(f"cpu: {cpu_model()}", flush=True)
     rows = samples(args.dataset)
+    if args.family_sd:  # the shift of each set of retrieval families, measured on these cuts, into a fit's file
+        data = json.loads(args.family_sd.read_text(encoding="utf-8"))
+        fit = ExemplarFit.read(args.family_sd)
+        data["calibration"]["family_sd"] = round(topic_spread(fit.calibration, rows, "families"), 3)
+        write_json_atomic(args.family_sd, data)
+        sd = data["calibration"]["family_sd"]
+        print(f"family sd {sd} on {len(rows):,} holes of {args.dataset}\n-> {args.family_sd}")
+        return 0
     cuts = f"{' or '.join(map(str, args.keep))} (seeds {' '.join(map(str, args.seeds))})"
     provenance: dict[str, Any] = {"collection": args.dataset, "cuts": cuts, "features": list(FEATURES),
                                   "pool": "runs/<ds>/ (the 40-system grid), depth 10", "cpu": cpu_model()}  # fmt: skip
@@ -339,6 +358,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--restart", action="store_true", help="label every case afresh")
     parser.add_argument("--fit", type=Path, help="fit the exemplar calibration on the cuts and write it here")
     parser.add_argument("--transfer-from", nargs="*", default=[], help="collections that measure the transfer shift")
+    parser.add_argument("--family-sd", type=Path, metavar="FIT",
+                        help="measure the spread of each retrieval-family set's shift on the dataset's cuts and write "
+                        "it into this exemplar fit file (its calibration's family_sd)")  # fmt: skip
     parser.add_argument("--min-transfer-sd", type=float, default=0.5)
     parser.add_argument("--record", type=Path, help="keep the figures of --record-config in this exemplar fit file")
     parser.add_argument("--record-config", default="default")
@@ -352,7 +374,7 @@ def main(argv: list[str]) -> int:
         parser.error("--people: numbers of random holes are 0 or more")
     if args.fit_llm:
         return run_fit_llm(args)
-    return run_fit(args) if args.fit else run_benchmark(args)
+    return run_fit(args) if args.fit or args.family_sd else run_benchmark(args)
 
 
 if __name__ == "__main__":

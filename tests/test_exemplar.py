@@ -137,6 +137,21 @@ def test_topic_spread_recovers_a_known_random_intercept():
     assert topic_spread(truth, flat) < 0.35
 
 
+def test_the_spread_of_family_sets_is_measured_like_the_topics():
+    """Holes whose pooling families carry a shift of their own (sd 0.8 over 12 family sets; topics flat): the spread
+    by ``families`` finds it, the spread by topic does not."""
+    rows = synthetic_rows(n_topics=120, per_topic=60, seed=4)
+    shifts = np.random.default_rng(5).normal(0.0, 0.8, 12)
+    rng = np.random.default_rng(6)
+    for i, r in enumerate(rows):
+        r["families"] = f"set{i % 12}"
+        p = 1 / (1 + np.exp(-(-2.0 + shifts[i % 12] + 4.0 * r["exemplar_cosine"])))
+        r["relevant"] = int(rng.random() < p)
+    truth = Calibration("ex", (INTERCEPT, "exemplar_cosine"), np.array([[-2.0, 4.0]]), "synthetic", hole_like=True)
+    assert topic_spread(truth, rows, "families") == pytest.approx(float(np.std(shifts)), abs=0.3)
+    assert topic_spread(truth, rows) < 0.35
+
+
 def test_the_stage_decides_topics_with_an_exemplar_and_the_estimate_draws_from_its_calibration(tmp_path):
     ds = cluster_dataset()
     fit = ExemplarFit(

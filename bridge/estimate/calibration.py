@@ -127,6 +127,9 @@ class Calibration:
     topic_sd: float = 0.0
     """Logit shift (sd) of each topic's pairs on their own: how far a topic's share of relevant holes strays from
     what the features say (measured where it was fitted)."""
+    family_sd: float = 0.0
+    """Logit shift (sd) of the holes each set of retrieval families pooled, on their own: how far the holes learned
+    retrievers find stray from what the features say, and lexical ones' (measured where it was fitted)."""
     level_shifts: np.ndarray | None = field(default=None, compare=False, repr=False)
     """The logit shift common to all pairs that each draw's intercept carries (a level drawn because nothing, or
     little, measured it here), by draw; None: none drawn. :meth:`central` puts every draw at its median."""
@@ -194,7 +197,11 @@ class Calibration:
 
     def description(self) -> dict[str, Any]:
         """What the report says a P rests on: the population, whether it is a sample of holes, and the quality."""
-        shifts = {"transfer_sd": self.transfer_sd, "topic_sd": self.topic_sd} if self.transfer_sd is not None else {}
+        shifts = (
+            {"transfer_sd": self.transfer_sd, "topic_sd": self.topic_sd, "family_sd": self.family_sd}
+            if self.transfer_sd is not None
+            else {}
+        )
         return {"population": self.population, "hole_like": self.hole_like, **shifts, **dict(self.quality)}
 
     def to_json(self) -> dict[str, Any]:
@@ -207,6 +214,7 @@ class Calibration:
             "quality": dict(self.quality),
             **({"transfer_sd": self.transfer_sd} if self.transfer_sd is not None else {}),
             **({"topic_sd": self.topic_sd} if self.topic_sd else {}),
+            **({"family_sd": self.family_sd} if self.family_sd else {}),
         }
 
     @classmethod
@@ -221,6 +229,7 @@ class Calibration:
                 dict(data.get("quality") or {}),
                 None if data.get("transfer_sd") is None else float(data["transfer_sd"]),
                 float(data.get("topic_sd") or 0.0),
+                float(data.get("family_sd") or 0.0),
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a calibration ({exc})", path=path) from None

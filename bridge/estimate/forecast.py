@@ -64,13 +64,17 @@ def forecast(
                if stage not in UNCALIBRATED and pair in latest]  # fmt: skip
     rng = np.random.default_rng([estimate.seed, 7])
     config = replace(estimate, draws=draws)
+    # the same worlds for every N, each asking its holes in one random order (a larger N asks a smaller one's too):
+    # the forecasts of different N differ by the answers, not by the worlds drawn
+    drawn = []
+    for _ in range(worlds):
+        labels = rng.random(len(model.pairs)) < model.draw_p(rng, 1)[0]
+        drawn.append((labels, rng.permutation(askable) if askable else np.zeros(0, dtype=int)))
     out = []
     for n in more:
         widths, decided, total = [], [], 0
-        for _ in range(worlds):
-            labels = rng.random(len(model.pairs)) < model.draw_p(rng, 1)[0]
-            asked = rng.choice(askable, min(n, len(askable)), replace=False) if askable else []
-            answers = [(latest[model.pairs[i]], int(labels[i])) for i in asked]
+        for labels, order in drawn:
+            answers = [(latest[model.pairs[i]], int(labels[i])) for i in order[:n]]
             answered = replace(evidence, people_answers=[*evidence.people_answers, *answers])
             board = Leaderboard(runs, build_hole_model(answered, holes), list(evidence.topics), measures, config)
             widths.append(float(np.mean([e.interval[1] - e.interval[0] for e in board.scores()])))

@@ -30,7 +30,7 @@ Their answers themselves are fixed like every other human label. No P is exactly
 from __future__ import annotations
 
 import math
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -207,7 +207,7 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
     opened.stage += [UNPOOLED] * len(unpooled)
     opened.facts += [PairFacts() for _ in unpooled]
 
-    applied, measured = _applied_calibrations(calibrations, people, config, rng)
+    applied, measured = _applied_calibrations(calibrations, people, config, rng, evidence.families or {})
     groups = opened.groups()
     p_mean = np.full(len(opened.pairs), math.nan)
     for name, idx in groups.items():
@@ -244,11 +244,13 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         if not c.hole_like and config.transfer_sd > 0:
             membership = _membership([facts[i] for i in idx], evidence.families or {})
             strata.setdefault(name, []).append(StratumShift(membership, config.transfer_sd))
-        if c.topic_sd > 0:
-            qids = [opened.pairs[i][0] for i in idx]
-            column = {q: j for j, q in enumerate(dict.fromkeys(qids))}
-            known = {column[q]: v for q, v in measured.get(name, {}).items() if q in column}
-            strata.setdefault(name, []).append(StratumShift(_topics(qids), c.topic_sd, known))
+        if c.topic_sd > 0:  # a level calibration: each topic's shift and each family set's (measured where answered)
+            topics, families = measured.get(name, ({}, {}))
+            keys = [opened.pairs[i][0] for i in idx]
+            strata.setdefault(name, []).append(_stratum_shift(keys, c.topic_sd, topics))
+            if c.family_sd > 0:
+                keys = [family_key(facts[i], evidence.families or {}) for i in idx]
+                strata[name].append(_stratum_shift(keys, c.family_sd, families))
     people_random = sum(len(v) for v in people.values())
     # holes are graded like the pairs people judged, their answers on holes included (where the qrels hold positives
     # only, people's graded answers are what measures how a hole that is not relevant is graded)
@@ -309,22 +311,24 @@ def _applied_calibrations(
     people: Mapping[str, list[Answer]],
     config: HoleModelConfig,
     rng: np.random.Generator,
-) -> tuple[dict[str, Calibration], dict[str, dict[str, np.ndarray]]]:
+    families: Mapping[str, str],
+) -> tuple[dict[str, Calibration], dict[str, tuple[dict[Hashable, np.ndarray], dict[Hashable, np.ndarray]]]]:
     """Each calibration as applied to holes: updated by people's random answers, else shifted where it was fitted
     elsewhere (on known pairs; a shipped fit on another collection's holes, by its own ``transfer_sd``). A calibration
     with a ``topic_sd`` has its level drawn with each topic's shift (:mod:`bridge.estimate.level`): also returned,
-    per calibration, the shift of each topic people answered in, by draw."""
+    per calibration, the shift of each topic and of each set of families people answered in, by draw."""
     applied: dict[str, Calibration] = {}
-    measured: dict[str, dict[str, np.ndarray]] = {}
+    measured: dict[str, tuple[dict[Hashable, np.ndarray], dict[Hashable, np.ndarray]]] = {}
     for name, c in calibrations.items():
         answers = people.get(name) or []
         transfer = c.transfer_sd if c.transfer_sd is not None else 0.0 if c.hole_like else config.transfer_sd
         if c.topic_sd > 0:
             common_sd = transfer if c.transfer_sd is not None or not answers else config.reading_sd
             x, y = c.rows([a.facts for a in answers]), np.array([a.label for a in answers], dtype=int)
-            level = level_posterior(topic_conditional(c), x, y, [a.qid for a in answers], common_sd, rng,
-                                    config.draws)  # fmt: skip
-            applied[name], measured[name] = level.calibration, level.topic_shifts
+            strata = [(c.topic_sd, [a.qid for a in answers]),
+                      (c.family_sd, [family_key(a.facts, families) for a in answers])]  # fmt: skip
+            level = level_posterior(topic_conditional(c), x, y, strata, common_sd, rng, config.draws)
+            applied[name], measured[name] = level.calibration, (level.shifts[0], level.shifts[1])
             continue
         if answers:  # the common shift's posterior given people's random answers (its prior: the transfer's)
             x = c.rows([a.facts for a in answers])
@@ -403,19 +407,25 @@ def _apply_prior(
         )
 
 
-def _topics(qids: Sequence[str]) -> np.ndarray:
-    """(pairs, topics) one-hot: each topic's pairs share their own shift."""
-    column = {q: j for j, q in enumerate(dict.fromkeys(qids))}
-    out = np.zeros((len(qids), len(column)))
-    out[np.arange(len(qids)), [column[q] for q in qids]] = 1.0
-    return out
+def _stratum_shift(keys: Sequence[Hashable], sd: float, measured: Mapping[Hashable, np.ndarray]) -> StratumShift:
+    """Each stratum's own shift (pairs with the same key share it), drawn where nobody measured it."""
+    column = {k: j for j, k in enumerate(dict.fromkeys(keys))}
+    membership = np.zeros((len(keys), len(column)))
+    membership[np.arange(len(keys)), [column[k] for k in keys]] = 1.0
+    return StratumShift(membership, sd, {column[k]: v for k, v in measured.items() if k in column})
+
+
+def family_key(facts: PairFacts, families: Mapping[str, str]) -> tuple[str, ...]:
+    """A pair's stratum of retrievers: the set of retrieval families (where ``families`` names them, else of
+    systems) that pooled it."""
+    return tuple(sorted({families.get(s, s) for s in facts.systems}))
 
 
 def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.ndarray:
     """(pairs, strata) one-hot: a pair's stratum is the set of retrieval families (where ``families`` names them,
     else of systems) that pooled it: pairs the same retrievers found share their shift; a row of zeros where no
     system did."""
-    keys = [tuple(sorted({families.get(s, s) for s in f.systems})) for f in facts]
+    keys = [family_key(f, families) for f in facts]
     column = {k: j for j, k in enumerate(sorted({k for k in keys if k}))}
     out = np.zeros((len(facts), len(column)))
     for i, k in enumerate(keys):

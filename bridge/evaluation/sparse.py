@@ -90,10 +90,19 @@ def pool_of(ds: Dataset, runs: Mapping[str, Run], depth: int) -> list[PoolEntry]
 
 
 def hole_sample(
-    full: Dataset, cut: SparseCut, runs: Mapping[str, Run], features: Callable[[Dataset], ExemplarFeatures], depth: int
+    full: Dataset,
+    cut: SparseCut,
+    runs: Mapping[str, Run],
+    features: Callable[[Dataset], ExemplarFeatures],
+    depth: int,
+    families: Mapping[str, str] | None = None,
 ) -> list[dict[str, Any]]:
-    """Every pool hole of the cut with its exemplar features and its hidden label (grade at the full qrels' threshold
-    or above): one labelled sample of holes like those a user's pool holds."""
+    """Every pool hole of the cut with its exemplar features, its hidden label (grade at the full qrels' threshold
+    or above) and the set of retrieval families that pooled it (``families``: system -> family): one labelled sample
+    of holes like those a user's pool holds."""
+    from bridge.estimate.calibration import PairFacts
+    from bridge.estimate.hole_evidence import family_key
+
     sparse = sparse_dataset(full, cut)
     entries = pool_of(sparse, runs, depth)
     judge = features(sparse)
@@ -101,7 +110,8 @@ def hole_sample(
     mine = [e for e in entries if judge.decides(e.qid, e.docid)]
     rows = judge(cases_for(sparse, mine))
     return [
-        {"qid": e.qid, "docid": e.docid, "cut": cut.name, **f, "relevant": hidden_label(full, (e.qid, e.docid))}
+        {"qid": e.qid, "docid": e.docid, "cut": cut.name, **f, "relevant": hidden_label(full, (e.qid, e.docid)),
+         "families": "+".join(family_key(PairFacts(systems=tuple(e.systems)), families or {}))}
         for e, f in zip(mine, rows, strict=True)
     ]  # fmt: skip
 

@@ -403,10 +403,11 @@ def common_shift(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) ->
     return float(grid[np.argmax(_shift_likelihood(_logits(calibration, rows), y, grid))])
 
 
-def topic_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) -> float:
+def topic_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]], key: str = "qid") -> float:
     """The sd of each topic's own logit shift (a random intercept, by maximum marginal likelihood over a grid): how far
-    a topic's share of relevant holes strays from what its features say. Each cut of a collection counts once:
-    the figure is the mean over cuts (their holes repeat across cuts and would otherwise count several times)."""
+    a topic's share of relevant holes strays from what its features say; with ``key`` another stratum of the rows
+    (``families``: the set of retrieval families that pooled a hole). Each cut of a collection counts once: the
+    figure is the mean over cuts (their holes repeat across cuts and would otherwise count several times)."""
     grid = np.linspace(-6.0, 6.0, 241)
     sds = np.linspace(0.0, 3.0, 61)
     by_cut: dict[str, list[Mapping[str, Any]]] = {}
@@ -417,7 +418,7 @@ def topic_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) ->
         z = _logits(calibration, cut_rows)
         by_topic: dict[str, list[int]] = {}
         for i, r in enumerate(cut_rows):
-            by_topic.setdefault(str(r["qid"]), []).append(i)
+            by_topic.setdefault(str(r[key]), []).append(i)
         y = np.array([int(r["relevant"]) for r in cut_rows])
         loglik = np.array([_shift_likelihood(z[idx], y[idx], grid) for idx in by_topic.values()])  # topics x grid
         total = []
@@ -463,4 +464,6 @@ def fit_exemplar(
         fitted, quality = Calibration(name, (INTERCEPT, *names), draws, population, hole_like=True), {}
     calibration = replace(fitted, quality=quality, transfer_sd=float(transfer_sd))
     calibration = replace(calibration, topic_sd=round(topic_spread(calibration, rows), 3))
+    if all("families" in r for r in rows):
+        calibration = replace(calibration, family_sd=round(topic_spread(calibration, rows, "families"), 3))
     return ExemplarFit(calibration, encoder, dict(provenance))
