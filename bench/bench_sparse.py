@@ -203,8 +203,8 @@ def run_fit(args: argparse.Namespace) -> int:
         ExemplarFeatures,
         ExemplarFit,
         common_shift,
+        family_spread,
         fit_exemplar,
-        topic_spread,
     )
     from bridge.judging.quality.metrics import weighted_measures
 
@@ -230,7 +230,7 @@ def run_fit(args: argparse.Namespace) -> int:
     if args.family_sd:  # the shift of each set of retrieval families, measured on these cuts, into a fit's file
         data = json.loads(args.family_sd.read_text(encoding="utf-8"))
         fit = ExemplarFit.read(args.family_sd)
-        data["calibration"]["family_sd"] = round(topic_spread(fit.calibration, rows, "families"), 3)
+        data["calibration"]["family_sd"] = round(family_spread(fit.calibration, rows), 3)
         write_json_atomic(args.family_sd, data)
         sd = data["calibration"]["family_sd"]
         print(f"family sd {sd} on {len(rows):,} holes of {args.dataset}\n-> {args.family_sd}")
@@ -359,7 +359,7 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--fit", type=Path, help="fit the exemplar calibration on the cuts and write it here")
     parser.add_argument("--transfer-from", nargs="*", default=[], help="collections that measure the transfer shift")
     parser.add_argument("--family-sd", type=Path, metavar="FIT",
-                        help="measure the spread of each retrieval-family set's shift on the dataset's cuts and write "
+                        help="measure the spread of each retrieval family's shift on the dataset's cuts and write "
                         "it into this exemplar fit file (its calibration's family_sd)")  # fmt: skip
     parser.add_argument("--min-transfer-sd", type=float, default=0.5)
     parser.add_argument("--record", type=Path, help="keep the figures of --record-config in this exemplar fit file")

@@ -50,8 +50,8 @@ def test_answers_in_one_topic_say_less_about_the_level_than_answers_across_topic
     goes to that topic's own shift, and the common shift's posterior stays wider and lower."""
     c = Calibration("c", (INTERCEPT,), np.zeros((64, 1)), "toy", True, topic_sd=1.5)
     x, y = np.ones((10, 1)), np.ones(10, dtype=int)
-    spread = level_posterior(c, x, y, [(1.5, [f"q{i}" for i in range(10)])], 2.0, np.random.default_rng(1), 2000)
-    one = level_posterior(c, x, y, [(1.5, ["q0"] * 10)], 2.0, np.random.default_rng(1), 2000)
+    spread = level_posterior(c, x, y, [(1.5, [{f"q{i}": 1.0} for i in range(10)])], 2.0, np.random.default_rng(1), 2000)
+    one = level_posterior(c, x, y, [(1.5, [{"q0": 1.0}] * 10)], 2.0, np.random.default_rng(1), 2000)
     across, within = spread.calibration.level_shifts, one.calibration.level_shifts
     assert np.median(across) > np.median(within) + 0.5
     assert np.std(within) > np.std(across)

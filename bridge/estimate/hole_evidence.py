@@ -56,7 +56,7 @@ from bridge.estimate.calibration import (
 )
 from bridge.estimate.hole_grades import grade_model
 from bridge.estimate.holes import HoleModel, StratumShift, gate_bound
-from bridge.estimate.level import level_posterior, topic_conditional
+from bridge.estimate.level import level_posterior, recalibrated, topic_conditional
 
 
 @dataclass(frozen=True)
@@ -247,10 +247,10 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         if c.topic_sd > 0:  # a level calibration: each topic's shift and each family set's (measured where answered)
             topics, families = measured.get(name, ({}, {}))
             keys = [opened.pairs[i][0] for i in idx]
-            strata.setdefault(name, []).append(_stratum_shift(keys, c.topic_sd, topics))
+            strata.setdefault(name, []).append(_stratum_shift([{q: 1.0} for q in keys], c.topic_sd, topics))
             if c.family_sd > 0:
-                keys = [family_key(facts[i], evidence.families or {}) for i in idx]
-                strata[name].append(_stratum_shift(keys, c.family_sd, families))
+                weights = [family_weights(facts[i], evidence.families or {}) for i in idx]
+                strata[name].append(_stratum_shift(weights, c.family_sd, families))
     people_random = sum(len(v) for v in people.values())
     # holes are graded like the pairs people judged, their answers on holes included (where the qrels hold positives
     # only, people's graded answers are what measures how a hole that is not relevant is graded)
@@ -324,10 +324,11 @@ def _applied_calibrations(
         transfer = c.transfer_sd if c.transfer_sd is not None else 0.0 if c.hole_like else config.transfer_sd
         if c.topic_sd > 0:
             common_sd = transfer if c.transfer_sd is not None or not answers else config.reading_sd
+            c = recalibrated(topic_conditional(c)) if c.transfer_sd else topic_conditional(c)
             x, y = c.rows([a.facts for a in answers]), np.array([a.label for a in answers], dtype=int)
-            strata = [(c.topic_sd, [a.qid for a in answers]),
-                      (c.family_sd, [family_key(a.facts, families) for a in answers])]  # fmt: skip
-            level = level_posterior(topic_conditional(c), x, y, strata, common_sd, rng, config.draws)
+            strata = [(c.topic_sd, [{a.qid: 1.0} for a in answers]),
+                      (c.family_sd, [family_weights(a.facts, families) for a in answers])]  # fmt: skip
+            level = level_posterior(c, x, y, strata, common_sd, rng, config.draws)
             applied[name], measured[name] = level.calibration, (level.shifts[0], level.shifts[1])
             continue
         if answers:  # the common shift's posterior given people's random answers (its prior: the transfer's)
@@ -407,12 +408,24 @@ def _apply_prior(
         )
 
 
-def _stratum_shift(keys: Sequence[Hashable], sd: float, measured: Mapping[Hashable, np.ndarray]) -> StratumShift:
-    """Each stratum's own shift (pairs with the same key share it), drawn where nobody measured it."""
-    column = {k: j for j, k in enumerate(dict.fromkeys(keys))}
-    membership = np.zeros((len(keys), len(column)))
-    membership[np.arange(len(keys)), [column[k] for k in keys]] = 1.0
+def _stratum_shift(
+    weights: Sequence[Mapping[Hashable, float]], sd: float, measured: Mapping[Hashable, np.ndarray]
+) -> StratumShift:
+    """Each stratum's own shift, a pair's logit moving with its strata's by their weights; drawn where nobody
+    measured it."""
+    column = {k: j for j, k in enumerate(dict.fromkeys(k for w in weights for k in w))}
+    membership = np.zeros((len(weights), len(column)))
+    for i, w in enumerate(weights):
+        for k, v in w.items():
+            membership[i, column[k]] = v
     return StratumShift(membership, sd, {column[k]: v for k, v in measured.items() if k in column})
+
+
+def family_weights(facts: PairFacts, families: Mapping[str, str]) -> dict[Hashable, float]:
+    """The retrieval families that pooled a pair (where ``families`` names them, else its systems), each weighing
+    1 / their number: a hole's logit moves with the mean of its families' shifts."""
+    found = family_key(facts, families)
+    return {f: 1.0 / len(found) for f in found}
 
 
 def family_key(facts: PairFacts, families: Mapping[str, str]) -> tuple[str, ...]:

@@ -27,7 +27,7 @@ shift afresh.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Sequence
+from collections.abc import Hashable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -41,8 +41,25 @@ LOCAL_GRID, LOCAL_SPAN = 41, 4.0
 """After the first sweep, each chain's common shift is drawn over a grid of its own around its current value (the
 shift's posterior is far narrower than its prior: the same precision for a third of the cost)."""
 STRATUM_GRID = 25
+TERM_GRID = 41
+AGREEMENT = "log_systems"
+"""How many systems pooled a hole (its log): holes many retrievers agree on are relevant more often than their
+likeness says, and by how much moves between collections (dl19: holes found by every learned family +1.8 logits
+against the fit made on nfcorpus@2, lexical-only ones -0.5 to -1.3), so its coefficient is measured by the answers."""
+SLOPE_SD, AGREEMENT_SD = 0.3, 0.5
+"""Priors of the recalibration the answers measure besides the level: the fitted slopes times N(1, SLOPE_SD) (the
+slope that fits dl19's holes is about 0.75 of the nfcorpus@2 fit's) and the agreement coefficient N(0, AGREEMENT_SD)."""
 SWEEPS = 30
 """Gibbs sweeps of each chain (one chain per draw, started at no shift; the last state is the draw)."""
+
+
+def recalibrated(calibration: Calibration) -> Calibration:
+    """The calibration with the agreement feature (:data:`AGREEMENT`, coefficient 0 as fitted) whose coefficient, with
+    the slopes' scale and the level, people's answers measure (:func:`level_posterior`)."""
+    if AGREEMENT in calibration.features:
+        return calibration
+    draws = np.column_stack([calibration.draws, np.zeros(len(calibration.draws))])
+    return replace(calibration, features=(*calibration.features, AGREEMENT), draws=draws)
 
 
 def topic_conditional(calibration: Calibration) -> Calibration:
@@ -63,6 +80,24 @@ class LevelDraws:
     calibration: Calibration
     shifts: list[dict[Hashable, np.ndarray]]
     answers: int
+
+
+def _recalibrated_draws(
+    coefficients: np.ndarray,
+    intercept: int,
+    level: np.ndarray,
+    slopes: Sequence[int],
+    scale: np.ndarray,
+    agreement: int | None,
+    theta: np.ndarray | None,
+) -> np.ndarray:
+    """The coefficient draws with the level added, the slopes scaled and the agreement coefficient set, by draw."""
+    draws = coefficients.copy()
+    draws[:, intercept] += level
+    draws[:, list(slopes)] *= scale[:, None]
+    if agreement is not None and theta is not None:
+        draws[:, agreement] = theta
+    return draws
 
 
 def _log_bernoulli(z: np.ndarray, sign: np.ndarray) -> np.ndarray:
@@ -87,56 +122,91 @@ def level_posterior(
     calibration: Calibration,
     x: np.ndarray,
     y: np.ndarray,
-    strata: Sequence[tuple[float, Sequence[Hashable]]],
+    strata: Sequence[tuple[float, Sequence[Mapping[Hashable, float]]]],
     common_sd: float,
     rng: np.random.Generator,
     size: int,
 ) -> LevelDraws:
     """``size`` draws of (coefficients, common shift, each answered stratum's shift) from their posterior given
-    people's answers ``y`` on holes with feature rows ``x``. ``strata``: per kind of stratum (topic, families), the sd
-    of its strata's shifts and each answer's stratum. ``calibration`` is topic-conditional (:func:`topic_conditional`);
-    the common shift's prior is N(0, ``common_sd``).
+    people's answers ``y`` on holes with feature rows ``x``. ``strata``: per kind of stratum (topics, families), the sd
+    of its strata's shifts and, per answer, the strata its logit moves with and by what weight (a topic: its own, 1;
+    families: each that pooled the hole, 1 / their number). ``calibration`` is topic-conditional
+    (:func:`topic_conditional`); the common shift's prior is N(0, ``common_sd``).
 
-    One Gibbs chain per draw, each with a coefficient draw of its own: the common shift given the strata's shifts, then
-    each kind's shifts given the rest, each over a grid, for :data:`SWEEPS` sweeps."""
+    A calibration with the agreement feature (:func:`recalibrated`) has its slopes' scale (prior N(1, SLOPE_SD)) and
+    that feature's coefficient (N(0, AGREEMENT_SD)) drawn with them; with no answer, from their priors.
+
+    One Gibbs chain per draw, each with a coefficient draw of its own: the common shift given the rest, then each
+    recalibration term, then each stratum's shift (all at once where each answer has one stratum of the kind), each
+    over a grid, for :data:`SWEEPS` sweeps."""
     intercept = calibration.features.index(INTERCEPT)
     coefficients = calibration.draws[rng.integers(0, len(calibration.draws), size)]
-    kinds = [(sd, keys) for sd, keys in strata if sd > 0]
+    kinds = [(sd, weights) for sd, weights in strata if sd > 0]
+    agreement = calibration.features.index(AGREEMENT) if AGREEMENT in calibration.features else None
+    slopes = [j for j in range(len(calibration.features)) if j not in (intercept, agreement)]
     if len(y) == 0:
-        draws = coefficients.copy()
         level = normal_spread(common_sd, size, rng)
-        draws[:, intercept] += level
+        scale = np.maximum(rng.normal(1.0, SLOPE_SD, size), 0.05) if agreement is not None else np.ones(size)
+        theta = rng.normal(0.0, AGREEMENT_SD, size) if agreement is not None else None
+        draws = _recalibrated_draws(coefficients, intercept, level, slopes, scale, agreement, theta)
         return LevelDraws(replace(calibration, draws=draws, level_shifts=level), [{} for _ in strata], 0)
     sign = 2.0 * np.asarray(y, dtype=float) - 1.0
-    z = coefficients @ np.asarray(x, dtype=float).T  # draws x answers
+    x = np.asarray(x, dtype=float)
+    fixed = coefficients[:, [intercept]] + np.zeros((size, len(y)))  # draws x answers
+    terms = [(coefficients[:, slopes] @ x[:, slopes].T, 1.0, SLOPE_SD)] if agreement is not None else []
+    if agreement is not None:
+        terms.append((np.broadcast_to(x[:, agreement], (size, len(y))), 0.0, AGREEMENT_SD))
+    else:
+        fixed = fixed + coefficients[:, slopes] @ x[:, slopes].T
+    values = [np.full(size, mean) for _, mean, _ in terms]
+    term_grids = [np.linspace(mean - 4 * sd, mean + 4 * sd, TERM_GRID) for _, mean, sd in terms]
     span = 4.0 * max(common_sd, 0.5) + 2.0
     common_grid = np.linspace(-span, span, COMMON_GRID)
     members, grids, shifts = [], [], []
-    for sd, keys in kinds:
-        order = list(dict.fromkeys(keys))
+    for sd, weights in kinds:
+        order = list(dict.fromkeys(k for w in weights for k in w))
         column = {k: j for j, k in enumerate(order)}
-        m = np.zeros((len(keys), len(order)))
-        m[np.arange(len(keys)), [column[k] for k in keys]] = 1.0
+        m = np.zeros((len(weights), len(order)))
+        for i, w in enumerate(weights):
+            for k, v in w.items():
+                m[i, column[k]] = v
         members.append((order, m))
         grids.append(np.linspace(-4.0 * sd, 4.0 * sd, STRATUM_GRID))
         shifts.append(np.zeros((size, len(order))))
     level = np.zeros(size)
     local = np.linspace(-LOCAL_SPAN, LOCAL_SPAN, LOCAL_GRID)
     for sweep in range(SWEEPS):
+        z = fixed + sum((v[:, None] * c for v, (c, _, _) in zip(values, terms, strict=True)), np.zeros_like(fixed))
         others = sum((s @ m.T for s, (_, m) in zip(shifts, members, strict=True)), np.zeros_like(z))
         grid = np.broadcast_to(common_grid, (size, COMMON_GRID)) if sweep == 0 else level[:, None] + local[None, :]
         prior = -0.5 * (grid / max(common_sd, 1e-3)) ** 2
         eta = (z + others)[:, None, :] + grid[:, :, None]  # draws x grid x answers
         level = _pick(_log_bernoulli(eta, sign).sum(axis=2) + prior, grid, rng)
+        for t, ((covariate, mean, sd), grid) in enumerate(zip(terms, term_grids, strict=True)):
+            base = z + level[:, None] + others - values[t][:, None] * covariate
+            eta = base[:, None, :] + grid[None, :, None] * covariate[:, None, :]  # draws x grid x answers
+            new = _pick(_log_bernoulli(eta, sign).sum(axis=2) - 0.5 * ((grid - mean) / sd) ** 2, grid, rng)
+            z = z + (new - values[t])[:, None] * covariate
+            values[t] = new
         for g, ((_, m), grid, (sd, _)) in enumerate(zip(members, grids, kinds, strict=True)):
-            base = z + level[:, None] + others - shifts[g] @ m.T  # draws x answers, this kind's shift left out
-            loglik = _log_bernoulli(base[:, :, None] + grid[None, None, :], sign[None, :, None])  # draws, answers, grid
-            joint = (loglik.transpose(0, 2, 1) @ m).transpose(0, 2, 1) - 0.5 * (grid / sd) ** 2  # draws, strata, grid
-            new = _pick(joint, grid, rng)  # draws x strata
-            others = others + (new - shifts[g]) @ m.T
-            shifts[g] = new
-    draws = coefficients.copy()
-    draws[:, intercept] += level
+            prior = -0.5 * (grid / sd) ** 2
+            if ((m > 0).sum(axis=1) == 1).all() and np.all(m.max(axis=1) == 1.0):  # one stratum each: all at once
+                base = z + level[:, None] + others - shifts[g] @ m.T  # draws x answers, this kind's shift left out
+                loglik = _log_bernoulli(base[:, :, None] + grid[None, None, :], sign[None, :, None])
+                joint = (loglik.transpose(0, 2, 1) @ m).transpose(0, 2, 1) + prior  # draws, strata, grid
+                new = _pick(joint, grid, rng)
+                others = others + (new - shifts[g]) @ m.T
+                shifts[g] = new
+                continue
+            for j in range(m.shape[1]):  # shared strata: one at a time
+                rows = np.flatnonzero(m[:, j])
+                base = (z + level[:, None] + others)[:, rows] - shifts[g][:, j : j + 1] * m[rows, j]
+                eta = base[:, :, None] + m[rows, j][None, :, None] * grid[None, None, :]
+                new = _pick(_log_bernoulli(eta, sign[None, rows, None]).sum(axis=1) + prior, grid, rng)
+                others[:, rows] += (new - shifts[g][:, j])[:, None] * m[rows, j]
+                shifts[g][:, j] = new
+    scale, theta = (values[0], values[1]) if agreement is not None else (np.ones(size), None)
+    draws = _recalibrated_draws(coefficients, intercept, level, slopes, scale, agreement, theta)
     measured: list[dict[Hashable, np.ndarray]] = []
     it = iter(zip(members, shifts, strict=True))
     for sd, _ in strata:

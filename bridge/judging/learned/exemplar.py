@@ -431,6 +431,38 @@ def topic_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]], ke
     return float(np.mean(chosen))
 
 
+def family_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) -> float:
+    """The sd of each retrieval family's own logit shift, a hole's logit moving with the mean of the shifts of the
+    families that pooled it (``families``: their names joined by ``+``): each family's shift by maximum likelihood
+    given the others' (backfitting over a grid), their root mean square; the mean over cuts, as for the topics. With
+    thousands of holes per family the shifts' own noise is small beside their spread."""
+    grid = np.linspace(-4.0, 4.0, 321)
+    by_cut: dict[str, list[Mapping[str, Any]]] = {}
+    for r in rows:
+        by_cut.setdefault(str(r.get("cut", "")), []).append(r)
+    spreads = []
+    for cut_rows in by_cut.values():
+        z = _logits(calibration, cut_rows)
+        y = np.array([int(r["relevant"]) for r in cut_rows])
+        found = [str(r["families"]).split("+") if r["families"] else [] for r in cut_rows]
+        names = sorted({f for fs in found for f in fs})
+        weights = np.zeros((len(cut_rows), len(names)))
+        for i, fs in enumerate(found):
+            for f in fs:
+                weights[i, names.index(f)] = 1.0 / len(fs)
+        shift = np.zeros(len(names))
+        for _ in range(10):
+            for j in range(len(names)):
+                rows_j = np.flatnonzero(weights[:, j])
+                rest = z[rows_j] + weights[rows_j] @ shift - weights[rows_j, j] * shift[j]
+                moved = rest[None, :] + weights[rows_j, j][None, :] * grid[:, None]
+                loglik = np.where(y[rows_j][None, :] == 1, -np.logaddexp(0.0, -moved), -np.logaddexp(0.0, moved))
+                shift[j] = grid[int(np.argmax(loglik.sum(axis=1)))]
+        shift -= shift.mean()  # the common part is the level's, not the families'
+        spreads.append(float(np.sqrt(np.mean(shift**2))) if len(names) else 0.0)
+    return float(np.mean(spreads))
+
+
 def fit_exemplar(
     rows: Sequence[Mapping[str, Any]],
     features: Sequence[str],
@@ -465,5 +497,5 @@ def fit_exemplar(
     calibration = replace(fitted, quality=quality, transfer_sd=float(transfer_sd))
     calibration = replace(calibration, topic_sd=round(topic_spread(calibration, rows), 3))
     if all("families" in r for r in rows):
-        calibration = replace(calibration, family_sd=round(topic_spread(calibration, rows, "families"), 3))
+        calibration = replace(calibration, family_sd=round(family_spread(calibration, rows), 3))
     return ExemplarFit(calibration, encoder, dict(provenance))
