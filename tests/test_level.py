@@ -155,3 +155,21 @@ def test_the_forecast_of_more_answers_narrows_as_answers_do():
         np.mean([e.interval[1] - e.interval[0] for e in _collection(seed, 40)[0].scores()]) for seed in range(5, 11)
     ])  # fmt: skip
     assert ahead[1].width == pytest.approx(measured, rel=0.35)
+
+
+def test_answers_measure_the_slopes_scale_and_the_agreement_coefficient():
+    """300 answers drawn with the fitted slope halved and a coefficient of 1 on how many systems pooled the hole (its
+    log): the posterior finds both (the priors are N(1, 0.3) and N(0, 0.5))."""
+    from bridge.estimate.level import AGREEMENT, recalibrated
+
+    c = recalibrated(Calibration("c", (INTERCEPT, "f"), np.tile([[0.0, 2.0]], (50, 1)), "toy", True, transfer_sd=1.0,
+                                 topic_sd=0.5))  # fmt: skip
+    assert c.features == (INTERCEPT, "f", AGREEMENT) and np.all(c.draws[:, 2] == 0)
+    rng = np.random.default_rng(3)
+    f, agree = rng.normal(0.0, 1.0, 300), np.log(rng.integers(1, 30, 300))
+    y = (rng.random(300) < sigmoid(-1.5 + 1.0 * f + 1.0 * agree)).astype(int)
+    x = np.column_stack([np.ones(300), f, agree])
+    topics = [(0.5, [{f"q{i % 30}": 1.0} for i in range(300)])]
+    drawn = level_posterior(c, x, y, topics, 1.0, np.random.default_rng(4), 400).calibration.draws
+    assert np.median(drawn[:, 1]) == pytest.approx(1.0, abs=0.35)  # the slope 2 scaled by about a half
+    assert np.median(drawn[:, 2]) == pytest.approx(1.0, abs=0.35)

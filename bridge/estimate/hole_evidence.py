@@ -56,7 +56,7 @@ from bridge.estimate.calibration import (
 )
 from bridge.estimate.hole_grades import grade_model
 from bridge.estimate.holes import HoleModel, StratumShift, gate_bound
-from bridge.estimate.level import level_posterior, recalibrated, topic_conditional
+from bridge.estimate.level import AGREEMENT, TERMS, level_posterior, recalibrated, topic_conditional, weight_matrix
 
 
 @dataclass(frozen=True)
@@ -207,7 +207,8 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
     opened.stage += [UNPOOLED] * len(unpooled)
     opened.facts += [PairFacts() for _ in unpooled]
 
-    applied, measured = _applied_calibrations(calibrations, people, config, rng, evidence.families or {})
+    pair_facts = {name: [opened.facts[i] for i in idx] for name, idx in opened.groups().items()}
+    applied, measured = _applied_calibrations(calibrations, people, config, rng, evidence.families or {}, pair_facts)
     groups = opened.groups()
     p_mean = np.full(len(opened.pairs), math.nan)
     for name, idx in groups.items():
@@ -312,6 +313,7 @@ def _applied_calibrations(
     config: HoleModelConfig,
     rng: np.random.Generator,
     families: Mapping[str, str],
+    pair_facts: Mapping[str, Sequence[PairFacts]],
 ) -> tuple[dict[str, Calibration], dict[str, tuple[dict[Hashable, np.ndarray], dict[Hashable, np.ndarray]]]]:
     """Each calibration as applied to holes: updated by people's random answers, else shifted where it was fitted
     elsewhere (on known pairs; a shipped fit on another collection's holes, by its own ``transfer_sd``). A calibration
@@ -324,7 +326,11 @@ def _applied_calibrations(
         transfer = c.transfer_sd if c.transfer_sd is not None else 0.0 if c.hole_like else config.transfer_sd
         if c.topic_sd > 0:
             common_sd = transfer if c.transfer_sd is not None or not answers else config.reading_sd
-            c = recalibrated(topic_conditional(c)) if c.transfer_sd else topic_conditional(c)
+            if c.transfer_sd:  # a fit carried to this collection: the answers recalibrate it too
+                mine = [*(a.facts for a in answers), *pair_facts.get(name, ())]
+                c = recalibrated(topic_conditional(c), _recorded(mine))
+            else:
+                c = topic_conditional(c)
             x, y = c.rows([a.facts for a in answers]), np.array([a.label for a in answers], dtype=int)
             strata = [(c.topic_sd, [{a.qid: 1.0} for a in answers]),
                       (c.family_sd, [family_weights(a.facts, families) for a in answers])]  # fmt: skip
@@ -413,11 +419,8 @@ def _stratum_shift(
 ) -> StratumShift:
     """Each stratum's own shift, a pair's logit moving with its strata's by their weights; drawn where nobody
     measured it."""
-    column = {k: j for j, k in enumerate(dict.fromkeys(k for w in weights for k in w))}
-    membership = np.zeros((len(weights), len(column)))
-    for i, w in enumerate(weights):
-        for k, v in w.items():
-            membership[i, column[k]] = v
+    order, membership = weight_matrix(weights)
+    column = {k: j for j, k in enumerate(order)}
     return StratumShift(membership, sd, {column[k]: v for k, v in measured.items() if k in column})
 
 
@@ -445,6 +448,12 @@ def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.n
         if k:
             out[i, column[k]] = 1.0
     return out
+
+
+def _recorded(facts: Sequence[PairFacts]) -> set[str]:
+    """The recalibration terms (:data:`bridge.estimate.level.TERMS`) that every one of ``facts`` has: how many systems
+    pooled a pair always, a recorded feature where every pair records it."""
+    return {AGREEMENT, *(f for f in TERMS if f != AGREEMENT and all(f in x.extra for x in facts))}
 
 
 def _with_people(

@@ -27,7 +27,7 @@ shift afresh.
 from __future__ import annotations
 
 import math
-from collections.abc import Hashable, Mapping, Sequence
+from collections.abc import Hashable, Iterable, Mapping, Sequence
 from dataclasses import dataclass, replace
 
 import numpy as np
@@ -46,20 +46,24 @@ AGREEMENT = "log_systems"
 """How many systems pooled a hole (its log): holes many retrievers agree on are relevant more often than their
 likeness says, and by how much moves between collections (dl19: holes found by every learned family +1.8 logits
 against the fit made on nfcorpus@2, lexical-only ones -0.5 to -1.3), so its coefficient is measured by the answers."""
-SLOPE_SD, AGREEMENT_SD = 0.3, 0.5
-"""Priors of the recalibration the answers measure besides the level: the fitted slopes times N(1, SLOPE_SD) (the
-slope that fits dl19's holes is about 0.75 of the nfcorpus@2 fit's) and the agreement coefficient N(0, AGREEMENT_SD)."""
+SLOPE_SD = 0.3
+"""Prior sd of the fitted slopes' common scale (mean 1): the slope that fits dl19's holes is about 0.75 of the
+nfcorpus@2 fit's."""
+TERMS = {AGREEMENT: 0.5, "query_percentile": 1.0}
+"""Features the fit leaves out whose coefficient (prior N(0, sd)) people's answers measure on each collection: how
+many systems pooled a hole, and where its likeness to the query stands in its topic's pool (the fit leaves the query
+out: on dl19 it ranks the dense systems up; the learned systems' holes are still underestimated by 0.1 nDCG@10 on
+dl19 with the level measured, so a collection's own answers say how much the query matters there)."""
 SWEEPS = 30
 """Gibbs sweeps of each chain (one chain per draw, started at no shift; the last state is the draw)."""
 
 
-def recalibrated(calibration: Calibration) -> Calibration:
-    """The calibration with the agreement feature (:data:`AGREEMENT`, coefficient 0 as fitted) whose coefficient, with
+def recalibrated(calibration: Calibration, available: Iterable[str] = (AGREEMENT,)) -> Calibration:
+    """The calibration with the :data:`TERMS` among ``available`` (coefficient 0 as fitted) whose coefficients, with
     the slopes' scale and the level, people's answers measure (:func:`level_posterior`)."""
-    if AGREEMENT in calibration.features:
-        return calibration
-    draws = np.column_stack([calibration.draws, np.zeros(len(calibration.draws))])
-    return replace(calibration, features=(*calibration.features, AGREEMENT), draws=draws)
+    added = [f for f in TERMS if f in set(available) and f not in calibration.features]
+    draws = np.column_stack([calibration.draws, np.zeros((len(calibration.draws), len(added)))])
+    return replace(calibration, features=(*calibration.features, *added), draws=draws)
 
 
 def topic_conditional(calibration: Calibration) -> Calibration:
@@ -82,21 +86,62 @@ class LevelDraws:
     answers: int
 
 
+def weight_matrix(weights: Sequence[Mapping[Hashable, float]]) -> tuple[list[Hashable], np.ndarray]:
+    """The strata named in ``weights`` (in order of appearance) and the (rows x strata) matrix of each row's weights."""
+    order = list(dict.fromkeys(k for w in weights for k in w))
+    column = {k: j for j, k in enumerate(order)}
+    m = np.zeros((len(weights), len(order)))
+    for i, w in enumerate(weights):
+        for k, v in w.items():
+            m[i, column[k]] = v
+    return order, m
+
+
+def _update_strata(
+    z: np.ndarray,
+    others: np.ndarray,
+    sign: np.ndarray,
+    m: np.ndarray,
+    shifts: np.ndarray,
+    grid: np.ndarray,
+    sd: float,
+    rng: np.random.Generator,
+) -> np.ndarray:
+    """One Gibbs step for one kind of stratum: each stratum's shift (``shifts``, draws x strata, updated in place)
+    given the logits ``z`` and every other shift (``others``, draws x answers, which include this kind's); all at once
+    where each answer has one stratum of the kind, else one stratum at a time. Returns ``others`` updated."""
+    prior = -0.5 * (grid / sd) ** 2
+    if ((m > 0).sum(axis=1) == 1).all() and np.all(m.max(axis=1) == 1.0):
+        base = z + others - shifts @ m.T  # draws x answers, this kind's shift left out
+        loglik = _log_bernoulli(base[:, :, None] + grid[None, None, :], sign[None, :, None])
+        new = _pick((loglik.transpose(0, 2, 1) @ m).transpose(0, 2, 1) + prior, grid, rng)  # draws, strata
+        others = others + (new - shifts) @ m.T
+        shifts[:] = new
+        return others
+    for j in range(m.shape[1]):
+        rows = np.flatnonzero(m[:, j])
+        base = (z + others)[:, rows] - shifts[:, j : j + 1] * m[rows, j]
+        eta = base[:, :, None] + m[rows, j][None, :, None] * grid[None, None, :]
+        new = _pick(_log_bernoulli(eta, sign[None, rows, None]).sum(axis=1) + prior, grid, rng)
+        others[:, rows] += (new - shifts[:, j])[:, None] * m[rows, j]
+        shifts[:, j] = new
+    return others
+
+
 def _recalibrated_draws(
     coefficients: np.ndarray,
     intercept: int,
     level: np.ndarray,
     slopes: Sequence[int],
     scale: np.ndarray,
-    agreement: int | None,
-    theta: np.ndarray | None,
+    terms: Mapping[int, np.ndarray],
 ) -> np.ndarray:
-    """The coefficient draws with the level added, the slopes scaled and the agreement coefficient set, by draw."""
+    """The coefficient draws with the level added, the slopes scaled and each term's coefficient set, by draw."""
     draws = coefficients.copy()
     draws[:, intercept] += level
     draws[:, list(slopes)] *= scale[:, None]
-    if agreement is not None and theta is not None:
-        draws[:, agreement] = theta
+    for j, values in terms.items():
+        draws[:, j] = values
     return draws
 
 
@@ -133,8 +178,8 @@ def level_posterior(
     families: each that pooled the hole, 1 / their number). ``calibration`` is topic-conditional
     (:func:`topic_conditional`); the common shift's prior is N(0, ``common_sd``).
 
-    A calibration with the agreement feature (:func:`recalibrated`) has its slopes' scale (prior N(1, SLOPE_SD)) and
-    that feature's coefficient (N(0, AGREEMENT_SD)) drawn with them; with no answer, from their priors.
+    A calibration with :data:`TERMS` (:func:`recalibrated`) has its slopes' scale (prior N(1, SLOPE_SD)) and each
+    term's coefficient drawn with them; with no answer, from their priors.
 
     One Gibbs chain per draw, each with a coefficient draw of its own: the common shift given the rest, then each
     recalibration term, then each stratum's shift (all at once where each answer has one stratum of the kind), each
@@ -142,37 +187,28 @@ def level_posterior(
     intercept = calibration.features.index(INTERCEPT)
     coefficients = calibration.draws[rng.integers(0, len(calibration.draws), size)]
     kinds = [(sd, weights) for sd, weights in strata if sd > 0]
-    agreement = calibration.features.index(AGREEMENT) if AGREEMENT in calibration.features else None
-    slopes = [j for j in range(len(calibration.features)) if j not in (intercept, agreement)]
+    extra = {j: TERMS[f] for j, f in enumerate(calibration.features) if f in TERMS}
+    slopes = [j for j in range(len(calibration.features)) if j != intercept and j not in extra]
     if len(y) == 0:
         level = normal_spread(common_sd, size, rng)
-        scale = np.maximum(rng.normal(1.0, SLOPE_SD, size), 0.05) if agreement is not None else np.ones(size)
-        theta = rng.normal(0.0, AGREEMENT_SD, size) if agreement is not None else None
-        draws = _recalibrated_draws(coefficients, intercept, level, slopes, scale, agreement, theta)
+        scale = np.maximum(rng.normal(1.0, SLOPE_SD, size), 0.05) if extra else np.ones(size)
+        priors = {j: rng.normal(0.0, sd, size) for j, sd in extra.items()}
+        draws = _recalibrated_draws(coefficients, intercept, level, slopes, scale, priors)
         return LevelDraws(replace(calibration, draws=draws, level_shifts=level), [{} for _ in strata], 0)
     sign = 2.0 * np.asarray(y, dtype=float) - 1.0
     x = np.asarray(x, dtype=float)
     fixed = coefficients[:, [intercept]] + np.zeros((size, len(y)))  # draws x answers
-    terms = [(coefficients[:, slopes] @ x[:, slopes].T, 1.0, SLOPE_SD)] if agreement is not None else []
-    if agreement is not None:
-        terms.append((np.broadcast_to(x[:, agreement], (size, len(y))), 0.0, AGREEMENT_SD))
-    else:
+    terms = [(coefficients[:, slopes] @ x[:, slopes].T, 1.0, SLOPE_SD)] if extra else []
+    terms += [(np.broadcast_to(x[:, j], (size, len(y))), 0.0, sd) for j, sd in extra.items()]
+    if not extra:
         fixed = fixed + coefficients[:, slopes] @ x[:, slopes].T
     values = [np.full(size, mean) for _, mean, _ in terms]
     term_grids = [np.linspace(mean - 4 * sd, mean + 4 * sd, TERM_GRID) for _, mean, sd in terms]
     span = 4.0 * max(common_sd, 0.5) + 2.0
     common_grid = np.linspace(-span, span, COMMON_GRID)
-    members, grids, shifts = [], [], []
-    for sd, weights in kinds:
-        order = list(dict.fromkeys(k for w in weights for k in w))
-        column = {k: j for j, k in enumerate(order)}
-        m = np.zeros((len(weights), len(order)))
-        for i, w in enumerate(weights):
-            for k, v in w.items():
-                m[i, column[k]] = v
-        members.append((order, m))
-        grids.append(np.linspace(-4.0 * sd, 4.0 * sd, STRATUM_GRID))
-        shifts.append(np.zeros((size, len(order))))
+    members = [weight_matrix(weights) for _, weights in kinds]
+    grids = [np.linspace(-4.0 * sd, 4.0 * sd, STRATUM_GRID) for sd, _ in kinds]
+    shifts = [np.zeros((size, len(order))) for order, _ in members]
     level = np.zeros(size)
     local = np.linspace(-LOCAL_SPAN, LOCAL_SPAN, LOCAL_GRID)
     for sweep in range(SWEEPS):
@@ -189,24 +225,10 @@ def level_posterior(
             z = z + (new - values[t])[:, None] * covariate
             values[t] = new
         for g, ((_, m), grid, (sd, _)) in enumerate(zip(members, grids, kinds, strict=True)):
-            prior = -0.5 * (grid / sd) ** 2
-            if ((m > 0).sum(axis=1) == 1).all() and np.all(m.max(axis=1) == 1.0):  # one stratum each: all at once
-                base = z + level[:, None] + others - shifts[g] @ m.T  # draws x answers, this kind's shift left out
-                loglik = _log_bernoulli(base[:, :, None] + grid[None, None, :], sign[None, :, None])
-                joint = (loglik.transpose(0, 2, 1) @ m).transpose(0, 2, 1) + prior  # draws, strata, grid
-                new = _pick(joint, grid, rng)
-                others = others + (new - shifts[g]) @ m.T
-                shifts[g] = new
-                continue
-            for j in range(m.shape[1]):  # shared strata: one at a time
-                rows = np.flatnonzero(m[:, j])
-                base = (z + level[:, None] + others)[:, rows] - shifts[g][:, j : j + 1] * m[rows, j]
-                eta = base[:, :, None] + m[rows, j][None, :, None] * grid[None, None, :]
-                new = _pick(_log_bernoulli(eta, sign[None, rows, None]).sum(axis=1) + prior, grid, rng)
-                others[:, rows] += (new - shifts[g][:, j])[:, None] * m[rows, j]
-                shifts[g][:, j] = new
-    scale, theta = (values[0], values[1]) if agreement is not None else (np.ones(size), None)
-    draws = _recalibrated_draws(coefficients, intercept, level, slopes, scale, agreement, theta)
+            others = _update_strata(z + level[:, None], others, sign, m, shifts[g], grid, sd, rng)
+    scale = values[0] if extra else np.ones(size)
+    measured_terms = dict(zip(extra, values[1:], strict=True))
+    draws = _recalibrated_draws(coefficients, intercept, level, slopes, scale, measured_terms)
     measured: list[dict[Hashable, np.ndarray]] = []
     it = iter(zip(members, shifts, strict=True))
     for sd, _ in strata:

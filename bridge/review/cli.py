@@ -21,9 +21,8 @@ Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided
 Each case collects N judgments from distinct annotators (majority vote); known-answer attention
 checks from the dataset's gold pairs are mixed in, and annotators who fail them are flagged.
 Cases are handed out (and exported) most valuable first (the expected number of open comparisons of
-adjacent systems in runs/<ds>/ their label would decide), with --random N model-labelled holes (default 40)
-drawn at random, stratified by the judge's P, spread among them: people's answers on those measure the level
-of the judges that labelled the holes, which calibrates the estimate.
+adjacent systems in runs/<ds>/ their label would decide), with --random N holes (default 40) drawn at random,
+stratified by the judge's P, among them: people's answers on those measure the judges' level for the estimate.
 
   bridge review add-annotator NAME      create an annotator, print their secret token
   bridge review serve                   the web page on 127.0.0.1 (prints the URL)
@@ -32,13 +31,10 @@ of the judges that labelled the holes, which calibrates the estimate.
   bridge review progress                cases done / pending, kappa, per-annotator pass rates
   bridge review merge                   decided cases -> labels.jsonl (route human) + augmented.qrels
 
-A judgment may carry a grade on the dataset's scale (a non-negative integer; TREC DL 0-3, relevant at 2 or
-above): on graded qrels it tells a "related" not-relevant pair from a 0, which the estimate uses. A decided case
-keeps the lower median of the grades its majority gave; merge leaves out (and says) a grade that contradicts
-its own label.
+A judgment may carry a grade (TREC DL 0-3: a "related" pair is not a 0); a decided case keeps the lower median
+of its majority's grades, leaving out (and saying) a grade that contradicts its label.
 
-The database is qrels/<ds>/review.sqlite; settings given once (--judgments, --check-share, --random, ...)
-are stored there and used by every later command.
+The database is qrels/<ds>/review.sqlite; settings given once (--judgments, --random, ...) are stored there.
 """
 
 
@@ -78,11 +74,9 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--all", action="store_true", help="also export cases that are already decided")
     imp = _action(actions, "import", "read judgments from a CSV (item_id, worker, label[, grade][, comment])",
                   cmd_import, False)  # fmt: skip
-    imp.add_argument("--csv", type=Path, required=True, metavar="PATH", dest="csv_path",
-                     help="the judgments file: columns named item_id, worker, label (1/0, relevant/not relevant, "
-                     "yes/no) and optional grade (a non-negative integer on the dataset's scale; empty: none) and "
-                     "comment, or Mechanical Turk's Input.item_id, WorkerId, Answer.label, Answer.grade, "
-                     "Answer.comment")  # fmt: skip
+    imp.add_argument("--csv", type=Path, required=True, metavar="PATH", dest="csv_path", help="the judgments file: "
+                     "item_id, worker, label (1/0, relevant/not relevant, yes/no), optional grade (a non-negative "
+                     "integer; empty: none) and comment, or Mechanical Turk's Input.item_id, WorkerId, Answer.*")
     _action(actions, "progress", "cases done / pending, Fleiss' kappa, per-annotator counts and pass rates",
             cmd_progress, False, aliases=["status"])  # fmt: skip
     _action(actions, "merge", "write decided cases into labels.jsonl (route human) and augmented.qrels", cmd_merge)
