@@ -74,9 +74,16 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--all", action="store_true", help="also export cases that are already decided")
     imp = _action(actions, "import", "read judgments from a CSV (item_id, worker, label[, grade][, comment])",
                   cmd_import, False)  # fmt: skip
-    imp.add_argument("--csv", type=Path, required=True, metavar="PATH", dest="csv_path", help="the judgments file: "
-                     "item_id, worker, label (1/0, relevant/not relevant, yes/no), optional grade (a non-negative "
-                     "integer; empty: none) and comment, or Mechanical Turk's Input.item_id, WorkerId, Answer.*")
+    imp.add_argument(
+        "--csv",
+        type=Path,
+        required=True,
+        metavar="PATH",
+        dest="csv_path",
+        help="the judgments file: "
+        "item_id, worker, label (1/0, relevant/not relevant, yes/no), optional grade (a non-negative "
+        "integer; empty: none) and comment, or Mechanical Turk's Input.item_id, WorkerId, Answer.*",
+    )
     _action(actions, "progress", "cases done / pending, Fleiss' kappa, per-annotator counts and pass rates",
             cmd_progress, False, aliases=["status"])  # fmt: skip
     _action(actions, "merge", "write decided cases into labels.jsonl (route human) and augmented.qrels", cmd_merge)
