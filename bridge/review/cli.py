@@ -17,9 +17,8 @@ if TYPE_CHECKING:
     from bridge.review.store import ReviewDB
 
 DESCRIPTION = """\
-Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided by people.
-Each case collects N judgments from distinct annotators (majority vote); known-answer attention
-checks from the dataset's gold pairs are mixed in, and annotators who fail them are flagged.
+Escalated pairs of labels.jsonl (the debates DREAM could not settle) are decided by people. Each case collects N
+judgments from distinct annotators (majority vote); known-answer attention checks are mixed in (failing: flagged).
 Cases are handed out (and exported) most valuable first (the expected number of open comparisons of
 adjacent systems in runs/<ds>/ their label would decide), with --random N holes (default 40) drawn at random,
 stratified by the judge's P, among them: people's answers on those measure the judges' level for the estimate.
@@ -36,6 +35,10 @@ of its majority's grades, leaving out (and saying) a grade that contradicts its 
 
 The database is qrels/<ds>/review.sqlite; settings given once (--judgments, --random, ...) are stored there.
 """
+IMPORT_COLUMNS = (
+    "the judgments file: item_id, worker, label (1/0, relevant/not relevant, yes/no), optional grade (a non-negative "
+    "integer; empty: none) and comment, or Mechanical Turk's Input.item_id, WorkerId, Answer.*"
+)
 
 
 def _action(
@@ -74,16 +77,7 @@ def register(sub: argparse._SubParsersAction) -> None:
     export.add_argument("--all", action="store_true", help="also export cases that are already decided")
     imp = _action(actions, "import", "read judgments from a CSV (item_id, worker, label[, grade][, comment])",
                   cmd_import, False)  # fmt: skip
-    imp.add_argument(
-        "--csv",
-        type=Path,
-        required=True,
-        metavar="PATH",
-        dest="csv_path",
-        help="the judgments file: "
-        "item_id, worker, label (1/0, relevant/not relevant, yes/no), optional grade (a non-negative "
-        "integer; empty: none) and comment, or Mechanical Turk's Input.item_id, WorkerId, Answer.*",
-    )
+    imp.add_argument("--csv", type=Path, required=True, metavar="PATH", dest="csv_path", help=IMPORT_COLUMNS)
     _action(actions, "progress", "cases done / pending, Fleiss' kappa, per-annotator counts and pass rates",
             cmd_progress, False, aliases=["status"])  # fmt: skip
     _action(actions, "merge", "write decided cases into labels.jsonl (route human) and augmented.qrels", cmd_merge)
