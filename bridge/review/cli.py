@@ -30,8 +30,7 @@ stratified by the judge's P, among them: people's answers on those measure the j
   bridge review progress                cases done / pending, kappa, per-annotator pass rates
   bridge review merge                   decided cases -> labels.jsonl (route human) + augmented.qrels
 
-A judgment may carry a grade (TREC DL 0-3: a "related" pair is not a 0); a decided case keeps the lower median
-of its majority's grades, leaving out (and saying) a grade that contradicts its label.
+A judgment may carry a grade (a decided case keeps the lower median of its majority's consistent grades).
 
 The database is qrels/<ds>/review.sqlite; settings given once (--judgments, --random, ...) are stored there.
 """
