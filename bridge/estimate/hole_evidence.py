@@ -23,7 +23,9 @@ stage that labelled it, through a :class:`Calibration`:
 
 People's answers to a **random** share of the open pairs (``details["sampling"] == "random"``) are a sample of
 holes: each calibration is updated by them (a logit shift with its posterior over a grid, the calibration's
-draws as the prior), so a calibration on known pairs, or on another reading, moves toward what people say.
+draws as the prior), so a calibration on known pairs, or on another reading, moves toward what people say; a fit
+with a topic spread (the exemplar judge's) has its level, recalibration and every topic's and family's shift drawn
+from their joint posterior (:mod:`bridge.estimate.level`).
 Their answers themselves are fixed like every other human label. No P is exactly 0 or 1.
 """
 
@@ -245,7 +247,7 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
         if not c.hole_like and config.transfer_sd > 0:
             membership = _membership([facts[i] for i in idx], evidence.families or {})
             strata.setdefault(name, []).append(StratumShift(membership, config.transfer_sd))
-        if c.topic_sd > 0:  # a level calibration: each topic's shift and each family set's (measured where answered)
+        if c.topic_sd > 0:  # a level calibration: each topic's and each family's shift (measured where answered)
             topics, families = measured.get(name, ({}, {}))
             keys = [opened.pairs[i][0] for i in idx]
             strata.setdefault(name, []).append(_stratum_shift([{q: 1.0} for q in keys], c.topic_sd, topics))
