@@ -1,6 +1,7 @@
-"""The level of a collection's holes: how far a calibration fitted elsewhere is off here, as one logit shift common
-to every hole (its prior: the calibration's ``transfer_sd``) and each topic's own shift around it (``topic_sd``), and
-what people's answers on random holes say about both.
+"""The level of a collection's holes: how far a calibration fitted elsewhere is off here (one logit shift common to
+every hole, prior N(0, ``transfer_sd``)), each topic's and each retrieval family's own shift around it (``topic_sd``,
+``family_sd``), the recalibration a new collection needs (the slopes' scale, :data:`TERMS`), and what people's
+answers on random holes say about all of them.
 
 Two rules, each where a simpler one was measured to mislead (DESIGN.md §14; bench/RESULTS.md, "Deciding the sparse
 leaderboard"):
@@ -11,17 +12,15 @@ leaderboard"):
   topic-conditional logit whose average over the spread is the fitted P (:func:`topic_conditional`; the logistic-
   normal approximation, within 0.02 of the exact integral).
 * **Answers count as what they are.** People's answers on random holes are a handful from a few dozen topics: they
-  measure the common shift only through each topic's own shift, and through the shift of the retrievers that found
-  the hole (the holes learned retrievers find are relevant more often than a likeness fitted on pooled holes says,
-  and lexical ones' less: a family's own shift, ``family_sd``). The posterior of the common shift and of every
-  answered stratum's shift (topic, set of retrieval families) is drawn jointly, every shift in the likelihood, by
-  a Gibbs sampler over grids (:func:`level_posterior`). Treating the answers as independent given the common shift
-  (and drawing topic shifts afterwards) gave 95% intervals that covered half of the systems; measuring the common
-  shift alone left the learned systems' intervals off their truth once a few dozen answers pinned the level.
+  measure the level only through each topic's own shift and the shifts of the retrievers that found the hole. The
+  level, the recalibration and every answered stratum's shift are drawn jointly, every shift in the likelihood, by a
+  Gibbs sampler over grids (:func:`level_posterior`). Treating the answers as independent given the level (and
+  drawing topic shifts afterwards) gave 95% intervals that covered half of the systems; measuring the level alone
+  left the learned systems' intervals off their truth once a few dozen answers pinned it.
 
-The result, :class:`LevelDraws`, keeps the calibration's draws with their common shift added and, per kind of
-stratum and answered stratum, its shift in each draw (aligned by row); the hole model draws every other stratum's
-shift afresh.
+The result, :class:`LevelDraws`, keeps the calibration's draws with the level added and the recalibration applied
+and, per kind of stratum and answered stratum, its shift in each draw (aligned by row); the hole model draws every
+other stratum's shift afresh.
 """
 
 from __future__ import annotations
