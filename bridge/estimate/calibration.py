@@ -128,8 +128,9 @@ class Calibration:
     """Logit shift (sd) of each topic's pairs on their own: how far a topic's share of relevant holes strays from
     what the features say (measured where it was fitted)."""
     family_sd: float = 0.0
-    """Logit shift (sd) of the holes each set of retrieval families pooled, on their own: how far the holes learned
-    retrievers find stray from what the features say, and lexical ones' (measured where it was fitted)."""
+    """Logit shift (sd) of each retrieval family's holes on their own (a hole moves with the mean of the shifts of
+    the families that pooled it): how far the holes learned retrievers find stray from what the features say, and
+    lexical ones' (measured on the benchmark, :func:`bridge.judging.learned.exemplar.family_spread`)."""
     level_shifts: np.ndarray | None = field(default=None, compare=False, repr=False)
     """The logit shift common to all pairs that each draw's intercept carries (a level drawn because nothing, or
     little, measured it here), by draw; None: none drawn. :meth:`central` puts every draw at its median."""
