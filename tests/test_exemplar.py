@@ -23,6 +23,7 @@ from bridge.judging.learned.exemplar import (
     ExemplarJudge,
     common_shift,
     exemplar_features,
+    family_spread,
     fit_exemplar,
     percentile,
     shipped_fit_path,
@@ -137,9 +138,9 @@ def test_topic_spread_recovers_a_known_random_intercept():
     assert topic_spread(truth, flat) < 0.35
 
 
-def test_the_spread_of_family_sets_is_measured_like_the_topics():
-    """Holes whose pooling families carry a shift of their own (sd 0.8 over 12 family sets; topics flat): the spread
-    by ``families`` finds it, the spread by topic does not."""
+def test_the_spread_of_the_families_is_measured_beside_the_topics():
+    """Holes whose pooling families carry a shift of their own (sd 0.8 over 12 families, one per hole; topics flat):
+    the families' spread finds it, the spread by topic does not."""
     rows = synthetic_rows(n_topics=120, per_topic=60, seed=4)
     shifts = np.random.default_rng(5).normal(0.0, 0.8, 12)
     rng = np.random.default_rng(6)
@@ -148,7 +149,7 @@ def test_the_spread_of_family_sets_is_measured_like_the_topics():
         p = 1 / (1 + np.exp(-(-2.0 + shifts[i % 12] + 4.0 * r["exemplar_cosine"])))
         r["relevant"] = int(rng.random() < p)
     truth = Calibration("ex", (INTERCEPT, "exemplar_cosine"), np.array([[-2.0, 4.0]]), "synthetic", hole_like=True)
-    assert topic_spread(truth, rows, "families") == pytest.approx(float(np.std(shifts)), abs=0.3)
+    assert family_spread(truth, rows) == pytest.approx(float(np.std(shifts)), abs=0.3)
     assert topic_spread(truth, rows) < 0.35
 
 

@@ -147,7 +147,8 @@ def test_the_forecast_of_more_answers_narrows_as_answers_do():
     assert wants_forecast(board.model)
     evidence = _evidence_of(5, 0)
     now = np.mean([e.interval[1] - e.interval[0] for e in board.scores()])
-    ahead = forecast(evidence, _runs_of(5), [P10], EstimateConfig(draws=100, seed=5), HoleModelConfig(draws=200),
+    model = build_hole_model(evidence, HoleModelConfig(draws=200))
+    ahead = forecast(evidence, model, _runs_of(5), [P10], EstimateConfig(draws=100, seed=5), HoleModelConfig(draws=200),
                      more=(10, 40), worlds=4)  # fmt: skip
     assert [f.answers for f in ahead] == [10, 40] and all(f.comparisons == 3 for f in ahead)
     assert now > ahead[0].width > ahead[1].width

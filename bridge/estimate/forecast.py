@@ -23,6 +23,8 @@ from bridge.estimate.holes import HoleModel
 from bridge.estimate.leaderboard import OPEN, EstimateConfig, Leaderboard
 
 MORE_ANSWERS = (20, 40, 80)
+DRAWS = 100
+"""Draws of each forecast leaderboard (its width and verdicts, not its point, are what is read)."""
 
 
 @dataclass(frozen=True)
@@ -46,24 +48,24 @@ def wants_forecast(model: HoleModel) -> bool:
 
 def forecast(
     evidence: HoleEvidence,
+    model: HoleModel,
     runs: Mapping[str, Run],
     measures: Sequence[Measure],
     estimate: EstimateConfig,
     holes: HoleModelConfig | None = None,
     more: Sequence[int] = MORE_ANSWERS,
     worlds: int = 3,
-    draws: int = 100,
 ) -> list[Forecast]:
-    """The :class:`Forecast` of each number of ``more`` answers (module docstring)."""
+    """The :class:`Forecast` of each number of ``more`` answers (module docstring), from ``model``, the hole model
+    ``evidence`` gives under ``holes``."""
     holes = holes or HoleModelConfig()
     records = list(evidence.records)
     evidence = replace(evidence, records=records, pool=list(evidence.pool), seen=list(evidence.seen))
-    model = build_hole_model(evidence, holes)
     latest = {(r.qid, r.docid): r for r in records}  # an open pair's latest record is a model's
     askable = [i for i, (pair, stage) in enumerate(zip(model.pairs, model.stage, strict=True))
                if stage not in UNCALIBRATED and pair in latest]  # fmt: skip
     rng = np.random.default_rng([estimate.seed, 7])
-    config = replace(estimate, draws=draws)
+    config = replace(estimate, draws=DRAWS)
     # the same worlds for every N, each asking its holes in one random order (a larger N asks a smaller one's too):
     # the forecasts of different N differ by the answers, not by the worlds drawn
     drawn = []

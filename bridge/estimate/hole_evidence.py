@@ -209,9 +209,9 @@ def build_hole_model(evidence: HoleEvidence, config: HoleModelConfig = HoleModel
     opened.stage += [UNPOOLED] * len(unpooled)
     opened.facts += [PairFacts() for _ in unpooled]
 
-    pair_facts = {name: [opened.facts[i] for i in idx] for name, idx in opened.groups().items()}
-    applied, measured = _applied_calibrations(calibrations, people, config, rng, evidence.families or {}, pair_facts)
     groups = opened.groups()
+    pair_facts = {name: [opened.facts[i] for i in idx] for name, idx in groups.items()}
+    applied, measured = _applied_calibrations(calibrations, people, config, rng, evidence.families or {}, pair_facts)
     p_mean = np.full(len(opened.pairs), math.nan)
     for name, idx in groups.items():
         if name in applied and name not in UNCALIBRATED:
@@ -319,8 +319,9 @@ def _applied_calibrations(
 ) -> tuple[dict[str, Calibration], dict[str, tuple[dict[Hashable, np.ndarray], dict[Hashable, np.ndarray]]]]:
     """Each calibration as applied to holes: updated by people's random answers, else shifted where it was fitted
     elsewhere (on known pairs; a shipped fit on another collection's holes, by its own ``transfer_sd``). A calibration
-    with a ``topic_sd`` has its level drawn with each topic's shift (:mod:`bridge.estimate.level`): also returned,
-    per calibration, the shift of each topic and of each set of families people answered in, by draw."""
+    with a ``topic_sd`` has its level drawn with each topic's and family's shift (:mod:`bridge.estimate.level`; the
+    recalibration from ``pair_facts``' recorded features): also returned, per calibration, the shift of each topic
+    and of each family people answered in, by draw."""
     applied: dict[str, Calibration] = {}
     measured: dict[str, tuple[dict[Hashable, np.ndarray], dict[Hashable, np.ndarray]]] = {}
     for name, c in calibrations.items():

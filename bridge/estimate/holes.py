@@ -78,12 +78,13 @@ def gate_bound(recall: tuple[int, int] | None, zeros: int, others: int, level: f
 
 @dataclass(frozen=True)
 class StratumShift:
-    """A logit shift of its own for each stratum of a calibration's pairs (a topic, the set of retrievers that pooled
-    a pair): drawn from N(0, ``sd``) in every draw, except the strata people's answers measured, whose shift goes
-    with the calibration's draw (:mod:`bridge.estimate.level`)."""
+    """A logit shift of its own for each stratum of a calibration's pairs (a topic, a retrieval family, the set of
+    retrievers that pooled a pair): drawn from N(0, ``sd``) in every draw, except the strata people's answers
+    measured, whose shift goes with the calibration's draw (:mod:`bridge.estimate.level`)."""
 
     membership: np.ndarray
-    """(pairs x strata) one-hot; a row of zeros for a pair in no stratum."""
+    """(pairs x strata) each pair's weight on each stratum's shift (one-hot, or the families that pooled it, each 1 /
+    their number); a row of zeros for a pair in no stratum."""
     sd: float
     measured: Mapping[int, np.ndarray] = field(default_factory=dict)
     """Stratum column -> its shift in each of the calibration's draws (by row)."""
@@ -119,7 +120,7 @@ class HoleModel:
     strata: dict[str, list[StratumShift]] = field(default_factory=dict)
     """Calibration name -> its strata's own logit shifts: by the set of systems that pooled a pair (a calibration on
     known pairs may be off differently for each system's holes) and, for a calibration with a ``topic_sd``, by
-    topic."""
+    topic and by retrieval family."""
     gate: GateBound | None = None
     """What the bounds assume of the gate's zeros (None: they are open like every other pair)."""
 

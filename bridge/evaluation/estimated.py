@@ -152,7 +152,7 @@ def estimate_leaderboard(
     evidence = hole_evidence(inputs, original, max(m.k for m in measures))
     model = build_hole_model(evidence, holes or HoleModelConfig())
     board = Leaderboard(inputs.runs, model, inputs.topics, measures, config)
-    ahead = forecast(evidence, inputs.runs, measures, config, holes) if wants_forecast(model) else []
+    ahead = forecast(evidence, model, inputs.runs, measures, config, holes) if wants_forecast(model) else []
     used = {name: c.description() for name, c in model.calibrations.items()}
     return EstimatedLeaderboard(
         board.scores(),

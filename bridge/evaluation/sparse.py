@@ -290,7 +290,9 @@ def run_case(
     topics = list(inputs.topics)
     estimate = EstimateConfig(draws=settings.draws, seed=settings.seed)
     board = Leaderboard(runs, model, topics, settings.measures, estimate)
-    ahead = forecast(evidence, runs, settings.measures, estimate, more=settings.forecast) if settings.forecast else []
+    ahead = []
+    if settings.forecast:
+        ahead = forecast(evidence, model, runs, settings.measures, estimate, more=settings.forecast)
     oracle = _oracle_board(full, sparse, runs, entries, topics, settings, estimate)
     truth = LeaveOutScorer(runs, full.qrels, topics, full.relevance_threshold)
     holey = LeaveOutScorer(runs, sparse.qrels, topics, full.relevance_threshold)

@@ -40,6 +40,7 @@ from bridge.core.fsio import read_utf8
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import INTERCEPT, Calibration, PairFacts
+from bridge.estimate.level import weight_matrix
 from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared, register_judge, usage_of
 from bridge.judging.learned.hole_calibration import fit_hole_calibration
 from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample, fit_procedure
@@ -389,9 +390,9 @@ def _logits(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) -> np.n
     return x @ calibration.draws.mean(axis=0)
 
 
-def _shift_likelihood(z: np.ndarray, y: np.ndarray, grid: np.ndarray) -> np.ndarray:
-    """Log-likelihood of labels ``y`` at logits ``z`` moved by each shift of ``grid``."""
-    shifted = z[None, :] + grid[:, None]
+def _shift_likelihood(z: np.ndarray, y: np.ndarray, grid: np.ndarray, weight: np.ndarray | float = 1.0) -> np.ndarray:
+    """Log-likelihood of labels ``y`` at logits ``z`` moved by each shift of ``grid`` (times each row's ``weight``)."""
+    shifted = z[None, :] + np.asarray(weight)[None] * grid[:, None]
     return np.where(y[None, :] == 1, -np.logaddexp(0.0, -shifted), -np.logaddexp(0.0, shifted)).sum(axis=1)
 
 
@@ -403,22 +404,26 @@ def common_shift(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) ->
     return float(grid[np.argmax(_shift_likelihood(_logits(calibration, rows), y, grid))])
 
 
-def topic_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]], key: str = "qid") -> float:
-    """The sd of each topic's own logit shift (a random intercept, by maximum marginal likelihood over a grid): how far
-    a topic's share of relevant holes strays from what its features say; with ``key`` another stratum of the rows
-    (``families``: the set of retrieval families that pooled a hole). Each cut of a collection counts once: the
-    figure is the mean over cuts (their holes repeat across cuts and would otherwise count several times)."""
-    grid = np.linspace(-6.0, 6.0, 241)
-    sds = np.linspace(0.0, 3.0, 61)
+def _by_cut(rows: Sequence[Mapping[str, Any]]) -> list[list[Mapping[str, Any]]]:
+    """The rows of each cut: each cut of a collection counts once in a spread (their holes repeat across cuts and
+    would otherwise count several times)."""
     by_cut: dict[str, list[Mapping[str, Any]]] = {}
     for r in rows:
         by_cut.setdefault(str(r.get("cut", "")), []).append(r)
+    return list(by_cut.values())
+
+
+def topic_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) -> float:
+    """The sd of each topic's own logit shift (a random intercept, by maximum marginal likelihood over a grid): how far
+    a topic's share of relevant holes strays from what its features say; the mean over cuts (:func:`_by_cut`)."""
+    grid = np.linspace(-6.0, 6.0, 241)
+    sds = np.linspace(0.0, 3.0, 61)
     chosen = []
-    for cut_rows in by_cut.values():
+    for cut_rows in _by_cut(rows):
         z = _logits(calibration, cut_rows)
         by_topic: dict[str, list[int]] = {}
         for i, r in enumerate(cut_rows):
-            by_topic.setdefault(str(r[key]), []).append(i)
+            by_topic.setdefault(str(r["qid"]), []).append(i)
         y = np.array([int(r["relevant"]) for r in cut_rows])
         loglik = np.array([_shift_likelihood(z[idx], y[idx], grid) for idx in by_topic.values()])  # topics x grid
         total = []
@@ -437,27 +442,20 @@ def family_spread(calibration: Calibration, rows: Sequence[Mapping[str, Any]]) -
     given the others' (backfitting over a grid), their root mean square; the mean over cuts, as for the topics. With
     thousands of holes per family the shifts' own noise is small beside their spread."""
     grid = np.linspace(-4.0, 4.0, 321)
-    by_cut: dict[str, list[Mapping[str, Any]]] = {}
-    for r in rows:
-        by_cut.setdefault(str(r.get("cut", "")), []).append(r)
     spreads = []
-    for cut_rows in by_cut.values():
+    for cut_rows in _by_cut(rows):
         z = _logits(calibration, cut_rows)
         y = np.array([int(r["relevant"]) for r in cut_rows])
         found = [str(r["families"]).split("+") if r["families"] else [] for r in cut_rows]
-        names = sorted({f for fs in found for f in fs})
-        weights = np.zeros((len(cut_rows), len(names)))
-        for i, fs in enumerate(found):
-            for f in fs:
-                weights[i, names.index(f)] = 1.0 / len(fs)
+        named, weights = weight_matrix([{f: 1.0 / len(fs) for f in fs} for fs in found])
+        order = np.argsort(named)  # the families in name order: the order they are fitted in
+        names, weights = [named[i] for i in order], weights[:, order]
         shift = np.zeros(len(names))
         for _ in range(10):
             for j in range(len(names)):
                 rows_j = np.flatnonzero(weights[:, j])
                 rest = z[rows_j] + weights[rows_j] @ shift - weights[rows_j, j] * shift[j]
-                moved = rest[None, :] + weights[rows_j, j][None, :] * grid[:, None]
-                loglik = np.where(y[rows_j][None, :] == 1, -np.logaddexp(0.0, -moved), -np.logaddexp(0.0, moved))
-                shift[j] = grid[int(np.argmax(loglik.sum(axis=1)))]
+                shift[j] = grid[int(np.argmax(_shift_likelihood(rest, y[rows_j], grid, weights[rows_j, j])))]
         shift -= shift.mean()  # the common part is the level's, not the families'
         spreads.append(float(np.sqrt(np.mean(shift**2))) if len(names) else 0.0)
     return float(np.mean(spreads))
