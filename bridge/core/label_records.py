@@ -85,6 +85,11 @@ class LabelRecord:
         return record
 
 
+def grade_fits(grade: int, label: int, threshold: int) -> bool:
+    """Whether a grade says what its label says at the dataset's relevance threshold (relevant: grade >= it)."""
+    return (grade >= threshold) == bool(label)
+
+
 def _check_record(record: LabelRecord, path: Path | None, line: int | None) -> None:
     """The fields every reader relies on, exactly: a ``true`` or ``1.0`` label would be written to the augmented
     qrels as ``True`` / ``1.0``, a numeric qid would match no query, a NaN P would read as "not relevant"."""

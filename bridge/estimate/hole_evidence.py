@@ -37,7 +37,7 @@ from dataclasses import dataclass, field
 
 import numpy as np
 
-from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, grade_fits
 from bridge.core.trec import Qrels
 from bridge.estimate.calibration import (
     ADAPTER,
@@ -88,7 +88,7 @@ def _human_grade(record: LabelRecord, threshold: int) -> int:
     """People's label as a grade: the grade they gave where it agrees with the label, else the threshold grade
     for relevant and 0."""
     grade = record.details.get("grade")
-    if isinstance(grade, int) and not isinstance(grade, bool) and (grade >= threshold) == bool(record.label):
+    if isinstance(grade, int) and not isinstance(grade, bool) and grade_fits(grade, record.label or 0, threshold):
         return grade
     return threshold if record.label else 0
 

@@ -11,6 +11,7 @@ import statistics
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
+from bridge.core.label_records import grade_fits
 from bridge.review.config import ReviewConfig
 
 
@@ -134,11 +135,6 @@ def still_needed(valid: int, ones: int, n: int) -> int:
     if valid >= n and 2 * ones != valid:
         return 0
     return max(n - valid, 1)
-
-
-def grade_fits(grade: int, label: int, threshold: int) -> bool:
-    """Whether a grade says what its label says at the dataset's relevance threshold (relevant: grade >= it)."""
-    return (grade >= threshold) == bool(label)
 
 
 def agreed_grade(judgments: Iterable[Judgment], label: int, threshold: int) -> int | None:

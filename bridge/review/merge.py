@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from bridge.core.fsio import JsonlAppender
-from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, read_labels
+from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, grade_fits, read_labels
 from bridge.datasets import Dataset
 from bridge.label.files import write_label_qrels
 from bridge.review.aggregate import (
@@ -28,7 +28,6 @@ from bridge.review.aggregate import (
     agreed_grade,
     annotator_stats,
     excluded_annotators,
-    grade_fits,
     tally,
 )
 from bridge.review.config import ReviewConfig
