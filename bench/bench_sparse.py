@@ -26,6 +26,7 @@ from __future__ import annotations
 import argparse
 import json
 import shlex
+import statistics
 import subprocess
 import sys
 import time
@@ -157,8 +158,60 @@ def run_benchmark(args: argparse.Namespace) -> int:
         print(forecast_table([r for r in kept if r.cut.keep == keep]))
     if args.record:
         record_figures(args.record, args.dataset, kept, args.record_config, args.record_fit)
+    if args.term_priors:
+        record_term_priors(
+            args.term_priors,
+            full,
+            [(r.cut, out / r.config / r.cut.name) for r in kept if r.people],
+            Workspace(args.data_dir, args.workspace / "runs", cache_dir=args.workspace / "cache"),
+        )
     print(f"\n-> {path}")
     return 0
+
+
+def record_term_priors(path: Path, full: Any, cases: list[tuple[Any, Path]], shared: Any) -> None:
+    """The recalibration terms' priors (:data:`bridge.estimate.level.TERMS`) measured on these cases and kept in an
+    exemplar fit file: per case, each term's coefficient by maximum likelihood over every open exemplar hole with its
+    hidden label (the case's answers teaching the judge; the level and the slopes' scale free). The prior's mean is
+    the mean over the cases, its sd the larger of their sd and the default prior's: another collection differs from
+    this one by more than this one's cuts differ from each other."""
+    from bridge.core.fsio import write_json_atomic
+    from bridge.core.label_records import HUMAN_JUDGE
+    from bridge.core.layout import Workspace
+    from bridge.estimate.calibration import PairFacts
+    from bridge.estimate.level import TERMS, recalibrated, term_estimates
+    from bridge.evaluation.inputs import load_inputs
+    from bridge.evaluation.sparse import hidden_label, sparse_dataset
+    from bridge.judging.learned.exemplar import NAME, STAGE
+
+    if not cases:
+        raise SystemExit("--term-priors measures on cases with people's answers: give --people N (N > 0)")
+    values: dict[str, list[float]] = {}
+    for cut, root in cases:
+        sparse = sparse_dataset(full, cut)
+        inputs = load_inputs(Workspace(shared.data_dir, shared.runs_dir, root / "qrels", root / "reports",
+                                       shared.cache_dir), sparse)  # fmt: skip
+        holes = [r for r in inputs.counted_labels if r.judge != HUMAN_JUDGE and r.stage == STAGE]
+        facts = [PairFacts.of(r) for r in holes]
+        calibration = recalibrated(inputs.calibrations[NAME], [*(f for f in facts[0].extra), "log_systems"])
+        y = [hidden_label(full, (r.qid, r.docid)) for r in holes]
+        measured = term_estimates(calibration, calibration.rows(facts), y)
+        for term, value in measured.items():
+            values.setdefault(term, []).append(value)
+        print(f"{cut.name} on {len(holes)} holes: " + ", ".join(f"{k} {v:+.2f}" for k, v in measured.items()))
+    data = json.loads(path.read_text(encoding="utf-8"))
+    priors = data["calibration"].setdefault("term_priors", {})
+    for term, vs in values.items():
+        spread = statistics.stdev(vs) if len(vs) > 1 else 0.0
+        priors[term] = [round(statistics.mean(vs), 2), round(max(spread, TERMS[term].sd), 2)]
+    data["provenance"]["term_priors"] = (
+        f"each recalibration term's coefficient by maximum likelihood on {len(cases)} cuts of {full.name} whose "
+        "people's answers taught the judge (python -m bench sparse --people N --term-priors): the mean over the cuts, "
+        "the sd the larger of theirs and the default prior's"
+    )
+    write_json_atomic(path, data)
+    shown = ", ".join(f"{k} N({m}, {sd})" for k, (m, sd) in priors.items())
+    print(f"term priors over {len(cases)} cases of {full.name}: {shown}\n-> {path}")
 
 
 def record_figures(path: Path, dataset: str, results: list[CaseResult], config: str, fit: str) -> None:
@@ -361,6 +414,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--family-sd", type=Path, metavar="FIT",
                         help="measure the spread of each retrieval family's shift on the dataset's cuts and write "
                         "it into this exemplar fit file (its calibration's family_sd)")  # fmt: skip
+    parser.add_argument("--term-priors", type=Path, metavar="FIT",
+                        help="with --people N: measure the counter-exemplar term's coefficient on the cases and write "
+                        "its prior into this exemplar fit file (in-sample: the fit's own collection)")  # fmt: skip
     parser.add_argument("--min-transfer-sd", type=float, default=0.5)
     parser.add_argument("--record", type=Path, help="keep the figures of --record-config in this exemplar fit file")
     parser.add_argument("--record-config", default="default")

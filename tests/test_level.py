@@ -174,3 +174,31 @@ def test_answers_measure_the_slopes_scale_and_the_agreement_coefficient():
     drawn = level_posterior(c, x, y, topics, 1.0, np.random.default_rng(4), 400).calibration.draws
     assert np.median(drawn[:, 1]) == pytest.approx(1.0, abs=0.35)  # the slope 2 scaled by about a half
     assert np.median(drawn[:, 2]) == pytest.approx(1.0, abs=0.35)
+
+
+def test_a_terms_prior_measured_where_the_fit_was_made_travels_with_it_and_centres_the_draws():
+    """A calibration that carries the counter term's prior N(-6, 0.5) draws its coefficient from it with no answer
+    (the default prior is centred at 0), and keeps it through its JSON."""
+    from bridge.estimate.level import COUNTER, TERMS, recalibrated, term_prior
+
+    fitted = Calibration("c", (INTERCEPT, "f"), np.tile([[0.0, 2.0]], (50, 1)), "toy", True, transfer_sd=1.0,
+                         topic_sd=0.5, term_priors={COUNTER: (-6.0, 0.5)})  # fmt: skip
+    c = recalibrated(fitted, [COUNTER])
+    assert term_prior(c, COUNTER).mean == -6.0 and TERMS[COUNTER].mean == 0.0
+    assert Calibration.from_json(fitted.to_json()).term_priors == {COUNTER: (-6.0, 0.5)}
+    no_answer = level_posterior(c, np.zeros((0, 3)), np.zeros(0), [], 1.0, np.random.default_rng(0), 4000)
+    drawn = no_answer.calibration.draws[:, c.features.index(COUNTER)]
+    assert np.mean(drawn) == pytest.approx(-6.0, abs=0.05) and np.std(drawn) == pytest.approx(0.5, abs=0.05)
+
+
+def test_term_estimates_recover_a_known_counter_coefficient():
+    """4,000 holes drawn with the fit's slope right, the level 1 lower and a coefficient of -5 on the counter term:
+    the maximum-likelihood estimate finds -5."""
+    from bridge.estimate.level import COUNTER, recalibrated, term_estimates
+
+    c = recalibrated(Calibration("c", (INTERCEPT, "f"), np.tile([[0.0, 2.0]], (10, 1)), "toy", True), [COUNTER])
+    rng = np.random.default_rng(5)
+    f, counter = rng.normal(0.0, 1.0, 4000), np.where(rng.random(4000) < 0.4, rng.uniform(0, 0.4, 4000), 0.0)
+    y = (rng.random(4000) < sigmoid(-1.0 + 2.0 * f - 5.0 * counter)).astype(int)
+    estimates = term_estimates(c, np.column_stack([np.ones(4000), f, counter]), y)
+    assert estimates[COUNTER] == pytest.approx(-5.0, abs=0.8)

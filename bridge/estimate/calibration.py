@@ -131,6 +131,9 @@ class Calibration:
     """Logit shift (sd) of each retrieval family's holes on their own (a hole moves with the mean of the shifts of
     the families that pooled it): how far the holes learned retrievers find stray from what the features say, and
     lexical ones' (measured on the benchmark, :func:`bridge.judging.learned.exemplar.family_spread`)."""
+    term_priors: Mapping[str, tuple[float, float]] = field(default_factory=dict)
+    """Prior (mean, sd) of a recalibration term's coefficient (:data:`bridge.estimate.level.TERMS`) measured where it
+    was fitted, by feature; a term not named here takes the default prior."""
     level_shifts: np.ndarray | None = field(default=None, compare=False, repr=False)
     """The logit shift common to all pairs that each draw's intercept carries (a level drawn because nothing, or
     little, measured it here), by draw; None: none drawn. :meth:`central` puts every draw at its median."""
@@ -216,6 +219,7 @@ class Calibration:
             **({"transfer_sd": self.transfer_sd} if self.transfer_sd is not None else {}),
             **({"topic_sd": self.topic_sd} if self.topic_sd else {}),
             **({"family_sd": self.family_sd} if self.family_sd else {}),
+            **({"term_priors": {k: list(v) for k, v in self.term_priors.items()}} if self.term_priors else {}),
         }
 
     @classmethod
@@ -231,6 +235,7 @@ class Calibration:
                 None if data.get("transfer_sd") is None else float(data["transfer_sd"]),
                 float(data.get("topic_sd") or 0.0),
                 float(data.get("family_sd") or 0.0),
+                {str(k): (float(v[0]), float(v[1])) for k, v in (data.get("term_priors") or {}).items()},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a calibration ({exc})", path=path) from None

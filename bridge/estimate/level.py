@@ -48,13 +48,31 @@ against the fit made on nfcorpus@2, lexical-only ones -0.5 to -1.3), so its coef
 SLOPE_SD = 0.3
 """Prior sd of the fitted slopes' common scale (mean 1): the slope that fits dl19's holes is about 0.75 of the
 nfcorpus@2 fit's."""
-TERMS = {AGREEMENT: 0.5, "query_percentile": 1.0}
-"""Features the fit leaves out whose coefficient (prior N(0, sd)) people's answers measure on each collection: how
-many systems pooled a hole, and where its likeness to the query stands in its topic's pool (the fit leaves the query
+COUNTER = "counter_excess"
+"""How much more a hole resembles a passage people judged not relevant than its nearest known relevant one
+(:mod:`bridge.judging.learned.exemplar_teaching`): 0 until people answer."""
+
+
+@dataclass(frozen=True)
+class TermPrior:
+    mean: float
+    sd: float
+
+
+TERMS = {AGREEMENT: TermPrior(0.0, 0.5), "query_percentile": TermPrior(0.0, 1.0), COUNTER: TermPrior(0.0, 1.0)}
+"""Features the fit leaves out whose coefficient (prior N(mean, sd)) people's answers measure on each collection: how
+many systems pooled a hole, where its likeness to the query stands in its topic's pool (the fit leaves the query
 out: on dl19 it ranks the dense systems up; the learned systems' holes are still underestimated by 0.1 nDCG@10 on
-dl19 with the level measured, so a collection's own answers say how much the query matters there)."""
+dl19 with the level measured, so a collection's own answers say how much the query matters there), and its likeness
+to the passages people judged not relevant (:data:`COUNTER`; the fit never saw a negative)."""
 SWEEPS = 30
 """Gibbs sweeps of each chain (one chain per draw, started at no shift; the last state is the draw)."""
+
+
+def term_prior(calibration: Calibration, feature: str) -> TermPrior:
+    """A recalibration term's prior: the one measured where the calibration was fitted, else :data:`TERMS`'."""
+    measured = calibration.term_priors.get(feature)
+    return TermPrior(*measured) if measured is not None else TERMS[feature]
 
 
 def recalibrated(calibration: Calibration, available: Iterable[str] = (AGREEMENT,)) -> Calibration:
@@ -186,19 +204,19 @@ def level_posterior(
     intercept = calibration.features.index(INTERCEPT)
     coefficients = calibration.draws[rng.integers(0, len(calibration.draws), size)]
     kinds = [(sd, weights) for sd, weights in strata if sd > 0]
-    extra = {j: TERMS[f] for j, f in enumerate(calibration.features) if f in TERMS}
+    extra = {j: term_prior(calibration, f) for j, f in enumerate(calibration.features) if f in TERMS}
     slopes = [j for j in range(len(calibration.features)) if j != intercept and j not in extra]
     if len(y) == 0:
         level = normal_spread(common_sd, size, rng)
         scale = np.maximum(rng.normal(1.0, SLOPE_SD, size), 0.05) if extra else np.ones(size)
-        priors = {j: rng.normal(0.0, sd, size) for j, sd in extra.items()}
+        priors = {j: rng.normal(prior.mean, prior.sd, size) for j, prior in extra.items()}
         draws = _recalibrated_draws(coefficients, intercept, level, slopes, scale, priors)
         return LevelDraws(replace(calibration, draws=draws, level_shifts=level), [{} for _ in strata], 0)
     sign = 2.0 * np.asarray(y, dtype=float) - 1.0
     x = np.asarray(x, dtype=float)
     fixed = coefficients[:, [intercept]] + np.zeros((size, len(y)))  # draws x answers
     terms = [(coefficients[:, slopes] @ x[:, slopes].T, 1.0, SLOPE_SD)] if extra else []
-    terms += [(np.broadcast_to(x[:, j], (size, len(y))), 0.0, sd) for j, sd in extra.items()]
+    terms += [(np.broadcast_to(x[:, j], (size, len(y))), p.mean, p.sd) for j, p in extra.items()]
     if not extra:
         fixed = fixed + coefficients[:, slopes] @ x[:, slopes].T
     values = [np.full(size, mean) for _, mean, _ in terms]
@@ -238,3 +256,25 @@ def level_posterior(
             measured.append({})
     population = f"{calibration.population}; its level measured by people's answers on {len(y)} random holes"
     return LevelDraws(replace(calibration, draws=draws, population=population, level_shifts=level), measured, len(y))
+
+
+def term_estimates(calibration: Calibration, x: np.ndarray, y: np.ndarray) -> dict[str, float]:
+    """The maximum-likelihood coefficient of each recalibration term of ``calibration`` (:func:`recalibrated`), with
+    the level and the slopes' scale, on holes with feature rows ``x`` and hidden labels ``y``: what a collection's
+    answers would measure with no prior (the benchmark measures the terms' priors with it)."""
+    from scipy.optimize import minimize
+
+    intercept = calibration.features.index(INTERCEPT)
+    beta = calibration.draws.mean(axis=0)
+    extra = [j for j, f in enumerate(calibration.features) if f in TERMS]
+    slopes = [j for j in range(len(beta)) if j != intercept and j not in extra]
+    fitted = x[:, slopes] @ beta[slopes]
+    y = np.asarray(y, dtype=float)
+
+    def loss(t: np.ndarray) -> float:
+        z = t[0] + t[1] * fitted + x[:, extra] @ t[2:]
+        return float(np.sum(np.logaddexp(0.0, z) - y * z))
+
+    start = np.concatenate([[beta[intercept], 1.0], np.zeros(len(extra))])
+    solved = minimize(loss, start, method="BFGS")
+    return {calibration.features[j]: float(v) for j, v in zip(extra, solved.x[2:], strict=True)}

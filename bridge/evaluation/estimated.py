@@ -85,6 +85,8 @@ class EstimatedLeaderboard:
     forecast: list[Forecast] = field(default_factory=list)
     """What more random answers from people would give, where they would measure a level the model draws (empty:
     none does, :func:`bridge.estimate.forecast.wants_forecast`)."""
+    lessons: list[str] = field(default_factory=list)
+    """What people's answers taught the label run's judges (:mod:`bridge.judging.teaching`)."""
 
     def score(self, system: str, measure: str) -> SystemEstimate | None:
         return next((s for s in self.scores if s.system == system and s.measure == measure), None)
@@ -123,7 +125,7 @@ class EstimatedLeaderboard:
             + ", ".join(f"{n} {stage} ({e:.1f} expected relevant)" for stage, (n, e) in self.stages.items())
             + ")"
         ]
-        out += [f"note: {n}" for n in self.notes]
+        out += [f"note: {n}" for n in [*self.lessons, *self.notes]]
         if self.valuable:
             shown = ", ".join(f"{q}/{d} ({v:.2f})" for (q, d), v, _ in self.valuable[:10])
             out.append(f"the most valuable open pairs (expected open comparisons each would decide): {shown}")
@@ -168,6 +170,7 @@ def estimate_leaderboard(
         baseline,
         board.against(baseline) if baseline is not None else [],
         ahead,
+        list(inputs.lessons),
     )
 
 

@@ -20,6 +20,7 @@ from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, read_calibrations
 from bridge.evaluation.qids import QidIssue, check_qids
 from bridge.judging.quality.audit_records import read_audit_report
+from bridge.judging.teaching import Lesson, teach
 from bridge.pool.pooling import check_foreign_runs, read_pool
 
 log = logging.getLogger(__name__)
@@ -56,6 +57,9 @@ class EvalInputs:
     """What the dataset is (:attr:`bridge.datasets.Dataset.description`)."""
     passages: int = 0
     """The corpus's size."""
+    lessons: tuple[str, ...] = ()
+    """What people's answers taught the label run's judges (:mod:`bridge.judging.teaching`): ``labels`` are the
+    taught records."""
 
     @cached_property
     def counted_labels(self) -> list[LabelRecord]:
@@ -145,13 +149,14 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
     audit = read_audit_report(ws.audit_report(ds.slug)) if AUGMENTED in qrels_sets else None
     calibrations = read_calibrations(ws.labels_file(ds.slug).with_name(HOLE_CALIBRATIONS_FILE))
     families = {**pool_families(files.pool_config), **run_families(ws.runs(ds.slug))}  # the runs' own stamps first
+    taught = teach(Lesson(read_labels(ws.labels_file(ds.slug)), ds, ws.cache_dir))
     return EvalInputs(
         dataset=ds.name,
         topics=topics,
         runs=runs,
         qrels_sets=qrels_sets,
         threshold=ds.relevance_threshold,
-        labels=tuple(read_labels(ws.labels_file(ds.slug))),
+        labels=tuple(taught.records),
         pooled_systems=pooled,
         dataset_qids=tuple(ds.qids),
         audit=audit,
@@ -160,6 +165,7 @@ def load_inputs(ws: Workspace, ds: Dataset, files: InputFiles = InputFiles()) ->
         families=family_of_each(runs, families),
         description=ds.description,
         passages=len(ds.corpus),
+        lessons=(taught.note,) if taught.note else (),
     )
 
 

@@ -527,7 +527,8 @@ def level_lines(estimated: EstimatedLeaderboard) -> list[str]:
     if estimated.people_random:
         return [
             f"The level of the holes (how many of them are relevant) is measured by people's answers on "
-            f"{estimated.people_random} random holes; the intervals carry what so few answers leave unknown."
+            f"{estimated.people_random} random holes; the intervals carry what so few answers leave unknown.",
+            *(f"{lesson[0].upper()}{lesson[1:]}." for lesson in estimated.lessons),
         ]
     return [
         "**Nothing here measures the level of the holes** (how many of them are relevant): the judge's "
