@@ -16,7 +16,7 @@ from bridge.cli import main
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import write_qrels, write_run
 from bridge.estimate.leaderboard import p_text
-from bridge.evaluation.report import HARD_LABELS
+from bridge.evaluation.report import ESTIMATE_PARTS, HARD_LABELS
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 ORIGINAL = {q: {f"{q}-gold": 1} for q in TOPICS}
@@ -138,7 +138,8 @@ def test_eval_writes_the_full_report(workspace):
     assert [line.split(" & ")[1] for line in body] == [r["system"].replace("_", "\\_") for r in ranked]
     for line, r in zip(body, ranked, strict=True):
         cells = line.removesuffix(" \\\\").split(" & ")
-        assert float(cells[2]) == pytest.approx(float(r["estimate"]), abs=5e-4)
+        value = re.match(r"(?:\\textbf\{)?([\d.]+)", cells[2])  # the first in bold, a mark as a superscript
+        assert value and float(value.group(1)) == pytest.approx(float(r["estimate"]), abs=5e-4)
         assert cells[3] == f"[{float(r['estimate_low']):.3f}, {float(r['estimate_high']):.3f}]"
         assert float(cells[5]) == pytest.approx(float(r["original"]), abs=5e-4)
 
@@ -176,8 +177,8 @@ def test_eval_writes_the_full_report(workspace):
     assert "<table>" in html_text and "Kendall" in html_text
     # the answer first: the estimate table, then the trust paragraph, then what they rest on; markdown rendered
     sections = [line[3:] for line in markdown.splitlines() if line.startswith("## ")]
-    assert sections[:6] == ["The answer", "How far to trust it", "Can these labels be trusted? (judge audit)",
-                            "The estimate in detail", "Inputs and settings", HARD_LABELS]  # fmt: skip
+    assert sections[:7] == ["The answer", "How far to trust it", "Can these labels be trusted? (judge audit)",
+                            "The estimate in detail", ESTIMATE_PARTS, "Inputs and settings", HARD_LABELS]  # fmt: skip
     # the sections on thresholded labels one level down in the fold, which HTML keeps closed
     folded = markdown.split(f"## {HARD_LABELS}")[1].split("\n## ")[0]
     inner = [line[4:] for line in folded.splitlines() if line.startswith("### ")]

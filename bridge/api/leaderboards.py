@@ -61,8 +61,8 @@ class Evaluation:
         """Adjacent systems under the estimate, then (with a baseline) every other system against it, as
         comparisons.csv holds them: ``measure, upper, lower, status`` (settled, likely, open), ``verdict, p_upper`` (P
         that ``upper`` beats ``lower`` under the hole model), ``delta`` (the estimates' difference), ``delta_low,
-        delta_high`` (its 95% interval on these topics), ``delta_topic_low, delta_topic_high`` (on topics like
-        these) and ``against`` (``next`` or ``baseline``)."""
+        delta_high`` (its interval on these topics at the verdict's level, 90%), ``delta_topic_low,
+        delta_topic_high`` (on topics like these) and ``against`` (``next`` or ``baseline``)."""
         import pandas as pd
 
         est = self.result.estimated

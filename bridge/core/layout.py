@@ -40,6 +40,7 @@ CURVES_CSV = "curves.csv"
 COMPARISONS_CSV = "comparisons.csv"
 VALUABLE_PAIRS = "valuable-pairs.tsv"
 STABILITY_CSV = "stability.csv"
+TOPIC_SCORES_CSV = "per-topic.csv"
 REUSABILITY_JSON = "reusability.json"
 RAG_CSV = "rag.csv"
 RAG_ANSWERS = "rag_answers.jsonl"
@@ -49,6 +50,10 @@ ANSWER_TEX = "answer.tex"
 """The answer table as LaTeX (booktabs): one table per measure."""
 CALIBRATIONS_MD = "calibrations.md"
 ADAPTER_CURVE_CSV = "adapter-curve.csv"
+
+QRELS_DRAWS = "draws"
+"""Under qrels/<ds>/: draws of the completed judgments as TREC qrels files (``bridge eval``), what any tool scores to
+get the estimate's mean and interval."""
 
 LLM_CACHE = "llm-cache.sqlite"
 """The LLM response cache, under the cache folder."""
@@ -86,6 +91,9 @@ class Workspace:
 
     def review_db(self, slug: str) -> Path:
         return self.qrels_dir / slug / REVIEW_DB
+
+    def qrels_draws(self, slug: str) -> Path:
+        return self.qrels_dir / slug / QRELS_DRAWS
 
     def original_qrels(self, slug: str) -> Path:
         return self.qrels_dir / slug / ORIGINAL_QRELS

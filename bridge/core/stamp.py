@@ -59,12 +59,17 @@ def code_digest() -> str:
     return h.hexdigest()
 
 
-def _files(paths: Iterable[Path], stamp: Path) -> list[Path]:
-    """Every regular file under ``paths`` (folders recursively) but stamps, sorted; missing paths as given."""
+def _files(paths: Iterable[Path], stamp: Path, ignore: Iterable[Path] = ()) -> list[Path]:
+    """Every regular file under ``paths`` (folders recursively) but stamps and what lies under ``ignore``, sorted;
+    missing paths as given."""
     out: set[Path] = set()
+    skipped = tuple(ignore)
     for path in paths:
         if path.is_dir():
-            out.update(p for p in path.rglob("*") if p.is_file() and not p.name.endswith(STAMP_SUFFIX))
+            out.update(
+                p for p in path.rglob("*")
+                if p.is_file() and not p.name.endswith(STAMP_SUFFIX) and not any(p.is_relative_to(i) for i in skipped)
+            )  # fmt: skip
         elif path != stamp:
             out.add(path)
     return sorted(out)
@@ -83,6 +88,8 @@ class StageStamp:
     with_code: bool = True
     """Whether the code digest (:func:`code_digest`) is covered; False where the settings already name what
     changes the stage's result (retrieve: the retriever's fingerprint)."""
+    ignore: tuple[Path, ...] = ()
+    """Folders under ``paths`` the stage neither reads nor writes (another stage's outputs kept there)."""
 
     def digest(self, outputs: Iterable[Path] = ()) -> str:
         """One digest of the settings, the code (``with_code``), ``extra`` and the bytes of every file under
@@ -91,7 +98,7 @@ class StageStamp:
         h.update(json.dumps({"settings": self.settings, "extra": self.extra}, sort_keys=True).encode())
         if self.with_code:
             h.update(code_digest().encode())
-        for path in _files([*self.paths, *outputs], self.path):
+        for path in _files([*self.paths, *outputs], self.path, self.ignore):
             h.update(f"\0{path}\0".encode())
             if path.is_file():
                 with path.open("rb") as handle:
@@ -156,9 +163,12 @@ def stage_stamp(
     settings: Mapping[str, Any],
     paths: Iterable[Path],
     with_code: bool = True,
+    ignore: Iterable[Path] = (),
     **extra: str,
 ) -> StageStamp:
     """The stamp of ``stage`` kept in ``folder`` (``.<stage>.stamp.json``) over its ``settings`` (JSON), ``paths``
     and ``extra`` identities (and the code, unless ``with_code`` is False)."""
     identities = {k: str(v) for k, v in extra.items()}
-    return StageStamp(folder / f".{stage}{STAMP_SUFFIX}", dict(settings), tuple(paths), identities, with_code)
+    return StageStamp(
+        folder / f".{stage}{STAMP_SUFFIX}", dict(settings), tuple(paths), identities, with_code, tuple(ignore)
+    )

@@ -8,7 +8,7 @@ rules every P follows.
 from __future__ import annotations
 
 import math
-from collections.abc import Mapping
+from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
 
 import numpy as np
@@ -158,6 +158,16 @@ class HoleModel:
         if self.grading is None:
             return labels * float(self.threshold)
         return self.grading.draw(labels, rng)
+
+    def completed_qrels(self, rng: np.random.Generator, n: int) -> Iterator[Qrels]:
+        """``n`` draws of the completed judgments: the fixed grades and each open pair's grade drawn as
+        :meth:`draw_grades` draws it (calibration, shifts and label together). Scoring a run on every draw with any
+        tool gives the estimate's distribution of its score."""
+        for row in self.draw_grades(rng, n):
+            qrels = {qid: dict(docs) for qid, docs in self.fixed.items()}
+            for (qid, docid), grade in zip(self.pairs, row, strict=True):
+                qrels.setdefault(qid, {})[docid] = int(grade)
+            yield qrels
 
     def bound_sets(self) -> tuple[list[Pair], CappedPairs]:
         """What the bounds range over: (pairs whose label may be anything, the capped pairs). The gate's zeros are

@@ -125,7 +125,9 @@ class Comparison:
     delta: float = 0.0
     """The estimate's difference, upper minus lower."""
     delta_interval: tuple[float, float] = (0.0, 0.0)
-    """Its 95% interval on these topics once every hole is judged (the holes' uncertainty only)."""
+    """Its interval on these topics once every hole is judged (the holes' uncertainty only), at the verdict's level:
+    from the (1 - likely) to the likely quantile (5th-95th percentile at likely 0.95), so that where P(better) makes
+    the comparison likely, the interval on topics like these excludes 0."""
     delta_topic_interval: tuple[float, float] = (0.0, 0.0)
     """... on topics like these (holes and topics resampled: the population P(better) is about)."""
 
@@ -137,15 +139,23 @@ TIE = 1e-9
 VERDICT_RULE = (
     "**settled** when the 95% interval of the mean difference over resampled topics lies above 0 even with every open "
     "pair set against the higher-ranked system (better), or below 0 even with every open pair for it (worse); "
-    "**settled: not separable** when no setting of the open pairs moves that interval off 0 either way; **likely** "
-    "when P(better) (resampled topics, drawn holes) is at least {likely:.2f} either way; **open** otherwise"
+    "**settled: not separable** when no setting of the open pairs moves that interval off 0 either way, or when the "
+    "two systems score the same in every draw (a tie, sharing a rank); **likely** "
+    "when P(better) (resampled topics, drawn holes) is at least {likely:.2f} either way, which is when Δ's "
+    "{level:.0f}% interval on topics like these (the verdict's level) excludes 0; **open** otherwise"
 )
 """What :func:`verdict_of` computes, in the words the report prints (``likely`` filled in)."""
 
 
 def verdict_rule(likely: float | None = None) -> str:
     """:data:`VERDICT_RULE` with the threshold of "likely" (default: :class:`EstimateConfig`'s)."""
-    return VERDICT_RULE.format(likely=EstimateConfig().likely if likely is None else likely)
+    likely = EstimateConfig().likely if likely is None else likely
+    return VERDICT_RULE.format(likely=likely, level=delta_level(likely))
+
+
+def delta_level(likely: float) -> float:
+    """The two-sided level (in %) of Δ's interval that matches a one-sided ``likely``: 90 at 0.95."""
+    return 100 * (2 * likely - 1)
 
 
 def p_text(p: float, digits: int = 2) -> str:
@@ -158,8 +168,25 @@ def p_text(p: float, digits: int = 2) -> str:
     return f"{p:.{digits}f}"
 
 
-def verdict_of(p_upper: float, worst: tuple[float, float], best: tuple[float, float], likely: float) -> tuple[str, str]:
-    """The one rule of a comparison's status and verdict (:data:`VERDICT_RULE` says it in words)."""
+def p_resolved(p: float, draws: int) -> float:
+    """A probability from ``draws`` draws as a file states it: at the ends, the finest the draws resolve (half a draw
+    from 0 or 1), never 0 or 1 itself; elsewhere as drawn."""
+    end = 0.5 / max(draws, 1)
+    return min(max(p, end), 1 - end)
+
+
+def shared_ranks(values: Sequence[float]) -> list[int]:
+    """Ranks, highest value first, equal values sharing a rank (1, 1, 3): a tie reads as one everywhere."""
+    return [1 + sum(1 for v in values if v > x + TIE) for x in values]
+
+
+def verdict_of(
+    p_upper: float, worst: tuple[float, float], best: tuple[float, float], likely: float, identical: bool = False
+) -> tuple[str, str]:
+    """The one rule of a comparison's status and verdict (:data:`VERDICT_RULE` says it in words); ``identical``: the
+    two systems score the same in every draw."""
+    if identical:
+        return SETTLED, "n.s."
     if worst[0] > TIE:
         return SETTLED, ">"
     if best[1] < -TIE:
@@ -231,12 +258,16 @@ class Leaderboard:
                 self.topic_means[label] += values.sum(axis=0) / draws
         self.points = {label: means.mean(axis=0) for label, means in self.means.items()}
         """Each system's estimate: the mean over draws with every drawn level at its median (module docstring)."""
+        self.topic_points = dict(self.topic_means)
+        """Each system's estimate on each topic (systems x topics), drawn as :attr:`points` is."""
         if any(c.level_shifts is not None for c in self.model.calibrations.values()):
             self.points = {m.label: np.zeros(s) for m in self.measures}
+            self.topic_points = {m.label: np.zeros((s, n)) for m in self.measures}
             for start in range(0, draws, cfg.chunk):
                 c = min(cfg.chunk, draws - start)
                 for label, values in self._values(self._drawn_grades(rng, c, central=True)).items():
                     self.points[label] += (values.mean(axis=2) if n else 0.0).sum(axis=0) / draws
+                    self.topic_points[label] += values.sum(axis=0) / draws
 
     def _values(self, grades: np.ndarray) -> dict[str, np.ndarray]:
         """measure -> (draws x systems x topics) every system's score on every topic under each draw's grades."""
@@ -302,13 +333,16 @@ class Leaderboard:
         low, high = self.bounds.difference_means(self.by_label[measure], a, b, self.weights)
         worst, best = self._interval(low), self._interval(high)
         p = self.p_beats(measure, a, b)
-        status, verdict = verdict_of(p, worst, best, self.config.likely)
         on_topics = self.means[measure][:, a] - self.means[measure][:, b]
         resampled = self.resampled[measure][:, a] - self.resampled[measure][:, b]
+        identical = bool(
+            np.all(np.abs(on_topics) <= TIE) and abs(self.points[measure][a] - self.points[measure][b]) <= TIE
+        )
+        status, verdict = verdict_of(p, worst, best, self.config.likely, identical)
         return Comparison(
             measure, self.systems[a], self.systems[b], status, verdict, p, worst, best,
             float(self.points[measure][a] - self.points[measure][b]),
-            self._interval(on_topics), self._interval(resampled),
+            self._interval(on_topics, self.config.likely), self._interval(resampled, self.config.likely),
         )  # fmt: skip
 
     def against(self, baseline: str) -> list[Comparison]:

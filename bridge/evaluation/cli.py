@@ -96,6 +96,11 @@ def _add_estimate_options(p: argparse.ArgumentParser) -> None:
         "leaderboard)",
     )
     g.add_argument(
+        "--qrels-draws", type=int, default=100, metavar="N",
+        help="write N draws of the completed judgments as TREC qrels files to qrels/<ds>/draws/: score a run on each "
+        "with any tool; the mean is its estimate, the 2.5-97.5%% range its interval (default: 100; 0: none)",
+    )  # fmt: skip
+    g.add_argument(
         "--no-estimate",
         action="store_true",
         help="skip the estimate of the augmented leaderboard (estimates, intervals, bounds, verdicts, rank "
@@ -110,8 +115,8 @@ def cmd_eval(args: argparse.Namespace) -> int:
 
     if args.k < 1:
         raise BridgeError(f"--k must be at least 1, got {args.k}")
-    if args.draws < 1:
-        raise BridgeError(f"--draws must be at least 1, got {args.draws}")
+    if args.draws < 1 or args.qrels_draws < 0:
+        raise BridgeError(f"--draws must be at least 1 and --qrels-draws 0 or more: {args.draws}, {args.qrels_draws}")
     ws, ds = workspace_from_args(args), dataset_from_args(args)
     config = EvalConfig(
         k=args.k,
@@ -127,7 +132,7 @@ def cmd_eval(args: argparse.Namespace) -> int:
     )
     settings = EvalSettings(
         config, input_files(args), figures=not args.no_figures, strict_qids=args.strict_qids, force=args.force,
-        progress=show_progress(args),
+        progress=show_progress(args), qrels_draws=args.qrels_draws,
     )  # fmt: skip
     print(evaluate_workspace(ws, ds, settings, stamped=args_settings(args)).text)
     return 0

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import csv
 from collections import Counter
-from collections.abc import Sequence
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
@@ -32,6 +32,7 @@ from bridge.estimate.leaderboard import (
     Measure,
     SystemEstimate,
     most_valuable,
+    p_resolved,
     ranked_lists,
     settle_measure,
 )
@@ -48,6 +49,14 @@ def bounds_assumption(gate: GateBound | None) -> str:
     if gate is None:
         return f"{fixed} relevant or not."
     return f"{fixed} relevant or not, except that {gate.assumption()}."
+
+
+MARKS = {(SETTLED, ">"): "▲", (LIKELY, ">"): "△", (SETTLED, "n.s."): "="}
+"""A system's mark against the next system under the estimate: settled better, likely better, tied (not separable)."""
+MARKS_LEGEND = (
+    "▲ settled better than the next system down, △ likely better (P(better) >= 0.95), = not separable from it; "
+    "no mark: open."
+)
 
 
 @dataclass(frozen=True)
@@ -87,6 +96,11 @@ class EstimatedLeaderboard:
     none does, :func:`bridge.estimate.forecast.wants_forecast`)."""
     lessons: list[str] = field(default_factory=list)
     """What people's answers taught the label run's judges (:mod:`bridge.judging.teaching`)."""
+    topic_estimates: Mapping[str, Mapping[str, Sequence[float]]] = field(default_factory=dict)
+    """measure -> system -> its estimate on each topic of ``topics`` (drawn as the estimate is)."""
+    topics: tuple[str, ...] = ()
+    model: HoleModel | None = field(default=None, compare=False, repr=False)
+    """The hole model the estimate drew from (what :mod:`bridge.evaluation.qrels_draws` writes draws of)."""
 
     def score(self, system: str, measure: str) -> SystemEstimate | None:
         return next((s for s in self.scores if s.system == system and s.measure == measure), None)
@@ -106,6 +120,11 @@ class EstimatedLeaderboard:
     def next_comparison(self, system: str, measure: str) -> Comparison | None:
         """The comparison of ``system`` with the system ranked just below it (estimate)."""
         return next((c for c in self.comparisons if c.upper == system and c.measure == measure), None)
+
+    def mark(self, system: str, measure: str) -> str:
+        """``system``'s mark against the next system down (:data:`MARKS`; "" where open or last)."""
+        c = self.next_comparison(system, measure)
+        return "" if c is None else MARKS.get((c.status, c.verdict), "")
 
     def comparison_above(self, system: str, measure: str) -> Comparison | None:
         """The comparison of ``system`` with the system ranked just above it (estimate)."""
@@ -171,6 +190,12 @@ def estimate_leaderboard(
         board.against(baseline) if baseline is not None else [],
         ahead,
         list(inputs.lessons),
+        {
+            label: {s: values[i].tolist() for i, s in enumerate(board.systems)}
+            for label, values in board.topic_points.items()
+        },
+        tuple(board.topics),
+        model,
     )
 
 
@@ -220,7 +245,7 @@ def write_comparisons(estimated: EstimatedLeaderboard, path: Path) -> None:
         writer.writerow(["measure", "upper", "lower", "status", "verdict", "p_upper", *intervals, *delta, "against"])
         for c, against in estimated.all_comparisons():
             writer.writerow(
-                [c.measure, c.upper, c.lower, c.status, c.verdict, f"{c.p_upper:.4f}"]
+                [c.measure, c.upper, c.lower, c.status, c.verdict, f"{p_resolved(c.p_upper, estimated.draws):.4f}"]
                 + [f"{x:+.6f}" for x in (*c.worst, *c.best, c.delta, *c.delta_interval, *c.delta_topic_interval)]
                 + [against]
             )

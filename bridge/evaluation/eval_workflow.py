@@ -17,6 +17,7 @@ from bridge.core.stamp import stage_stamp
 from bridge.datasets import Dataset
 from bridge.evaluation.harness import EvalConfig, EvalResult, run_evaluation
 from bridge.evaluation.inputs import InputFiles, load_inputs
+from bridge.evaluation.qrels_draws import write_qrels_draws
 from bridge.evaluation.report import write_report
 from bridge.evaluation.summary import summary_text
 
@@ -36,6 +37,8 @@ class EvalSettings:
     force: bool = False
     """Run even when the stamp says nothing changed since the last run."""
     progress: bool = False
+    qrels_draws: int = 100
+    """Draws of the completed judgments written to qrels/<ds>/draws/ (:mod:`bridge.evaluation.qrels_draws`; 0: none)."""
 
 
 @dataclass(frozen=True)
@@ -56,7 +59,8 @@ def evaluate_workspace(
     out = ws.reports(ds.slug)
     read = [ws.runs(ds.slug), ws.labels_file(ds.slug).parent, ws.audit_report(ds.slug), *settings.files.paths]
     recorded = stamped if stamped is not None else json.loads(json.dumps(dataclasses.asdict(settings), default=str))
-    stamp = stage_stamp(out, "eval", recorded, read, dataset=ds.fingerprint)
+    draws = ws.qrels_draws(ds.slug)
+    stamp = stage_stamp(out, "eval", recorded, read, ignore=(draws,), dataset=ds.fingerprint)
     if (skipped := stamp.skip_message(settings.force)) is not None:
         return EvalOutcome(skipped)
     inputs = load_inputs(ws, ds, settings.files)
@@ -67,6 +71,12 @@ def evaluate_workspace(
         raise BridgeError("query ids differ (--strict-qids): " + "; ".join(i.message() for i in issues))
     result = run_evaluation(inputs, settings.config, progress=settings.progress)
     written = write_report(result, out, figures=settings.figures)
-    text = summary_text(result) + "\n" + "\n".join(f"-> {path}" for path in written)
-    stamp.write(text, outputs=written)
-    return EvalOutcome(text, result, tuple(written))
+    estimated, drawn = result.estimated, []
+    if settings.qrels_draws and estimated is not None and estimated.model is not None:
+        seed = settings.config.estimate.seed if settings.config.estimate is not None else 0
+        drawn = write_qrels_draws(estimated.model, draws, settings.qrels_draws, seed)
+    lines = [f"-> {path}" for path in written]
+    lines += [f"-> {draws}/ ({settings.qrels_draws} draws of the completed judgments as TREC qrels)"] if drawn else []
+    text = summary_text(result) + "\n" + "\n".join(lines)
+    stamp.write(text, outputs=[*written, *drawn])
+    return EvalOutcome(text, result, (*written, *drawn))

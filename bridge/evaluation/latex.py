@@ -7,9 +7,17 @@ too), the holey score and the bounds. ``\\usepackage{booktabs}`` is all it needs
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 
-from bridge.estimate.leaderboard import SystemEstimate
+from bridge.estimate.leaderboard import shared_ranks
+from bridge.evaluation.estimated import EstimatedLeaderboard
+
+TEX_MARKS = {"▲": r"$^{\blacktriangle}$", "△": r"$^{\vartriangle}$", "=": r"$^{=}$"}
+"""The report's marks (:data:`bridge.evaluation.estimated.MARKS`) as superscripts (amssymb)."""
+TEX_LEGEND = (
+    r"$^{\blacktriangle}$ settled better than the next system down, $^{\vartriangle}$ likely better "
+    r"($P(\textrm{better}) \geq 0.95$), $^{=}$ not separable from it; no mark: open; bold: first (ties share it)."
+)
 
 SPECIAL = {
     "\\": r"\textbackslash{}", "&": r"\&", "%": r"\%", "$": r"\$", "#": r"\#", "_": r"\_", "{": r"\{", "}": r"\}",
@@ -27,34 +35,39 @@ def _interval(low: float, high: float, digits: int) -> str:
 
 
 def answer_tex(
-    ranked: Mapping[str, Sequence[SystemEstimate]],
+    estimated: EstimatedLeaderboard,
     holey: Mapping[tuple[str, str], float],
     reference: str,
     dataset: str,
     digits: int = 3,
 ) -> str:
-    """The answer table per measure as booktabs tables (``ranked``: measure -> its systems best first, as
-    :meth:`bridge.evaluation.estimated.EstimatedLeaderboard.ranked` gives them; ``holey``: (system, measure) -> the
-    score under the ``reference`` qrels)."""
-    out = [f"% bridge: the estimated leaderboard of {dataset} (booktabs); one table per measure", ""]
-    for measure, scores in ranked.items():
+    """The answer table per measure as booktabs tables, systems best first, the first in bold and each estimate with
+    the report's mark against the next system (``holey``: (system, measure) -> the score under the ``reference``
+    qrels)."""
+    out = [f"% bridge: the estimated leaderboard of {dataset} (booktabs, amssymb); one table per measure", ""]
+    for measure, scores in estimated.ranked().items():
         label = "".join(c if c.isalnum() else "-" for c in f"{dataset}-{measure}").strip("-").lower()
         out += [
             r"\begin{table}[t]",
             r"\centering",
             rf"\caption{{{escape(dataset)}, {escape(measure)}: each system's estimate once every hole is judged, with "
             r"its 95\% interval on these topics (holes) and on topics like these (topics and holes), its score under "
-            rf"the {escape(reference)} qrels (holes counted not relevant) and the bounds the holes allow.}}",
+            rf"the {escape(reference)} qrels (holes counted not relevant) and the bounds the holes allow. "
+            rf"{TEX_LEGEND}}}",
             rf"\label{{tab:{label}}}",
             r"\begin{tabular}{rlrccrc}",
             r"\toprule",
-            r"Rank & System & Estimate & 95\% CI (topics) & 95\% CI (population) & Holey & Bounds \\",
+            r"Rank & System & Estimate & 95\% CI (these topics) & 95\% CI (topics like these) & Holey & Bounds \\",
             r"\midrule",
         ]
-        for rank, s in enumerate(scores, start=1):
+        for rank, s in zip(shared_ranks([x.estimate for x in scores]), scores, strict=True):
             holey_score = holey.get((s.system, measure))
+            value = f"{s.estimate:.{digits}f}"
+            value = (rf"\textbf{{{value}}}" if rank == 1 else value) + TEX_MARKS.get(
+                estimated.mark(s.system, measure), ""
+            )
             cells = [
-                str(rank), escape(s.system), f"{s.estimate:.{digits}f}", _interval(*s.interval, digits),
+                str(rank), escape(s.system), value, _interval(*s.interval, digits),
                 _interval(*s.topic_interval, digits), "--" if holey_score is None else f"{holey_score:.{digits}f}",
                 _interval(s.low, s.high, digits),
             ]  # fmt: skip

@@ -20,6 +20,7 @@ from tqdm.auto import tqdm
 from bridge.core.errors import InputError
 from bridge.core.fsio import atomic_write
 from bridge.core.trec import Qrels, Run
+from bridge.estimate.leaderboard import p_resolved
 from bridge.evaluation.estimated import EstimatedLeaderboard
 from bridge.evaluation.inputs import ORIGINAL
 from bridge.evaluation.rankcorr import kendall_tau, tau_ap
@@ -237,7 +238,8 @@ def _estimate_cells(estimated: EstimatedLeaderboard, system: str, measure: str) 
     values = (score.low, score.estimate, *score.interval, *score.quantiles, *score.topic_interval, score.high)
     cells = [f"{x:.6f}" for x in values]
     nxt = estimated.next_comparison(system, measure)
-    return cells + ([nxt.lower, nxt.status, nxt.verdict, f"{nxt.p_upper:.4f}"] if nxt else ["", "", "", ""])
+    p = f"{p_resolved(nxt.p_upper, estimated.draws):.4f}" if nxt else ""
+    return cells + ([nxt.lower, nxt.status, nxt.verdict, p] if nxt else ["", "", "", ""])
 
 
 def _yes_no(value: bool | None) -> str:
@@ -351,3 +353,23 @@ def write_holes(rows: Sequence[HoleRow], path: str | Path) -> None:
         writer.writerow(["system", "qrels", "k", "hole_rate", "holes", "pooled"])
         for r in rows:
             writer.writerow([r.system, r.qrels, r.k, f"{r.hole_rate:.6f}", r.holes, "yes" if r.pooled else "no"])
+
+
+def write_topic_scores(scores: Scores, path: str | Path, estimated: EstimatedLeaderboard | None = None) -> None:
+    """per-topic.csv, trec_eval -q's shape: every run, measure and topic with its score under the reference qrels
+    (``original``, the holey score) and, for an estimated measure, its estimate on that topic (empty otherwise)."""
+    reference = scores.qrels_names[0]
+    position = {t: j for j, t in enumerate(estimated.topics)} if estimated is not None else {}
+    with atomic_write(path) as handle:
+        writer = csv.writer(handle)
+        writer.writerow(["run", "measure", "topic", reference, "estimate"])
+        for spec in scores.specs:
+            values = scores.values[(reference, spec.label)]
+            estimates = estimated.topic_estimates.get(spec.label, {}) if estimated is not None else {}
+            for i, system in enumerate(scores.systems):
+                mine = estimates.get(system)
+                for j, topic in enumerate(scores.topics):
+                    value = "" if np.isnan(values[i, j]) else f"{values[i, j]:.6f}"
+                    k = position.get(topic)
+                    estimate = f"{mine[k]:.6f}" if mine is not None and k is not None else ""
+                    writer.writerow([system, spec.label, topic, value, estimate])

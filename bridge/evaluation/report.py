@@ -34,18 +34,35 @@ from bridge.core.layout import (
     ROUTES_CSV,
     SIGNIFICANCE_CSV,
     STABILITY_CSV,
+    TOPIC_SCORES_CSV,
     VALUABLE_PAIRS,
 )
 from bridge.estimate.calibration import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
-from bridge.estimate.leaderboard import LIKELY, OPEN, SETTLED, Comparison, SystemEstimate, p_text, verdict_rule
+from bridge.estimate.leaderboard import (
+    LIKELY,
+    OPEN,
+    SETTLED,
+    Comparison,
+    EstimateConfig,
+    delta_level,
+    p_text,
+    shared_ranks,
+    verdict_rule,
+)
 from bridge.evaluation import plots
 from bridge.evaluation.curves import write_curves
-from bridge.evaluation.estimated import EstimatedLeaderboard, write_comparisons, write_stability, write_valuable_pairs
+from bridge.evaluation.estimated import (
+    MARKS_LEGEND,
+    EstimatedLeaderboard,
+    write_comparisons,
+    write_stability,
+    write_valuable_pairs,
+)
 from bridge.evaluation.harness import EvalResult
 from bridge.evaluation.inputs import AUGMENTED
 from bridge.evaluation.latex import answer_tex
 from bridge.evaluation.provenance import write_routes
-from bridge.evaluation.rebenchmark import write_holes, write_leaderboard, write_significance
+from bridge.evaluation.rebenchmark import write_holes, write_leaderboard, write_significance, write_topic_scores
 from bridge.evaluation.reusability_results import read_reusability
 from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
@@ -135,11 +152,14 @@ def _signed(value: float) -> str:
 
 HARD_LABELS = "For tools that need hard labels"
 """The fold over the sections that score thresholded labels (the augmented qrels as trec_eval reads them)."""
+ESTIMATE_PARTS = "What the estimate is drawn from"
+"""The fold over each calibration's population and quality and the systems' rank stability."""
 REPORT_SECTIONS = (
     "The answer",
     "How far to trust it",
     "Can these labels be trusted? (judge audit)",
     "The estimate in detail",
+    ESTIMATE_PARTS,
     "Inputs and settings",
     HARD_LABELS,
     "Judgments by route",
@@ -256,6 +276,8 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     holes, rest_on = _what_holes_rest_on(estimated)
     blocks: list[Block] = [
         Heading("The answer"),
+        Para(answer_sentence(estimated)),
+        *glance_blocks(estimated),
         *(Para(line) for line in level_lines(estimated)),
         Para(
             "Each system's **estimate**: its expected score once every hole (every pair no person judged) is judged, "
@@ -266,10 +288,11 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     ]
     after = [
         Para(
-            "The comparison: Δ, the difference of the estimates, with its interval on topics like these and "
-            f"P(better) on them; {verdict_rule()}. The bounds are the lowest and highest score the holes allow; the "
-            f"holey score: under the {result.reference} qrels, where every hole counts as not relevant."
+            f"The comparison: Δ, the difference of the estimates, with its {DELTA_LEVEL:.0f}% interval on topics like "
+            f"these and P(better) on them; {verdict_rule()}. The bounds are the lowest and highest score the holes "
+            f"allow; the holey score: under the {result.reference} qrels, where every hole counts as not relevant."
         ),
+        Para(verdict_error_text(estimated)),
         Para(
             f"What the intervals rest on: {holes:,} holes, {rest_on}. How far to trust each stage, and what would "
             "narrow the intervals: **How far to trust it**, below."
@@ -278,7 +301,7 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     original = _holey_scores(result)
     for measure, ranked in estimated.ranked().items():
         rows = []
-        for rank, score in enumerate(ranked, start=1):
+        for rank, score in zip(shared_ranks([s.estimate for s in ranked]), ranked, strict=True):
             below = estimated.next_comparison(score.system, measure)
             rows.append(
                 (
@@ -307,7 +330,87 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
     return blocks
 
 
-BASELINE_COLUMNS = ("system", "Δ", "95% interval (these topics)", "95% interval (topics like these)", "against")
+def answer_sentence(estimated: EstimatedLeaderboard) -> str:
+    """The answer in one sentence: per measure, the best system (or the systems tied for first) and its verdict
+    against the next, then how far the judge's intervals are to be trusted."""
+    parts = []
+    for measure, ranked in estimated.ranked().items():
+        first = [s.system for s, r in zip(ranked, shared_ranks([s.estimate for s in ranked]), strict=True) if r == 1]
+        who = f"{', '.join(first[:-1])} and {first[-1]} tie for first" if len(first) > 1 else f"{first[0]} is first"
+        below = estimated.next_comparison(first[-1], measure)
+        parts.append(f"**{measure}**: {who}" + ("" if below is None else f", {_how_sure(below)}"))
+    if _coverage_checks(estimated.calibrations):
+        trust = "the judge's own check finds some of its intervals too narrow (How far to trust it, below)"
+    elif estimated.forecast and not estimated.people_random:
+        trust = "nothing here measures how many holes are relevant, so lead with the order, not the levels"
+    else:
+        trust = "the intervals carry the judge's measured uncertainty (How far to trust it, below)"
+    return "In one line: " + "; ".join(parts) + f"; {trust}."
+
+
+def glance_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
+    """Systems by measures in one table: each estimate with its mark against the next system, the first in bold;
+    systems in the order of the first measure."""
+    ranked = estimated.ranked()
+    if not ranked:
+        return []
+    order = [s.system for s in next(iter(ranked.values()))]
+    firsts = {
+        m: {s.system for s, r in zip(scores, shared_ranks([x.estimate for x in scores]), strict=True) if r == 1}
+        for m, scores in ranked.items()
+    }
+    rows = []
+    for system in order:
+        cells = [system]
+        for measure in ranked:
+            score = estimated.score(system, measure)
+            text = "" if score is None else _fmt(score.estimate)
+            text += estimated.mark(system, measure)
+            cells.append(f"**{text}**" if system in firsts[measure] else text)
+        rows.append(tuple(cells))
+    return [Table(("system", *ranked), tuple(rows)), Para(MARKS_LEGEND + " **Bold**: first (ties share it).")]
+
+
+def expected_count(value: float) -> str:
+    """An expected count as the report prints it: two significant digits below 10 (0.034, 1.5), whole above."""
+    return f"{value:.0f}" if value >= 10 else f"{value:.2g}"
+
+
+def _how_sure(c: Comparison) -> str:
+    """How sure the first place is against the next system, in a few words."""
+    if c.status == SETTLED:
+        return f"settled against {c.lower}" if c.verdict == ">" else f"not separable from {c.lower}"
+    if c.status == LIKELY:
+        ahead = "ahead of" if c.verdict == ">" else "behind"
+        return f"likely {ahead} {c.lower} (P(better) {p_text(c.p_upper)})"
+    return f"not decided against {c.lower} (P(better) {p_text(c.p_upper)})"
+
+
+DELTA_LEVEL = delta_level(EstimateConfig().likely)
+"""The two-sided level of Δ's intervals: the verdict's (90% for likely at P(better) >= 0.95)."""
+BASELINE_COLUMNS = (
+    "system", "Δ", f"{DELTA_LEVEL:.0f}% interval (these topics)", f"{DELTA_LEVEL:.0f}% interval (topics like these)",
+    "against",
+)  # fmt: skip
+
+
+def verdict_error_text(estimated: EstimatedLeaderboard) -> str:
+    """What error the set of verdicts carries: the expected number of wrong likely verdicts under the hole model,
+    and how far P(better) from a finite number of draws can move with the seed."""
+    likely = EstimateConfig().likely
+    shown = [c for c, _ in estimated.all_comparisons()]
+    decided = [c for c in shown if c.status == LIKELY]
+    wrong = sum(1 - max(c.p_upper, 1 - c.p_upper) for c in decided)
+    se = math.sqrt(likely * (1 - likely) / max(estimated.draws, 1))
+    near = sum(1 for c in shown if c.status != SETTLED and abs(max(c.p_upper, 1 - c.p_upper) - likely) < 2 * se)
+    return (
+        f"The error the verdicts carry: of the {len(decided)} likely verdicts shown, about {expected_count(wrong)} are "
+        "expected "
+        "to be wrong under the hole model (the sum of 1 - P over them: a false-discovery count, not a per-comparison "
+        "rate); a settled verdict holds whatever the open labels are. P(better) rests on "
+        f"{estimated.draws} draws: near {likely:.2f} its Monte Carlo error is about ±{se:.3f}, and {near} of the "
+        f"{len(shown)} comparisons lie within twice that of the threshold (another seed could move them across it)."
+    )
 
 
 def _baseline_table(estimated: EstimatedLeaderboard, measure: str) -> list[Block]:
@@ -491,7 +594,7 @@ def _what_would_narrow(estimated: EstimatedLeaderboard) -> str:
     effect = sum(value for _, value, _ in listed)
     valuable = (
         f"the most valuable open pairs judged first (valuable-pairs.tsv: {len(listed)} listed; labelling them is "
-        f"expected to decide up to {effect:.1f} of the {estimated.counts().get(OPEN, 0)} open comparisons)"
+        f"expected to decide up to {expected_count(effect)} of the {estimated.counts().get(OPEN, 0)} open comparisons)"
         if listed
         else "no open pair whose label could move a comparison"
     )
@@ -905,19 +1008,6 @@ def _estimate_blocks(result: EvalResult) -> list[Block]:
             )
         ),
     ]
-    for measure in dict.fromkeys(s.measure for s in estimated.scores):
-        rows = []
-        for c in [c for c in estimated.comparisons if c.measure == measure]:
-            score = estimated.score(c.upper, measure)
-            if score is None:  # every compared system has a score; a missing one would be a bug upstream
-                raise ValueError(f"comparison of {c.upper} on {measure} without its estimate")
-            rows.append(_estimate_row(score, c.lower, verdict_text(c)))
-        last = [s for s in estimated.scores if s.measure == measure and not any(r[0] == s.system for r in rows)]
-        rows += [_estimate_row(s, "", "") for s in last]
-        header = ("system", "lower", "estimate [95%]", "topic interval [95%]", "upper", "next system", "comparison")
-        blocks += [Heading(measure, 3), Table(header, tuple(rows))]
-    blocks += _calibration_blocks(estimated)
-    blocks += _stability_blocks(estimated)
     if estimated.valuable:
         shown = estimated.valuable[:20]
         blocks += [
@@ -934,20 +1024,8 @@ def _estimate_blocks(result: EvalResult) -> list[Block]:
                 tuple((q, d, f"{v:.3f}", f"{p:.3f}") for (q, d), v, p in shown),
             ),
         ]
-    return blocks
-
-
-def _estimate_row(score: SystemEstimate, next_system: str, status: str) -> tuple[str, ...]:
-    (low, high), (t_low, t_high) = score.interval, score.topic_interval
-    return (
-        score.system,
-        _fmt(score.low),
-        f"{_fmt(score.estimate)} [{_fmt(low)}, {_fmt(high)}]",
-        f"[{_fmt(t_low)}, {_fmt(t_high)}]",
-        _fmt(score.high),
-        next_system,
-        status,
-    )
+    parts = [*_calibration_blocks(estimated), *_stability_blocks(estimated)]
+    return [*blocks, Fold(ESTIMATE_PARTS, tuple(parts))] if parts else blocks
 
 
 def _calibration_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
@@ -1430,9 +1508,10 @@ def read_rag_table(path: Path) -> list[dict[str, str]]:
 def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Path]:
     """Every output of ``bridge eval`` under ``out``; returns the paths written."""
     names = result.scores.qrels_names
-    written = [out / LEADERBOARD_CSV, out / HOLES_CSV]
+    written = [out / LEADERBOARD_CSV, out / TOPIC_SCORES_CSV, out / HOLES_CSV]
     write_leaderboard(result.rows, names, written[0], result.estimated)
-    write_holes(result.holes, written[1])
+    write_topic_scores(result.scores, written[1], result.estimated)
+    write_holes(result.holes, written[2])
     if result.significance is not None:
         written.append(out / SIGNIFICANCE_CSV)
         write_significance(result.significance, written[-1])
@@ -1447,7 +1526,7 @@ def write_report(result: EvalResult, out: Path, figures: bool = True) -> list[Pa
         write_comparisons(result.estimated, written[-4])
         write_valuable_pairs(result.estimated, written[-3])
         write_stability(result.estimated, written[-2])
-        tex = answer_tex(result.estimated.ranked(), _holey_scores(result), result.reference, result.inputs.dataset)
+        tex = answer_tex(result.estimated, _holey_scores(result), result.reference, result.inputs.dataset)
         write_text_atomic(written[-1], tex)
     reusability = read_reusability(out / REUSABILITY_JSON)
     figure_paths: dict[str, Path] = {}

@@ -172,7 +172,8 @@ def _label_stamp(ws: Workspace, ds: Dataset, paths: LabelPaths, settings: LabelS
     given = settings.answer_reference
     reference = [Path(given), Path(given).parent / "fits"] if given else []
     read = (ws.runs(ds.slug), paths.labels.parent, paths.audit_report, *reference)
-    return stage_stamp(paths.labels.parent, "label", settings.stamp, read, dataset=ds.fingerprint)
+    draws = ws.qrels_draws(ds.slug)  # bridge eval's, beside the labels
+    return stage_stamp(paths.labels.parent, "label", settings.stamp, read, ignore=(draws,), dataset=ds.fingerprint)
 
 
 def _label_options(
