@@ -159,14 +159,16 @@ class HoleModel:
             return labels * float(self.threshold)
         return self.grading.draw(labels, rng)
 
-    def completed_qrels(self, rng: np.random.Generator, n: int) -> Iterator[Qrels]:
+    def completed_qrels(self, rng: np.random.Generator, n: int, zeros: bool = False) -> Iterator[Qrels]:
         """``n`` draws of the completed judgments: the fixed grades and each open pair's grade drawn as
         :meth:`draw_grades` draws it (calibration, shifts and label together). Scoring a run on every draw with any
-        tool gives the estimate's distribution of its score."""
+        tool gives the estimate's distribution of its score. An open pair drawn at grade 0 is left out unless
+        ``zeros`` (trec_eval reads a missing pair as not relevant; on nq most holes are the gate's zeros)."""
         for row in self.draw_grades(rng, n):
             qrels = {qid: dict(docs) for qid, docs in self.fixed.items()}
             for (qid, docid), grade in zip(self.pairs, row, strict=True):
-                qrels.setdefault(qid, {})[docid] = int(grade)
+                if grade > 0 or zeros:
+                    qrels.setdefault(qid, {})[docid] = int(grade)
             yield qrels
 
     def bound_sets(self) -> tuple[list[Pair], CappedPairs]:

@@ -10,6 +10,7 @@ from __future__ import annotations
 import base64
 import csv
 import html
+import json
 import math
 import re
 from collections.abc import Mapping, Sequence
@@ -37,6 +38,7 @@ from bridge.core.layout import (
     TOPIC_SCORES_CSV,
     VALUABLE_PAIRS,
 )
+from bridge.datasets.kinds import LISTED_TOPIC, OTHER_TOPIC
 from bridge.estimate.calibration import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
 from bridge.estimate.leaderboard import (
     LIKELY,
@@ -505,8 +507,8 @@ def _trust_blocks(result: EvalResult) -> list[Block]:
     if audit.get("warning"):
         blocks.append(
             Alert(
-                f"WARNING: {audit['warning']} (augmented.qrels' thresholded labels). The estimate draws from the "
-                "calibrated P instead: its intervals carry how little the judge separates."
+                f"WARNING: {audit['warning']}. The ranking above is the estimate's: its intervals carry how little "
+                "the judge separates."
             )
         )
     total, stages = _what_holes_rest_on(estimated)
@@ -1335,6 +1337,12 @@ def _definitions(result: EvalResult) -> list[Block]:
         "Significance: paired t-test and paired randomization (sign-flip) test per pair of systems, p-values "
         "Holm-corrected over all pairs of one measure under one qrels set.",
     ]
+    if LISTED_TOPIC in json.dumps(result.inputs.audit or {}):
+        items.append(
+            f"Kinds of hole: a **{LISTED_TOPIC}** has a candidate list of its own in the dataset (its corpus holds the "
+            f"passages a retriever found for it, not only its gold ones); an **{OTHER_TOPIC}** has none, so its "
+            "answer-bearing holes are mostly other questions' passages that hold the answer string."
+        )
     if any(s.compat for s in result.scores.specs):
         items.append(
             "BRIDGE-* measures reproduce the BRIDGE authors' script and are NOT standard: the ideal DCG sums over all "

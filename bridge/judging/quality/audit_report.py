@@ -26,7 +26,8 @@ from bridge.judging.quality.metrics import (
 
 UNTRUSTED_WARNING = (
     "labels are below the {bar:g} trust bar (the lower end of their balanced accuracy's 95% interval is not above "
-    "it); do not use them to rank systems"
+    "it): do not rank systems on their thresholded labels (augmented.qrels); the estimate draws from the "
+    "calibrated P instead"
 )
 
 
