@@ -158,8 +158,9 @@ def delta_level(likely: float) -> float:
     return 100 * (2 * likely - 1)
 
 
-def p_text(p: float, digits: int = 2) -> str:
-    """A probability from finite draws as printed: ``> 0.99`` / ``< 0.01`` at the ends (never 1.00 or 0.00)."""
+def p_text(p: float, digits: int = 3) -> str:
+    """A probability from finite draws as printed: ``> 0.999`` / ``< 0.001`` at the ends (never 1.000 or 0.000); three
+    digits, so that a P just below the verdict's threshold does not print as the threshold (0.949, not 0.95)."""
     top = 1 - 10**-digits
     if p > top:
         return f"> {top:.{digits}f}"

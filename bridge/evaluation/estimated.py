@@ -53,10 +53,7 @@ def bounds_assumption(gate: GateBound | None) -> str:
 
 MARKS = {(SETTLED, ">"): "▲", (LIKELY, ">"): "△", (SETTLED, "n.s."): "="}
 """A system's mark against the next system under the estimate: settled better, likely better, tied (not separable)."""
-MARKS_LEGEND = (
-    "▲ settled better than the next system down, △ likely better (P(better) >= 0.95), = not separable from it; "
-    "no mark: open."
-)
+MARKS_LEGEND = "▲ settled better, △ likely better (P(better) >= 0.95), = not separable; no mark: open."
 
 
 @dataclass(frozen=True)

@@ -15,8 +15,8 @@ from bridge.evaluation.estimated import EstimatedLeaderboard
 TEX_MARKS = {"▲": r"$^{\blacktriangle}$", "△": r"$^{\vartriangle}$", "=": r"$^{=}$"}
 """The report's marks (:data:`bridge.evaluation.estimated.MARKS`) as superscripts (amssymb)."""
 TEX_LEGEND = (
-    r"$^{\blacktriangle}$ settled better than the next system down, $^{\vartriangle}$ likely better "
-    r"($P(\textrm{better}) \geq 0.95$), $^{=}$ not separable from it; no mark: open; bold: first (ties share it)."
+    r"Marks against the system ranked just below: $^{\blacktriangle}$ settled better, $^{\vartriangle}$ likely better "
+    r"($P(\textrm{better}) \geq 0.95$), $^{=}$ not separable; no mark: open; bold: first (ties share it)."
 )
 
 SPECIAL = {

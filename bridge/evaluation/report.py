@@ -351,26 +351,29 @@ def answer_sentence(estimated: EstimatedLeaderboard) -> str:
 
 
 def glance_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
-    """Systems by measures in one table: each estimate with its mark against the next system, the first in bold;
-    systems in the order of the first measure."""
+    """Systems by measures in one table: each estimate with its rank on that measure and its mark against the system
+    ranked just below it there, the first in bold; systems in the order of the first measure."""
     ranked = estimated.ranked()
     if not ranked:
         return []
     order = [s.system for s in next(iter(ranked.values()))]
-    firsts = {
-        m: {s.system for s, r in zip(scores, shared_ranks([x.estimate for x in scores]), strict=True) if r == 1}
-        for m, scores in ranked.items()
-    }
+    ranks = {
+        (s.system, m): r for m, scores in ranked.items()
+        for s, r in zip(scores, shared_ranks([x.estimate for x in scores]), strict=True)
+    }  # fmt: skip
     rows = []
     for system in order:
         cells = [system]
         for measure in ranked:
-            score = estimated.score(system, measure)
-            text = "" if score is None else _fmt(score.estimate)
-            text += estimated.mark(system, measure)
-            cells.append(f"**{text}**" if system in firsts[measure] else text)
+            score, rank = estimated.score(system, measure), ranks.get((system, measure))
+            text = "" if score is None else f"{_fmt(score.estimate)} ({rank}){estimated.mark(system, measure)}"
+            cells.append(f"**{text}**" if rank == 1 else text)
         rows.append(tuple(cells))
-    return [Table(("system", *ranked), tuple(rows)), Para(MARKS_LEGEND + " **Bold**: first (ties share it).")]
+    legend = (
+        "Each estimate with its rank on that measure (the answer tables below) and its mark against the system ranked "
+        f"just below it there: {MARKS_LEGEND} **Bold**: first (ties share it)."
+    )
+    return [Table(("system", *ranked), tuple(rows)), Para(legend)]
 
 
 def expected_count(value: float) -> str:
