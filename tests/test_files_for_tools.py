@@ -90,11 +90,11 @@ def test_per_topic_scores_are_trec_eval_q_shaped_and_average_to_the_leaderboard(
         mine = [r for r in rows if r["run"] == system and r["measure"] == "nDCG@10"]
         assert sorted(r["topic"] for r in mine) == sorted(TOPICS)
         for r in mine:
-            assert float(r["original"]) == pytest.approx(per_query[(r["topic"], system)], abs=1e-6)
+            assert float(r["original"]) == pytest.approx(per_query[(r["topic"], system)], abs=5e-5)
         estimate = np.mean([float(r["estimate"]) for r in mine])
-        assert estimate == pytest.approx(float(board[(system, "nDCG@10")]["estimate"]), abs=1e-5)
+        assert estimate == pytest.approx(float(board[(system, "nDCG@10")]["estimate"]), abs=5e-5)
         assert np.mean([float(r["original"]) for r in mine]) == pytest.approx(
-            float(board[(system, "nDCG@10")]["original"]), abs=1e-5
+            float(board[(system, "nDCG@10")]["original"]), abs=5e-5
         )
     judged = [r for r in rows if r["measure"].startswith("Judged")]
     assert judged and all(r["estimate"] == "" for r in judged)  # a measure the estimate does not estimate

@@ -356,8 +356,9 @@ def write_holes(rows: Sequence[HoleRow], path: str | Path) -> None:
 
 
 def write_topic_scores(scores: Scores, path: str | Path, estimated: EstimatedLeaderboard | None = None) -> None:
-    """per-topic.csv, trec_eval -q's shape: every run, measure and topic with its score under the reference qrels
-    (``original``, the holey score) and, for an estimated measure, its estimate on that topic (empty otherwise)."""
+    """per-topic.csv, trec_eval -q's shape and precision (4 decimals): every run, measure and topic with its score
+    under the reference qrels (``original``, the holey score) and, for an estimated measure, its estimate on that
+    topic (empty otherwise)."""
     reference = scores.qrels_names[0]
     position = {t: j for j, t in enumerate(estimated.topics)} if estimated is not None else {}
     with atomic_write(path) as handle:
@@ -369,7 +370,7 @@ def write_topic_scores(scores: Scores, path: str | Path, estimated: EstimatedLea
             for i, system in enumerate(scores.systems):
                 mine = estimates.get(system)
                 for j, topic in enumerate(scores.topics):
-                    value = "" if np.isnan(values[i, j]) else f"{values[i, j]:.6f}"
+                    value = "" if np.isnan(values[i, j]) else f"{values[i, j]:.4f}"
                     k = position.get(topic)
-                    estimate = f"{mine[k]:.6f}" if mine is not None and k is not None else ""
+                    estimate = f"{mine[k]:.4f}" if mine is not None and k is not None else ""
                     writer.writerow([system, spec.label, topic, value, estimate])
