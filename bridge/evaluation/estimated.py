@@ -35,6 +35,7 @@ from bridge.estimate.leaderboard import (
     p_resolved,
     ranked_lists,
     settle_measure,
+    shared_ranks,
 )
 from bridge.evaluation.inputs import EvalInputs
 from bridge.evaluation.trec_measures import MeasureSpec
@@ -108,6 +109,13 @@ class EstimatedLeaderboard:
         for score in self.scores:
             out.setdefault(score.measure, []).append(score)
         return {m: sorted(scores, key=lambda s: (-s.estimate, s.system)) for m, scores in out.items()}
+
+    def ranked_with_ranks(self) -> dict[str, list[tuple[int, SystemEstimate]]]:
+        """:meth:`ranked` with each system's rank, equal estimates sharing one (a tie reads as one everywhere)."""
+        return {
+            m: list(zip(shared_ranks([s.estimate for s in scores]), scores, strict=True))
+            for m, scores in self.ranked().items()
+        }
 
     def all_comparisons(self) -> list[tuple[Comparison, str]]:
         """Every comparison with what it is against: the adjacent ones (``next``), then each system against the

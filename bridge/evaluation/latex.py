@@ -9,7 +9,6 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from bridge.estimate.leaderboard import shared_ranks
 from bridge.evaluation.estimated import EstimatedLeaderboard
 
 TEX_MARKS = {"▲": r"$^{\blacktriangle}$", "△": r"$^{\vartriangle}$", "=": r"$^{=}$"}
@@ -45,7 +44,7 @@ def answer_tex(
     the report's mark against the next system (``holey``: (system, measure) -> the score under the ``reference``
     qrels)."""
     out = [f"% bridge: the estimated leaderboard of {dataset} (booktabs, amssymb); one table per measure", ""]
-    for measure, scores in estimated.ranked().items():
+    for measure, scores in estimated.ranked_with_ranks().items():
         label = "".join(c if c.isalnum() else "-" for c in f"{dataset}-{measure}").strip("-").lower()
         out += [
             r"\begin{table}[t]",
@@ -60,7 +59,7 @@ def answer_tex(
             r"Rank & System & Estimate & 95\% CI (these topics) & 95\% CI (topics like these) & Holey & Bounds \\",
             r"\midrule",
         ]
-        for rank, s in zip(shared_ranks([x.estimate for x in scores]), scores, strict=True):
+        for rank, s in scores:
             holey_score = holey.get((s.system, measure))
             value = f"{s.estimate:.{digits}f}"
             value = (rf"\textbf{{{value}}}" if rank == 1 else value) + TEX_MARKS.get(

@@ -48,7 +48,6 @@ from bridge.estimate.leaderboard import (
     EstimateConfig,
     delta_level,
     p_text,
-    shared_ranks,
     verdict_rule,
 )
 from bridge.evaluation import plots
@@ -301,9 +300,9 @@ def _answer_blocks(result: EvalResult, figures: dict[str, Path]) -> list[Block]:
         ),
     ]
     original = _holey_scores(result)
-    for measure, ranked in estimated.ranked().items():
+    for measure, ranked in estimated.ranked_with_ranks().items():
         rows = []
-        for rank, score in zip(shared_ranks([s.estimate for s in ranked]), ranked, strict=True):
+        for rank, score in ranked:
             below = estimated.next_comparison(score.system, measure)
             rows.append(
                 (
@@ -336,8 +335,8 @@ def answer_sentence(estimated: EstimatedLeaderboard) -> str:
     """The answer in one sentence: per measure, the best system (or the systems tied for first) and its verdict
     against the next, then how far the judge's intervals are to be trusted."""
     parts = []
-    for measure, ranked in estimated.ranked().items():
-        first = [s.system for s, r in zip(ranked, shared_ranks([s.estimate for s in ranked]), strict=True) if r == 1]
+    for measure, ranked in estimated.ranked_with_ranks().items():
+        first = [s.system for r, s in ranked if r == 1]
         who = f"{', '.join(first[:-1])} and {first[-1]} tie for first" if len(first) > 1 else f"{first[0]} is first"
         below = estimated.next_comparison(first[-1], measure)
         parts.append(f"**{measure}**: {who}" + ("" if below is None else f", {_how_sure(below)}"))
@@ -353,14 +352,11 @@ def answer_sentence(estimated: EstimatedLeaderboard) -> str:
 def glance_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
     """Systems by measures in one table: each estimate with its rank on that measure and its mark against the system
     ranked just below it there, the first in bold; systems in the order of the first measure."""
-    ranked = estimated.ranked()
+    ranked = estimated.ranked_with_ranks()
     if not ranked:
         return []
-    order = [s.system for s in next(iter(ranked.values()))]
-    ranks = {
-        (s.system, m): r for m, scores in ranked.items()
-        for s, r in zip(scores, shared_ranks([x.estimate for x in scores]), strict=True)
-    }  # fmt: skip
+    order = [s.system for _, s in next(iter(ranked.values()))]
+    ranks = {(s.system, m): r for m, scores in ranked.items() for r, s in scores}
     rows = []
     for system in order:
         cells = [system]
