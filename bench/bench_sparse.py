@@ -179,6 +179,7 @@ def record_term_priors(path: Path, full: Any, cases: list[tuple[Any, Path]], sha
     from bridge.core.label_records import HUMAN_JUDGE
     from bridge.core.layout import Workspace
     from bridge.estimate.calibration import PairFacts
+    from bridge.estimate.hole_evidence import recorded_terms
     from bridge.estimate.level import TERMS, recalibrated, term_estimates
     from bridge.evaluation.inputs import load_inputs
     from bridge.evaluation.sparse import hidden_label, sparse_dataset
@@ -193,7 +194,7 @@ def record_term_priors(path: Path, full: Any, cases: list[tuple[Any, Path]], sha
                                        shared.cache_dir), sparse)  # fmt: skip
         holes = [r for r in inputs.counted_labels if r.judge != HUMAN_JUDGE and r.stage == STAGE]
         facts = [PairFacts.of(r) for r in holes]
-        calibration = recalibrated(inputs.calibrations[NAME], [*(f for f in facts[0].extra), "log_systems"])
+        calibration = recalibrated(inputs.calibrations[NAME], recorded_terms(facts))
         y = [hidden_label(full, (r.qid, r.docid)) for r in holes]
         measured = term_estimates(calibration, calibration.rows(facts), y)
         for term, value in measured.items():
@@ -415,8 +416,8 @@ def main(argv: list[str]) -> int:
                         help="measure the spread of each retrieval family's shift on the dataset's cuts and write "
                         "it into this exemplar fit file (its calibration's family_sd)")  # fmt: skip
     parser.add_argument("--term-priors", type=Path, metavar="FIT",
-                        help="with --people N: measure the counter-exemplar term's coefficient on the cases and write "
-                        "its prior into this exemplar fit file (in-sample: the fit's own collection)")  # fmt: skip
+                        help="with --people N: measure each recalibration term's coefficient on the cases and write "
+                        "their priors into this exemplar fit file (in-sample: the fit's own collection)")  # fmt: skip
     parser.add_argument("--min-transfer-sd", type=float, default=0.5)
     parser.add_argument("--record", type=Path, help="keep the figures of --record-config in this exemplar fit file")
     parser.add_argument("--record-config", default="default")

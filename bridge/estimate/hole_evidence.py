@@ -331,7 +331,7 @@ def _applied_calibrations(
             common_sd = transfer if c.transfer_sd is not None or not answers else config.reading_sd
             if c.transfer_sd:  # a fit carried to this collection: the answers recalibrate it too
                 mine = [*(a.facts for a in answers), *pair_facts.get(name, ())]
-                c = recalibrated(topic_conditional(c), _recorded(mine))
+                c = recalibrated(topic_conditional(c), recorded_terms(mine))
             else:
                 c = topic_conditional(c)
             x, y = c.rows([a.facts for a in answers]), np.array([a.label for a in answers], dtype=int)
@@ -453,7 +453,7 @@ def _membership(facts: Sequence[PairFacts], families: Mapping[str, str]) -> np.n
     return out
 
 
-def _recorded(facts: Sequence[PairFacts]) -> set[str]:
+def recorded_terms(facts: Sequence[PairFacts]) -> set[str]:
     """The recalibration terms (:data:`bridge.estimate.level.TERMS`) that every one of ``facts`` has: how many systems
     pooled a pair always, a recorded feature where every pair records it."""
     return {AGREEMENT, *(f for f in TERMS if f != AGREEMENT and all(f in x.extra for x in facts))}

@@ -17,15 +17,15 @@ terms see the features every other hole gets. The records of the free stage and 
 
 from __future__ import annotations
 
-from collections.abc import Mapping, Sequence
+from collections.abc import Sequence
 from dataclasses import replace
-from typing import Any
 
 import numpy as np
 
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.encoders.embeddings import PassageEmbeddings
 from bridge.encoders.sources import MINILM
+from bridge.estimate.hole_evidence import model_record
 from bridge.estimate.level import COUNTER
 from bridge.judging.learned.exemplar import LLM_STAGE, NAME, STAGE, percentile
 from bridge.judging.learned.topic_models import Encoder
@@ -34,21 +34,14 @@ from bridge.judging.teaching import Lesson, Taught, register_teacher
 TAUGHT_STAGES = (STAGE, LLM_STAGE)
 
 
-def _features(record: Mapping[str, Any]) -> dict[str, Any] | None:
-    features = (record.get("details") or {}).get("features")
-    return features if isinstance(features, dict) and "exemplar_cosine" in features else None
-
-
-def _model_view(record: LabelRecord) -> dict[str, Any] | None:
-    """The exemplar stage's record of a pair as a dict: the record itself, or for people's answer the model's record
-    it replaced (``details["escalated"]``); None where neither is the exemplar judge's."""
-    if record.judge == HUMAN_JUDGE:
-        source = record.details.get("escalated")
-        ok = isinstance(source, dict) and source.get("stage") in TAUGHT_STAGES and _features(source) is not None
-        return source if ok else None
-    if record.stage in TAUGHT_STAGES and _features({"details": record.details}) is not None:
-        return {"details": record.details}
-    return None
+def _model_view(record: LabelRecord) -> LabelRecord | None:
+    """The exemplar stage's record of a pair: the record itself, or for people's answer the model's record it
+    replaced (:func:`bridge.estimate.hole_evidence.model_record`); None where neither is the exemplar judge's."""
+    view = model_record(record) if record.judge == HUMAN_JUDGE else record
+    if view is None or view.stage not in TAUGHT_STAGES:
+        return None
+    features = view.details.get("features")
+    return view if isinstance(features, dict) and "exemplar_cosine" in features else None
 
 
 def taught_features(
@@ -107,7 +100,7 @@ def taught_records(lesson: Lesson, encoder: Encoder) -> Taught:
     for qid, idx in by_topic.items():
         said = answers.get(qid, {})
         if not said:
-            updated.update({i: {**_features(views[i]), COUNTER: 0.0} for i in idx})  # type: ignore[dict-item]
+            updated.update({i: {**views[i].details["features"], COUNTER: 0.0} for i in idx})
             continue
         docids = list(dict.fromkeys(lesson.records[i].docid for i in idx))  # a pair's records of both stages once
         known = lesson.dataset.qrels.get(qid, {})
@@ -125,7 +118,7 @@ def taught_records(lesson: Lesson, encoder: Encoder) -> Taught:
         for i in idx:
             j = row[lesson.records[i].docid]
             taught = {"exemplar_cosine": cosine[j], "exemplar_percentile": pct[j], COUNTER: excess[j]}
-            updated[i] = {**(_features(views[i]) or {}), **{k: round(float(v), 6) for k, v in taught.items()}}
+            updated[i] = {**views[i].details["features"], **{k: round(float(v), 6) for k, v in taught.items()}}
     records = list(lesson.records)
     for i, features in updated.items():
         records[i] = _with_features(records[i], features)
