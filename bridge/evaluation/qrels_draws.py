@@ -21,9 +21,8 @@ README = """Draws of the completed judgments (bridge eval): each file holds the 
 and every open pair drawn relevant (or graded above 0) by the hole model; an open pair drawn not relevant is left
 out, as trec_eval reads a missing pair (measures of judged pairs, such as bpref, count it unjudged). Score a run on
 every file with any tool; the mean of its scores is the estimate, their 2.5-97.5% range its 95% interval on these
-topics. augmented.qrels, beside this
-folder, thresholds each hole's P once instead: its scores sit above or below the estimate wherever the judge's
-labels lean one way.
+topics. augmented.qrels, beside this folder, thresholds each hole's P once instead: its scores sit above or below
+the estimate wherever the judge's labels lean one way.
 """
 
 

@@ -238,8 +238,9 @@ def _estimate_cells(estimated: EstimatedLeaderboard, system: str, measure: str) 
     values = (score.low, score.estimate, *score.interval, *score.quantiles, *score.topic_interval, score.high)
     cells = [f"{x:.6f}" for x in values]
     nxt = estimated.next_comparison(system, measure)
-    p = f"{p_resolved(nxt.p_upper, estimated.draws):.4f}" if nxt else ""
-    return cells + ([nxt.lower, nxt.status, nxt.verdict, p] if nxt else ["", "", "", ""])
+    if nxt is None:
+        return [*cells, "", "", "", ""]
+    return [*cells, nxt.lower, nxt.status, nxt.verdict, f"{p_resolved(nxt.p_upper, estimated.draws):.4f}"]
 
 
 def _yes_no(value: bool | None) -> str:

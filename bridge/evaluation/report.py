@@ -406,9 +406,8 @@ def verdict_error_text(estimated: EstimatedLeaderboard) -> str:
     near = sum(1 for c in shown if c.status != SETTLED and abs(max(c.p_upper, 1 - c.p_upper) - likely) < 2 * se)
     return (
         f"The error the verdicts carry: of the {len(decided)} likely verdicts shown, about {expected_count(wrong)} are "
-        "expected "
-        "to be wrong under the hole model (the sum of 1 - P over them: a false-discovery count, not a per-comparison "
-        "rate); a settled verdict holds whatever the open labels are. P(better) rests on "
+        "expected to be wrong under the hole model (the sum of 1 - P over them: a false-discovery count, not a "
+        "per-comparison rate); a settled verdict holds whatever the open labels are. P(better) rests on "
         f"{estimated.draws} draws: near {likely:.2f} its Monte Carlo error is about ±{se:.3f}, and {near} of the "
         f"{len(shown)} comparisons lie within twice that of the threshold (another seed could move them across it)."
     )
