@@ -165,6 +165,9 @@ def run_benchmark(args: argparse.Namespace) -> int:
             [(r.cut, out / r.config / r.cut.name) for r in kept if r.people],
             Workspace(args.data_dir, args.workspace / "runs", cache_dir=args.workspace / "cache"),
         )
+    if args.shape_oracle:
+        shape_oracle(full, [(r.cut, out / r.config / r.cut.name) for r in kept if r.people],
+                     Workspace(args.data_dir, args.workspace / "runs", cache_dir=args.workspace / "cache"))  # fmt: skip
     print(f"\n-> {path}")
     return 0
 
@@ -213,6 +216,71 @@ def record_term_priors(path: Path, full: Any, cases: list[tuple[Any, Path]], sha
     write_json_atomic(path, data)
     shown = ", ".join(f"{k} N({m}, {sd})" for k, (m, sd) in priors.items())
     print(f"term priors over {len(cases)} cases of {full.name}: {shown}\n-> {path}")
+
+
+def shape_oracle(full: Any, cases: list[tuple[Any, Path]], shared: Any) -> None:
+    """How far the judge's ranking of the holes can carry P@10's order, whatever measures the level: per case, the
+    Kendall tau and mean |error| of P@10 (each hole counted at its P) with the estimate's central P, with that P's
+    logit shifted so that its sum is the true number of relevant holes (the level known), shifted per topic so that
+    each topic's sum is its true number (every topic's level known: only the judge's order within a topic left), and
+    with one P for every hole (the holey score's order)."""
+    import numpy as np
+    from scipy.optimize import brentq
+    from scipy.special import expit, logit
+
+    from bridge.core.layout import Workspace
+    from bridge.core.trec import top_k
+    from bridge.estimate.hole_evidence import build_hole_model
+    from bridge.evaluation.estimated import hole_evidence
+    from bridge.evaluation.inputs import load_inputs
+    from bridge.evaluation.rankcorr import kendall_tau
+    from bridge.evaluation.sparse import _runs, hidden_label, sparse_dataset
+
+    def matched(z: np.ndarray, total: float) -> np.ndarray:
+        """expit(z + c) with c such that the sum is ``total`` (0 or all: the P at that end)."""
+        if total <= 0 or total >= len(z):
+            return np.full(len(z), float(total > 0))
+        return expit(z + brentq(lambda c: expit(z + c).sum() - total, -60.0, 60.0))
+
+    rows: dict[str, list[tuple[float, float]]] = {}
+    for cut, root in cases:
+        sparse = sparse_dataset(full, cut)
+        ws = Workspace(shared.data_dir, shared.runs_dir, root / "qrels", root / "reports", shared.cache_dir)
+        runs, inputs = _runs(ws, sparse), load_inputs(ws, sparse)
+        model = build_hole_model(hole_evidence(inputs, sparse.qrels, 10))
+        central = model.draw_p(np.random.default_rng(0), 200, central=True).mean(axis=0)
+        truth = np.array([hidden_label(full, pair) for pair in model.pairs], dtype=float)
+        z = logit(np.clip(central, 1e-9, 1 - 1e-9))
+        topic = np.array([q for q, _ in model.pairs])
+        per_topic = np.zeros(len(z))
+        for q in set(topic):
+            per_topic[topic == q] = matched(z[topic == q], truth[topic == q].sum())
+        variants = {"estimate's P": central, "level known": matched(z, truth.sum()),
+                    "each topic's level known": per_topic, "one P for all (holey order)": np.full(len(z), truth.mean()),
+                    "truth": truth}  # fmt: skip
+        scores = {name: [] for name in variants}
+        for s in sorted(runs):
+            for name, p in variants.items():
+                total = 0.0
+                for q in inputs.topics:
+                    for d in top_k(runs[s].get(q, {}), 10):
+                        j = model.index.get((q, d))
+                        total += p[j] if j is not None else float(model.fixed.get(q, {}).get(d, 0) >= model.threshold)
+                scores[name].append(total / 10 / len(inputs.topics))
+        f = np.array(scores.pop("truth"))
+        said = []
+        for name, values in scores.items():
+            v = np.array(values)
+            rows.setdefault(name, []).append((kendall_tau(list(v), list(f)), float(np.abs(v - f).mean())))
+            said.append(f"{name} tau {rows[name][-1][0]:.3f}")
+        print(f"{cut.name}: " + "; ".join(said), flush=True)
+    print("\n| P@10 with | cases | Kendall tau | mean abs. error |\n|---|---|---|---|")
+    for name, values in rows.items():
+        taus, errors = [t for t, _ in values], [e for _, e in values]
+        print(
+            f"| {name} | {len(values)} | {statistics.mean(taus):.3f} [{min(taus):.3f}, {max(taus):.3f}] | "
+            f"{statistics.mean(errors):.3f} |"
+        )
 
 
 def record_figures(path: Path, dataset: str, results: list[CaseResult], config: str, fit: str) -> None:
@@ -418,6 +486,9 @@ def main(argv: list[str]) -> int:
     parser.add_argument("--term-priors", type=Path, metavar="FIT",
                         help="with --people N: measure each recalibration term's coefficient on the cases and write "
                         "their priors into this exemplar fit file (in-sample: the fit's own collection)")  # fmt: skip
+    parser.add_argument("--shape-oracle", action="store_true",
+                        help="with --people N: P@10's tau and error with the level known, overall and per topic (how "
+                        "far the judge's ranking of the holes carries, whatever measures the level)")  # fmt: skip
     parser.add_argument("--min-transfer-sd", type=float, default=0.5)
     parser.add_argument("--record", type=Path, help="keep the figures of --record-config in this exemplar fit file")
     parser.add_argument("--record-config", default="default")
