@@ -190,6 +190,50 @@ def test_the_verdict_rule():
     assert verdict_of(0.6, (-0.1, 0.05), (0.01, 0.2), 0.95) == (OPEN, "?")
 
 
+def test_p_better_with_every_label_known_is_the_normal_bootstrap_of_the_topic_differences():
+    """No open pair: every draw is the same, and P(upper beats lower) is Phi(mean / se) of the per-topic
+    differences (se: their population sd over the square root of the topic count), computed here by hand from P@10
+    per topic; two seeds give the same P, and Δ's interval on topics like these is mean -/+ 1.645 se."""
+    fixed, runs, _ = synthetic(3, topics=30)
+    rng = random.Random(0)
+    for q in fixed:  # every document judged
+        for run in runs.values():
+            for d in run[q]:
+                fixed[q].setdefault(d, int(rng.random() < 0.4))
+    topics = sorted(fixed)
+    m = Measure("P@10", "P", 10)
+    model = known_p_model(fixed, {})
+    boards = [Leaderboard(runs, model, topics, [m], EstimateConfig(draws=50, seed=seed)) for seed in (1, 2)]
+    per_topic = {s: np.array([sum(fixed[q].get(d, 0) for d in top_k(runs[s][q], 10)) / 10 for q in topics])
+                 for s in runs}  # fmt: skip
+    a, b = boards[0].systems.index("S0"), boards[0].systems.index("S1")
+    delta = per_topic["S0"] - per_topic["S1"]
+    se = delta.std() / math.sqrt(len(topics))
+    expected = 0.5 * (1 + math.erf(delta.mean() / se / math.sqrt(2)))
+    assert boards[0].p_beats("P@10", a, b) == pytest.approx(expected, abs=1e-6)  # the covariances kept in float32
+    assert boards[1].p_beats("P@10", a, b) == boards[0].p_beats("P@10", a, b)
+    c = boards[0].compare("P@10", a, b)
+    assert c.delta_topic_interval == pytest.approx((delta.mean() - 1.6449 * se, delta.mean() + 1.6449 * se), abs=1e-4)
+    assert c.p_error == pytest.approx(0.0, abs=1e-12)
+
+
+def test_p_betters_stated_monte_carlo_error_holds_across_seeds():
+    """Open holes drawn: for every pair of systems, P(better) from two seeds of the draws differs by less than four
+    of its stated Monte Carlo errors, and a comparison is likely exactly when Δ's 90% interval on topics like these
+    excludes 0."""
+    fixed, runs, open_p = synthetic(5, topics=40, systems=5)
+    topics = sorted(fixed)
+    m = Measure("P@10", "P", 10)
+    model = known_p_model(fixed, open_p)
+    boards = [Leaderboard(runs, model, topics, [m], EstimateConfig(draws=400, seed=seed)) for seed in (11, 12)]
+    for a, b in itertools.combinations(range(len(boards[0].systems)), 2):
+        first, second = (board.compare("P@10", a, b) for board in boards)
+        assert abs(first.p_upper - second.p_upper) < 4 * max(first.p_error, second.p_error, 1e-6)
+        for c in (first, second):
+            excludes = c.delta_topic_interval[0] > 0 or c.delta_topic_interval[1] < 0
+            assert (max(c.p_upper, 1 - c.p_upper) >= 0.95) == excludes, c
+
+
 def test_a_pair_whose_label_can_move_no_open_comparison_has_value_0():
     """30 topics: A and B rank the relevant g first everywhere; C's only chance is the open y_t it ranks first.
     A also ranks an open x_t, which cannot change A's Hit (g is there); nobody ranks the open z_t."""

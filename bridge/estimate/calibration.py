@@ -95,6 +95,11 @@ class PairFacts:
         raise KeyError(f"no feature {name!r} for this pair")
 
 
+NOMINAL_COVERAGE = 0.95
+"""What a 95% interval must cover: a hole-like fit's level spreads are chosen to reach it on its held-out check, and
+the report flags a check below it."""
+
+
 def prior_logit(relevant: int, judged: int) -> float:
     """The logit of a topic's share of relevant judgments (Jeffreys-smoothed): a class-balanced classifier's P
     assumes an even share, and this moves it to the topic's."""
@@ -134,9 +139,17 @@ class Calibration:
     term_priors: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Prior (mean, sd) of a recalibration term's coefficient (:data:`bridge.estimate.level.TERMS`) measured where it
     was fitted, by feature; a term not named here takes the default prior."""
+    kind_sd: Mapping[str, float] = field(default_factory=dict)
+    """Logit shift (sd) common to each kind's pairs (:mod:`bridge.datasets.kinds`; ``all`` where the sample held one
+    kind): how far a hole-like fit's level is from the truth beyond what its bootstrap says, chosen where it was
+    fitted so that its held-out check covers at the nominal rate (:mod:`bridge.judging.learned.hole_calibration`).
+    :meth:`widened` draws it."""
     level_shifts: np.ndarray | None = field(default=None, compare=False, repr=False)
     """The logit shift common to all pairs that each draw's intercept carries (a level drawn because nothing, or
     little, measured it here), by draw; None: none drawn. :meth:`central` puts every draw at its median."""
+    spread: np.ndarray | None = field(default=None, compare=False, repr=False)
+    """(draws x features) what :meth:`widened` added to each draw (each kind's level shift); :meth:`central` puts it
+    at its median (0 until people's answers measure it). None: nothing added."""
 
     def __post_init__(self) -> None:
         draws = np.atleast_2d(np.asarray(self.draws, dtype=float))
@@ -167,7 +180,24 @@ class Calibration:
         draws = self.draws[b].copy()
         level = np.asarray(shifts, dtype=float) if len(shifts) == size else rng.choice(shifts, size)
         draws[:, self.features.index(INTERCEPT)] += level
-        return replace(self, draws=draws, level_shifts=level + self._level_of(b))
+        return replace(self, draws=draws, level_shifts=level + self._level_of(b), spread=self._spread_of(b))
+
+    def widened(self, rng: np.random.Generator, size: int) -> Calibration:
+        """``size`` draws, each a random draw of this calibration with each kind's level shift (:attr:`kind_sd`) on
+        top: a kind with its own indicator column moves by its own shift, the kinds the intercept alone stands for
+        by the largest of theirs (so where the design has no column per kind, every kind moves together)."""
+        if not any(sd > 0 for sd in self.kind_sd.values()):
+            return self
+        b = rng.integers(0, len(self.draws), size)
+        spread = np.zeros((size, len(self.features)))
+        columns = {k: self.features.index(KIND_PREFIX + k) for k in self.kind_sd if KIND_PREFIX + k in self.features}
+        common = max((sd for k, sd in self.kind_sd.items() if k not in columns), default=0.0)
+        spread[:, self.features.index(INTERCEPT)] = base = normal_spread(common, size, rng)
+        for kind, j in columns.items():
+            spread[:, j] = normal_spread(self.kind_sd[kind], size, rng) - base
+        before = self._spread_of(b)
+        return replace(self, draws=self.draws[b] + spread, level_shifts=self._level_of_rows(b),
+                       spread=spread if before is None else before + spread)  # fmt: skip
 
     def updated(self, x: np.ndarray, y: np.ndarray, prior_sd: float, rng: np.random.Generator) -> Calibration:
         """The posterior after people's answers ``y`` on random holes ``x``: a logit shift ``delta`` with prior
@@ -184,20 +214,28 @@ class Calibration:
         draws = self.draws[b].copy()
         draws[:, self.features.index(INTERCEPT)] += grid[g]
         population = f"{self.population}; updated by people's answers on {len(y)} random open pairs"
-        return replace(self, draws=draws, population=population, level_shifts=grid[g] + self._level_of(b))
+        return replace(self, draws=draws, population=population, level_shifts=grid[g] + self._level_of(b),
+                       spread=self._spread_of(b))  # fmt: skip
 
     def _level_of(self, rows: np.ndarray) -> np.ndarray | float:
         return 0.0 if self.level_shifts is None else self.level_shifts[rows]
+
+    def _level_of_rows(self, rows: np.ndarray) -> np.ndarray | None:
+        return None if self.level_shifts is None else self.level_shifts[rows]
+
+    def _spread_of(self, rows: np.ndarray) -> np.ndarray | None:
+        return None if self.spread is None else self.spread[rows]
 
     def central(self) -> Calibration:
         """The calibration with its drawn level at the median (the coefficients' own spread kept): what the point
         estimate draws from, so that a level nobody measured widens the interval without moving the point (the mean
         of sigmoid(z + shift) over a symmetric shift drifts every low P toward one half; DESIGN.md §14)."""
-        if self.level_shifts is None:
+        if self.level_shifts is None and self.spread is None:
             return self
-        draws = self.draws.copy()
-        draws[:, self.features.index(INTERCEPT)] += float(np.median(self.level_shifts)) - self.level_shifts
-        return replace(self, draws=draws, level_shifts=None)
+        draws = self.draws.copy() if self.spread is None else self.draws - self.spread + np.median(self.spread, axis=0)
+        if self.level_shifts is not None:
+            draws[:, self.features.index(INTERCEPT)] += float(np.median(self.level_shifts)) - self.level_shifts
+        return replace(self, draws=draws, level_shifts=None, spread=None)
 
     def description(self) -> dict[str, Any]:
         """What the report says a P rests on: the population, whether it is a sample of holes, and the quality."""
@@ -206,7 +244,8 @@ class Calibration:
             if self.transfer_sd is not None
             else {}
         )
-        return {"population": self.population, "hole_like": self.hole_like, **shifts, **dict(self.quality)}
+        kinds = {"kind_sd": dict(self.kind_sd)} if self.kind_sd else {}
+        return {"population": self.population, "hole_like": self.hole_like, **shifts, **kinds, **dict(self.quality)}
 
     def to_json(self) -> dict[str, Any]:
         return {
@@ -220,6 +259,7 @@ class Calibration:
             **({"topic_sd": self.topic_sd} if self.topic_sd else {}),
             **({"family_sd": self.family_sd} if self.family_sd else {}),
             **({"term_priors": {k: list(v) for k, v in self.term_priors.items()}} if self.term_priors else {}),
+            **({"kind_sd": dict(self.kind_sd)} if self.kind_sd else {}),
         }
 
     @classmethod
@@ -236,6 +276,7 @@ class Calibration:
                 float(data.get("topic_sd") or 0.0),
                 float(data.get("family_sd") or 0.0),
                 {str(k): (float(v[0]), float(v[1])) for k, v in (data.get("term_priors") or {}).items()},
+                {str(k): float(v) for k, v in (data.get("kind_sd") or {}).items()},
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a calibration ({exc})", path=path) from None

@@ -6,7 +6,8 @@ pool pair, a labelled pair, a pair in a system's top k outside the pool) is **op
 stage that labelled it, through a :class:`Calibration`:
 
 * a **hole-like calibration** fitted on a random sample of holes with known labels (an answer judge on a
-  read reference; :mod:`bridge.judging.learned.hole_calibration`): its strata and coefficient draws as fitted;
+  read reference; :mod:`bridge.judging.learned.hole_calibration`): its strata and coefficient draws as fitted, and
+  each kind's level shift as wide as the fit's own held-out check needs to cover (``kind_sd``);
 * the **evidence gate**'s zeros: if a share ``m`` of known relevant passages holds none of its answers, the
   relevant holes that hold one (``R``, the sum of their P and the holes people judged relevant) have
   ``R m / (1 - m)`` companions among the ``G`` gate zeros, so each is relevant with ``R m / ((1 - m) G)``; ``m`` is
@@ -340,6 +341,7 @@ def _applied_calibrations(
             level = level_posterior(c, x, y, strata, common_sd, rng, config.draws)
             applied[name], measured[name] = level.calibration, (level.shifts[0], level.shifts[1])
             continue
+        c = c.widened(rng, config.draws)  # a hole-like fit: each kind's level as uncertain as its own check found
         if answers:  # the common shift's posterior given people's random answers (its prior: the transfer's)
             x = c.rows([a.facts for a in answers])
             sd = transfer if c.transfer_sd is not None else config.reading_sd if c.hole_like else config.transfer_sd

@@ -39,7 +39,7 @@ from bridge.core.layout import (
     VALUABLE_PAIRS,
 )
 from bridge.datasets.kinds import LISTED_TOPIC, OTHER_TOPIC
-from bridge.estimate.calibration import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
+from bridge.estimate.calibration import ADAPTER, GATE, LLM, NOMINAL_COVERAGE, PRIOR, UNMEASURED, UNPOOLED
 from bridge.estimate.leaderboard import (
     LIKELY,
     OPEN,
@@ -402,14 +402,16 @@ def verdict_error_text(estimated: EstimatedLeaderboard) -> str:
     shown = [c for c, _ in estimated.all_comparisons()]
     decided = [c for c in shown if c.status == LIKELY]
     wrong = sum(1 - max(c.p_upper, 1 - c.p_upper) for c in decided)
-    se = math.sqrt(likely * (1 - likely) / max(estimated.draws, 1))
-    near = sum(1 for c in shown if c.status != SETTLED and abs(max(c.p_upper, 1 - c.p_upper) - likely) < 2 * se)
+    unsettled = [c for c in shown if c.status != SETTLED]
+    largest = max((c.p_error for c in unsettled), default=0.0)
+    near = sum(1 for c in unsettled if abs(max(c.p_upper, 1 - c.p_upper) - likely) < 2 * c.p_error)
     return (
         f"The error the verdicts carry: of the {len(decided)} likely verdicts shown, about {expected_count(wrong)} are "
         "expected to be wrong under the hole model (the sum of 1 - P over them: a false-discovery count, not a "
-        "per-comparison rate); a settled verdict holds whatever the open labels are. P(better) rests on "
-        f"{estimated.draws} draws: near {likely:.2f} its Monte Carlo error is about ±{se:.3f}, and {near} of the "
-        f"{len(shown)} comparisons lie within twice that of the threshold (another seed could move them across it)."
+        "per-comparison rate); a settled verdict holds whatever the open labels are. P(better) averages "
+        f"{estimated.draws} draws of the holes, the topics' resampling taken in closed form within each: its Monte "
+        f"Carlo error is at most ±{largest:.4f} over the comparisons not settled, and {near} of the {len(shown)} "
+        "comparisons lie within twice their own error of the threshold (another seed could move them across it)."
     )
 
 
@@ -528,22 +530,46 @@ def _trust_blocks(result: EvalResult) -> list[Block]:
     return [*blocks, Bullets(tuple(items))]
 
 
-NOMINAL_COVERAGE = 0.95
-
-
 def too_narrow_by(coverage: float, nominal: float = NOMINAL_COVERAGE) -> float:
     """How many times wider a normal interval that covers ``coverage`` must be to cover ``nominal``."""
     normal = NormalDist()
     return normal.inv_cdf((1 + nominal) / 2) / normal.inv_cdf((1 + max(min(coverage, 0.999), 0.01)) / 2)
 
 
+def _short_of_nominal(q: Mapping[str, Any]) -> bool:
+    """A check that covers less than the nominal 95% by more than its own sampling error (one standard error over its
+    half splits)."""
+    checks = int(q.get("checks") or 0)
+    error = math.sqrt(NOMINAL_COVERAGE * (1 - NOMINAL_COVERAGE) / checks) if checks else 0.0
+    return q["coverage"] < NOMINAL_COVERAGE - error
+
+
+def _covered(q: Mapping[str, Any]) -> str:
+    """A check's coverage, with the kind's level spread and the coverage the bootstrap's draws alone gave."""
+    if q.get("coverage") is None:
+        return ""
+    extra = [f"level sd {q['level_sd']:.1f}"] if q.get("level_sd") is not None else []
+    if q.get("coverage_unwidened") is not None:
+        extra.append(f"{100 * q['coverage_unwidened']:.0f}% without")
+    return f"{100 * q['coverage']:.0f}%" + (f" ({'; '.join(extra)})" if extra else "")
+
+
+COVERED_MEANS = (
+    "Covered: share of the half splits of the read sample that check it (30 in a default fit) whose "
+    "held-out share relevant lies in the 95% interval the other half predicts, each kind's level drawn with the "
+    "spread the other half of the splits chose (level sd, a logit sd; without: the bootstrap's draws alone). The "
+    "estimate draws the same spreads."
+)
+
+
 def _coverage_checks(calibrations: Mapping[str, Mapping[str, Any]]) -> list[str]:
     """A hole calibration's own check of its intervals (random half splits of its read sample: does the other half's
-    share relevant fall in the 95% interval one half predicts?), said where it covers less than the nominal 95%."""
+    share relevant fall in the 95% interval one half predicts?), said where it covers less than the nominal 95% by
+    more than its sampling error."""
     out = []
     for name, c in calibrations.items():
         strata = [q for q in (c.get("strata") or []) if q.get("coverage") is not None]
-        short = [q for q in strata if q["coverage"] < NOMINAL_COVERAGE and (q["stratum"] == "all" or q.get("kind"))]
+        short = [q for q in strata if _short_of_nominal(q) and (q["stratum"] == "all" or q.get("kind"))]
         if not short:
             continue
         said = "; ".join(
@@ -711,7 +737,7 @@ def _hole_kind_blocks(
             _with_interval(q, "auc"),
             _with_interval(q, "balanced_accuracy"),
             _with_interval(q, "ece"),
-            "" if q.get("coverage") is None else f"{100 * q['coverage']:.0f}%",
+            _covered(q),
             _pool_kind(in_pool, q["stratum"]),
         )
         for q in [*ordered, *overall]
@@ -721,8 +747,7 @@ def _hole_kind_blocks(
             "The judge of the answer-bearing holes, kind by kind (kinds of hole: bridge.datasets.kinds), on the read "
             "reference, cross-fitted by question; the reference was drawn at random within each kind, and the last "
             "row weights each kind as it stands in the pool. Its labels are the maintainers' reading, not a crowd's. "
-            "Covered: share of random half splits whose held-out share relevant lies in the 95% interval the other "
-            "half predicts. The last column: the label run's pool pairs of that kind with a P, and their mean P (to "
+            f"{COVERED_MEANS} The last column: the label run's pool pairs of that kind with a P, and their mean P (to "
             "set beside the reference's share relevant)."
         ),
         Table(HOLE_KIND_COLUMNS, rows),
@@ -1048,7 +1073,7 @@ def _calibration_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
                     _with_interval(q, "balanced_accuracy"),
                     _with_interval(q, "kappa"),
                     _fmt(q.get("ece")),
-                    "" if q.get("coverage") is None else f"{100 * q['coverage']:.0f}%",
+                    _covered(q),
                 )
             )
     blocks: list[Block] = [
@@ -1059,8 +1084,7 @@ def _calibration_blocks(estimated: EstimatedLeaderboard) -> list[Block]:
         blocks += [
             Para(
                 "Cross-fitted quality (the whole calibration fitted on other questions and scored on held-out ones), "
-                "per stratum; covered: share of random half splits whose held-out share relevant lies in the 95% "
-                "interval the other half predicts."
+                f"per stratum. {COVERED_MEANS}"
             ),
             Table(
                 ("calibration", "stratum", "pairs", "relevant", "mean P", "AUC", "bAcc", "kappa", "ECE", "covered"),

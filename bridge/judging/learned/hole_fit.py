@@ -31,8 +31,11 @@ class HoleCalibrationConfig:
     """A binary candidate needs at least this many sample pairs on each side."""
     draws: int = 200
     """Bootstrap refits (by question): the calibration's uncertainty."""
-    splits: int = 20
-    """Random half splits (by question) for the coverage of the held-out share relevant."""
+    splits: int = 60
+    """Random half splits (by question): the first half choose each kind's level spread, the others check the
+    intervals with it (the coverage of the held-out share relevant reported)."""
+    level_sds: tuple[float, ...] = tuple(round(0.1 * i, 1) for i in range(31))
+    """The level spreads (logit sd) a kind may get, smallest first."""
     seed: int = 0
     intervals: int = 1000
     """Bootstrap resamples (by question, within kinds) behind the quality figures' 95% intervals."""
