@@ -459,15 +459,15 @@ def test_the_trust_section_says_where_a_calibrations_own_check_finds_its_interva
         {"stratum": "listed topic", "kind": True, "coverage": 0.65},
         {"stratum": "other topic", "kind": True, "coverage": 0.95},
         {"stratum": "pooled_by:bm25", "kind": False, "coverage": 0.5},  # not a kind: a stratum of the fit
-        # over 30 checking splits a coverage's standard error at 95% is sqrt(0.95 * 0.05 / 30) = 0.040: 93% is
-        # within it of the nominal rate, 90% is not
-        {"stratum": "near topic", "kind": True, "coverage": 0.93, "checks": 30},
-        {"stratum": "short topic", "kind": True, "coverage": 0.90, "checks": 30},
+        # over 30 checking splits a coverage's standard error at 95% is sqrt(0.95 * 0.05 / 30) = 0.040: 90% is
+        # within twice it of the nominal rate, 85% is not
+        {"stratum": "near topic", "kind": True, "coverage": 0.90, "checks": 30},
+        {"stratum": "short topic", "kind": True, "coverage": 0.85, "checks": 30},
     ]
     [said] = _coverage_checks({"answer-reader": {"strata": strata}, "exemplar": {"strata": []}})
     assert too_narrow_by(0.65) == pytest.approx(1.95996 / 0.93459, abs=1e-3)
     assert "listed topic: 65% (about 2.1x too narrow)" in said and "all: 75% (about 1.7x too narrow)" in said
-    assert "short topic: 90%" in said
+    assert "short topic: 85%" in said
     assert "other topic" not in said and "bm25" not in said and "near topic" not in said
 
 

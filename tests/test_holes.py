@@ -185,6 +185,11 @@ def test_a_kinds_level_spread_is_drawn_on_its_own_and_the_point_stays():
     central = wide.central().draws @ x.T
     assert np.allclose(central, wide.draws @ x.T - moved, atol=0.02)
     assert c.widened(rng, 10) is not c and replace(c, kind_sd={}).widened(rng, 10).draws is c.draws
+    # a shift common to every pair (sd 0.8) on top: variances add, and the kinds now move together in part
+    both = replace(c, kind_sd={**c.kind_sd, "all": 0.8}).widened(np.random.default_rng(2), 4000).spread @ x.T
+    assert both[:, 0].std() == pytest.approx(math.sqrt(1.64), rel=0.03)
+    assert both[:, 1].std() == pytest.approx(math.sqrt(0.89), rel=0.03)
+    assert np.corrcoef(both.T)[0, 1] == pytest.approx(0.64 / math.sqrt(1.64 * 0.89), abs=0.05)
 
 
 def test_a_level_spread_makes_the_held_out_check_cover_where_the_bootstrap_alone_does_not():

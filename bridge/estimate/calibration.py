@@ -19,8 +19,8 @@ import numpy as np
 from bridge.core.errors import InputError
 from bridge.core.fsio import read_utf8, write_json_atomic
 from bridge.core.label_records import LabelRecord
+from bridge.datasets.kinds import ALL, kind_of
 from bridge.datasets.kinds import FACTS as KIND_FACTS
-from bridge.datasets.kinds import kind_of
 
 Pair = tuple[str, str]
 INTERCEPT = "1"
@@ -140,10 +140,10 @@ class Calibration:
     """Prior (mean, sd) of a recalibration term's coefficient (:data:`bridge.estimate.level.TERMS`) measured where it
     was fitted, by feature; a term not named here takes the default prior."""
     kind_sd: Mapping[str, float] = field(default_factory=dict)
-    """Logit shift (sd) common to each kind's pairs (:mod:`bridge.datasets.kinds`; ``all`` where the sample held one
-    kind): how far a hole-like fit's level is from the truth beyond what its bootstrap says, chosen where it was
-    fitted so that its held-out check covers at the nominal rate (:mod:`bridge.judging.learned.hole_calibration`).
-    :meth:`widened` draws it."""
+    """Logit shift (sd) common to each kind's pairs (:mod:`bridge.datasets.kinds`), and ``all``: one common to every
+    pair (the only one where the sample held one kind): how far a hole-like fit's level is from the truth beyond
+    what its bootstrap says, chosen where it was fitted so that its held-out check covers at the nominal rate
+    (:mod:`bridge.judging.learned.hole_calibration`). :meth:`widened` draws it."""
     level_shifts: np.ndarray | None = field(default=None, compare=False, repr=False)
     """The logit shift common to all pairs that each draw's intercept carries (a level drawn because nothing, or
     little, measured it here), by draw; None: none drawn. :meth:`central` puts every draw at its median."""
@@ -185,16 +185,20 @@ class Calibration:
     def widened(self, rng: np.random.Generator, size: int) -> Calibration:
         """``size`` draws, each a random draw of this calibration with each kind's level shift (:attr:`kind_sd`) on
         top: a kind with its own indicator column moves by its own shift, the kinds the intercept alone stands for
-        by the largest of theirs (so where the design has no column per kind, every kind moves together)."""
+        by the largest of theirs (so where the design has no column per kind, every kind moves together), and every
+        pair by the shift common to all (``kind_sd["all"]`` beside other kinds)."""
         if not any(sd > 0 for sd in self.kind_sd.values()):
             return self
         b = rng.integers(0, len(self.draws), size)
         spread = np.zeros((size, len(self.features)))
-        columns = {k: self.features.index(KIND_PREFIX + k) for k in self.kind_sd if KIND_PREFIX + k in self.features}
-        common = max((sd for k, sd in self.kind_sd.items() if k not in columns), default=0.0)
-        spread[:, self.features.index(INTERCEPT)] = base = normal_spread(common, size, rng)
+        kinds = {k: sd for k, sd in self.kind_sd.items() if k != ALL} or dict(self.kind_sd)
+        columns = {k: self.features.index(KIND_PREFIX + k) for k in kinds if KIND_PREFIX + k in self.features}
+        bare = max((sd for k, sd in kinds.items() if k not in columns), default=0.0)
+        base = normal_spread(bare, size, rng)
+        common = normal_spread(self.kind_sd.get(ALL, 0.0), size, rng) if len(kinds) < len(self.kind_sd) else 0.0
+        spread[:, self.features.index(INTERCEPT)] = base + common
         for kind, j in columns.items():
-            spread[:, j] = normal_spread(self.kind_sd[kind], size, rng) - base
+            spread[:, j] = normal_spread(kinds[kind], size, rng) - base
         before = self._spread_of(b)
         return replace(self, draws=self.draws[b] + spread, level_shifts=self._level_of_rows(b),
                        spread=spread if before is None else before + spread)  # fmt: skip

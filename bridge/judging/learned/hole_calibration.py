@@ -37,6 +37,7 @@ ones this check supports.
 
 from __future__ import annotations
 
+import itertools
 import math
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field, replace
@@ -90,7 +91,8 @@ class StratumQuality:
     kind: bool = False
     """A kind of hole (:mod:`bridge.datasets.kinds`), not a side of a fact."""
     level_sd: float | None = None
-    """A kind's level spread (``kind_sd``: chosen on the other half splits)."""
+    """A kind's level spread (``kind_sd``, chosen on the other half splits); on the stratum of every pair, the
+    spread common to all kinds (where there are several)."""
     coverage_unwidened: float | None = None
     """:attr:`coverage` without the level spreads (the bootstrap's draws alone)."""
     checks: int = 0
@@ -134,14 +136,15 @@ def _kind_index(sample: Sample, config: HoleCalibrationConfig) -> tuple[list[str
 
 class _HeldOut:
     """One split's held-out pairs of one stratum under the calibration the other half fitted: simulated logits
-    (a coefficient draw each), the uniforms of their Bernoulli labels, each kind's standard-normal level shift."""
+    (a coefficient draw each), the uniforms of their Bernoulli labels, and standard-normal level shifts (one per
+    kind, then one common to all)."""
 
     def __init__(self, draws: np.ndarray, x: np.ndarray, share: float, w: np.ndarray, rng: np.random.Generator,
-                 kinds: int) -> None:  # fmt: skip
+                 shifts: int) -> None:  # fmt: skip
         b = rng.integers(0, len(draws), SIMULATIONS)
         self.z = draws[b, :1] + np.einsum("nd,sd->sn", x, draws[b, 1:])
         self.u = rng.random(self.z.shape)
-        self.e = rng.standard_normal((SIMULATIONS, kinds))
+        self.e = rng.standard_normal((SIMULATIONS, shifts))
         self.share, self.w = share, w / w.sum()
 
     def interval(self, shift: np.ndarray | float = 0.0) -> tuple[float, float]:
@@ -155,13 +158,28 @@ class _HeldOut:
         return low <= self.share <= high
 
 
+class _LevelShifts:
+    """The level shifts a fit's pairs take, as :meth:`bridge.estimate.calibration.Calibration.widened` draws them:
+    each kind its own (where the design gives kinds their own columns; else one shift, the largest sd, moves them
+    all) and, where there are several kinds, one common to all (``kind_sd[all]``)."""
+
+    def __init__(self, sample: Sample, config: HoleCalibrationConfig) -> None:
+        self.kinds, self.index, self.own = _kind_index(sample, config)
+
+    def shift(self, out: _HeldOut, rows: np.ndarray, spreads: Mapping[str, float]) -> np.ndarray:
+        sds = np.array([spreads.get(k, 0.0) for k in self.kinds])
+        kind = (out.e[:, : len(self.kinds)] * sds)[:, self.index[rows]] if self.own else out.e[:, :1] * sds.max()
+        common = spreads.get(ALL, 0.0) if len(self.kinds) > 1 else 0.0
+        return kind + out.e[:, -1:] * common
+
+
 def _held_out(sample: Sample, draws: np.ndarray, names: Sequence[str], rows: np.ndarray, rng: np.random.Generator,
-              kinds: int) -> _HeldOut | None:  # fmt: skip
+              shifts: int) -> _HeldOut | None:  # fmt: skip
     if not len(rows):
         return None
     w = sample.weights[rows]  # type: ignore[index]
     share = float(sample.truth[rows] @ w / w.sum())
-    return _HeldOut(draws, design_matrix(sample, names, rows), share, w, rng, kinds)
+    return _HeldOut(draws, design_matrix(sample, names, rows), share, w, rng, shifts)
 
 
 def _half_fit(sample: Sample, base: Sequence[str], candidates: Sequence[str], config: HoleCalibrationConfig,
@@ -175,24 +193,31 @@ def _half_fit(sample: Sample, base: Sequence[str], candidates: Sequence[str], co
 def level_spreads(
     sample: Sample, base: Sequence[str], candidates: Sequence[str], config: HoleCalibrationConfig
 ) -> dict[str, float]:
-    """Each kind's level spread: on the first half of ``config.splits`` half splits, the smallest of
+    """The level spreads, on the first half of ``config.splits`` half splits: each kind's, the smallest of
     ``config.level_sds`` with which the 95% interval of the kind's held-out share relevant covers it in at least
-    :data:`NOMINAL_COVERAGE` of them (the largest where none does)."""
-    kinds, index, _ = _kind_index(sample, config)
+    :data:`NOMINAL_COVERAGE` of them (the largest where none does); then, where there are several kinds, the
+    smallest common one with which the share of every pair covers too."""
+    shifts = _LevelShifts(sample, config)
+    kinds, index = shifts.kinds, shifts.index
     rng = np.random.default_rng(config.seed + 3)
-    hits = np.zeros((len(kinds), len(config.level_sds)))
-    counted = np.zeros(len(kinds))
-    for split in range(config.splits // 2):
-        held, names, draws = _half_fit(sample, base, candidates, config, split)
-        for k in range(len(kinds)):
-            out = _held_out(sample, draws, names, held[index[held] == k], rng, 1)
+    held = [_half_fit(sample, base, candidates, config, split) for split in range(config.splits // 2)]
+    spreads: dict[str, float] = {}
+
+    def smallest(key: str, strata: Sequence[np.ndarray]) -> float:
+        hits, counted = np.zeros(len(config.level_sds)), 0
+        for (rows, names, draws), mask in itertools.product(held, strata):
+            out = _held_out(sample, draws, names, rows[mask[rows]], rng, len(kinds) + 1)
             if out is not None:
-                counted[k] += 1
-                hits[k] += [out.covers(sd * out.e) for sd in config.level_sds]
-    spreads = {}
+                counted += 1
+                hits += [out.covers(shifts.shift(out, rows[mask[rows]], {**spreads, key: sd}))
+                         for sd in config.level_sds]  # fmt: skip
+        enough = np.flatnonzero(hits >= NOMINAL_COVERAGE * counted) if counted else np.array([0])
+        return float(config.level_sds[int(enough[0]) if len(enough) else -1])
+
     for k, kind in enumerate(kinds):
-        enough = np.flatnonzero(hits[k] >= NOMINAL_COVERAGE * counted[k]) if counted[k] else np.array([0])
-        spreads[kind] = float(config.level_sds[int(enough[0]) if len(enough) else -1])
+        spreads[kind] = smallest(kind, [index == k])
+    if len(kinds) > 1:
+        spreads[ALL] = smallest(ALL, [np.ones(len(index), dtype=bool)])
     return spreads
 
 
@@ -233,9 +258,7 @@ def cross_fitted_quality(
     oof, chosen_anywhere = cross_fitted_p(sample, base, candidates, config)
     masks = strata_of(sample, [*chosen_anywhere, *[r for r in report if r not in chosen_anywhere]])
     w = sample.weights
-    kinds, index, own = _kind_index(sample, config)
-    sds = np.array([spreads.get(k, 0.0) for k in kinds])
-    sds = sds if own else np.full(len(kinds), sds.max())
+    shifts = _LevelShifts(sample, config)
     covered: dict[str, list[tuple[bool, bool]]] = {name: [] for name in masks}
     widths: dict[str, list[float]] = {name: [] for name in masks}
     rng = np.random.default_rng(config.seed + 2)
@@ -243,12 +266,10 @@ def cross_fitted_quality(
         held, names, draws = _half_fit(sample, base, candidates, config, split)
         for name, mask in masks.items():
             rows = held[mask[held]]
-            out = _held_out(sample, draws, names, rows, rng, len(kinds))
+            out = _held_out(sample, draws, names, rows, rng, len(shifts.kinds) + 1)
             if out is None:
                 continue
-            # each kind's own shift (one for all where the design moves them together), as the estimate draws it
-            shift = (out.e * sds)[:, index[rows]] if own else (out.e[:, :1] * sds[0])
-            low, high = out.interval(shift)
+            low, high = out.interval(shifts.shift(out, rows, spreads))
             covered[name].append((low <= out.share <= high, out.covers()))
             widths[name].append(high - low)
     labels = sample.balanced_labels(oof)
@@ -278,7 +299,7 @@ def cross_fitted_quality(
                 measures["share"],
                 float(wm.sum() / w.sum()),  # type: ignore[union-attr]
                 name in kind_strata,
-                spreads.get(name) if name in kind_strata or (name == ALL and len(kinds) == 1) else None,
+                spreads.get(name),
                 float(np.mean([c for _, c in covered[name]])) if covered[name] else None,
                 len(covered[name]),
             )
