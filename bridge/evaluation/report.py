@@ -403,15 +403,17 @@ def verdict_error_text(estimated: EstimatedLeaderboard) -> str:
     decided = [c for c in shown if c.status == LIKELY]
     wrong = sum(1 - max(c.p_upper, 1 - c.p_upper) for c in decided)
     unsettled = [c for c in shown if c.status != SETTLED]
-    largest = max((c.p_error for c in unsettled), default=0.0)
+    close = [c for c in unsettled if abs(max(c.p_upper, 1 - c.p_upper) - likely) < 0.05]
+    largest = max((c.p_error for c in close), default=0.0)
     near = sum(1 for c in unsettled if abs(max(c.p_upper, 1 - c.p_upper) - likely) < 2 * c.p_error)
     return (
         f"The error the verdicts carry: of the {len(decided)} likely verdicts shown, about {expected_count(wrong)} are "
         "expected to be wrong under the hole model (the sum of 1 - P over them: a false-discovery count, not a "
         "per-comparison rate); a settled verdict holds whatever the open labels are. P(better) averages "
         f"{estimated.draws} draws of the holes, the topics' resampling taken in closed form within each: its Monte "
-        f"Carlo error is at most ±{largest:.4f} over the comparisons not settled, and {near} of the {len(shown)} "
-        "comparisons lie within twice their own error of the threshold (another seed could move them across it)."
+        f"Carlo error is at most ±{largest:.4f} over the {len(close)} comparisons within 0.05 of the threshold, and "
+        f"{near} of the {len(shown)} lie within twice their own error of it (another seed could move them across "
+        "it)."
     )
 
 
