@@ -412,8 +412,8 @@ def verdict_error_text(estimated: EstimatedLeaderboard) -> str:
         "per-comparison rate); a settled verdict holds whatever the open labels are. P(better) averages "
         f"{estimated.draws} draws of the holes, the topics' resampling taken in closed form within each: its Monte "
         f"Carlo error is at most ±{largest:.4f} over the {len(close)} comparisons within 0.05 of the threshold, and "
-        f"{near} of the {len(shown)} lie within twice their own error of it (another seed could move them across "
-        "it)."
+        f"{near} of the {len(shown)} {'lies' if near == 1 else 'lie'} within twice {'its' if near == 1 else 'their'} "
+        f"own error of it (another seed could move {'it' if near == 1 else 'them'} across it)."
     )
 
 
