@@ -77,8 +77,42 @@ def test_the_quoted_hole_counts_are_the_reports():
                      r"pairs", section, re.S)  # fmt: skip
     assert said is not None
     quoted = [whole(x) for x in said.groups()]
-    answer_bearing = by_judge["answer-lexical"] + by_judge["answer-reader"]
-    assert quoted == [gate, answer_bearing, by_judge["answer-lexical"], by_judge["answer-reader"], pool]
+    reader = by_judge.get("answer-reader", 0)  # none where its budget refined no pair
+    answer_bearing = by_judge["answer-lexical"] + reader
+    assert quoted == [gate, answer_bearing, by_judge["answer-lexical"], reader, pool]
+
+
+def test_the_quoted_coverage_of_the_calibrations_own_check_is_the_reports():
+    """The half-split check's coverage per kind and overall, with the level spreads and without them, as the report's
+    quality table prints it for every hole-like calibration."""
+    report = (EXAMPLE / "report.md").read_text(encoding="utf-8")
+    rows = re.findall(r"^\| answer-\w+-[0-9a-f]+ \| (all|listed topic|other topic) \|.*\| (\d+)% \((?:level sd "
+                      r"([\d.]+); )?(\d+)% without\) \|$", report, re.M)  # fmt: skip
+    assert len(rows) >= 3
+    covered, without = [int(r[1]) for r in rows], [int(r[3]) for r in rows]
+    spreads = [float(r[2]) for r in rows if r[0] != "all"]  # each kind's own (all: the common one)
+    pattern = (
+        r"covers (\d+)-(\d+)% per kind and overall \((\d+)-(\d+)% with the bootstrap's draws alone\), each "
+        r"kind's level drawn with a spread of ([\d.]+)-([\d.]+)"
+    )
+    said = re.search(pattern.replace(" ", r"\s+"), example_section())
+    assert said is not None, "docs/eval.md no longer quotes the check's coverage in the form this test reads"
+    quoted = said.groups()
+    assert [int(x) for x in quoted[:4]] == [min(covered), max(covered), min(without), max(without)]
+    assert [float(x) for x in quoted[4:]] == [min(spreads), max(spreads)]
+    assert "own check of its intervals" not in report  # the trust section flags no calibration
+
+
+def test_the_quoted_monte_carlo_error_of_the_verdicts_is_the_reports():
+    report = (EXAMPLE / "report.md").read_text(encoding="utf-8")
+    stated = re.search(r"at most ±([\d.]+) over the (\d+) comparisons within 0\.05 of the threshold, and (\d+) of the "
+                       r"(\d+) lies? within twice", report)  # fmt: skip
+    pattern = (
+        r"at most ±([\d.]+) over the (\d+) comparisons within 0\.05 of 0\.95; (\d+) of the (\d+) lies? within twice"
+    )
+    said = re.search(pattern.replace(" ", r"\s+"), example_section())
+    assert stated is not None and said is not None
+    assert said.groups() == stated.groups()
 
 
 def test_the_example_ships_every_file_outputs_md_lists_for_the_report_folder():
