@@ -180,7 +180,7 @@ class Calibration:
         draws = self.draws[b].copy()
         level = np.asarray(shifts, dtype=float) if len(shifts) == size else rng.choice(shifts, size)
         draws[:, self.features.index(INTERCEPT)] += level
-        return replace(self, draws=draws, level_shifts=level + self._level_of(b), spread=self._spread_of(b))
+        return replace(self, draws=draws, level_shifts=level + self._level_of(b), spread=_rows_of(self.spread, b))
 
     def widened(self, rng: np.random.Generator, size: int) -> Calibration:
         """``size`` draws, each a random draw of this calibration with each kind's level shift (:attr:`kind_sd`) on
@@ -199,8 +199,8 @@ class Calibration:
         spread[:, self.features.index(INTERCEPT)] = base + common
         for kind, j in columns.items():
             spread[:, j] = normal_spread(kinds[kind], size, rng) - base
-        before = self._spread_of(b)
-        return replace(self, draws=self.draws[b] + spread, level_shifts=self._level_of_rows(b),
+        before = _rows_of(self.spread, b)
+        return replace(self, draws=self.draws[b] + spread, level_shifts=_rows_of(self.level_shifts, b),
                        spread=spread if before is None else before + spread)  # fmt: skip
 
     def updated(self, x: np.ndarray, y: np.ndarray, prior_sd: float, rng: np.random.Generator) -> Calibration:
@@ -219,16 +219,10 @@ class Calibration:
         draws[:, self.features.index(INTERCEPT)] += grid[g]
         population = f"{self.population}; updated by people's answers on {len(y)} random open pairs"
         return replace(self, draws=draws, population=population, level_shifts=grid[g] + self._level_of(b),
-                       spread=self._spread_of(b))  # fmt: skip
+                       spread=_rows_of(self.spread, b))  # fmt: skip
 
     def _level_of(self, rows: np.ndarray) -> np.ndarray | float:
         return 0.0 if self.level_shifts is None else self.level_shifts[rows]
-
-    def _level_of_rows(self, rows: np.ndarray) -> np.ndarray | None:
-        return None if self.level_shifts is None else self.level_shifts[rows]
-
-    def _spread_of(self, rows: np.ndarray) -> np.ndarray | None:
-        return None if self.spread is None else self.spread[rows]
 
     def central(self) -> Calibration:
         """The calibration with its drawn level at the median (the coefficients' own spread kept): what the point
@@ -284,6 +278,11 @@ class Calibration:
             )
         except (KeyError, TypeError, ValueError) as exc:
             raise InputError(f"not a calibration ({exc})", path=path) from None
+
+
+def _rows_of(values: np.ndarray | None, rows: np.ndarray) -> np.ndarray | None:
+    """A per-draw array's rows (a resampled calibration's ``level_shifts`` or ``spread``); None stays None."""
+    return None if values is None else values[rows]
 
 
 def normal_spread(sd: float, size: int, rng: np.random.Generator) -> np.ndarray:
