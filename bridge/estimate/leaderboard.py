@@ -343,28 +343,15 @@ class Leaderboard:
         var = (cov[:, a, a] + cov[:, b, b] - 2.0 * cov[:, a, b]).astype(float) / max(len(self.topics), 1)
         return self.means[measure][:, a] - self.means[measure][:, b], np.sqrt(np.maximum(var, 0.0))
 
-    def p_draws(self, measure: str, a: int, b: int) -> np.ndarray:
-        """Per draw of the holes, P(a's mean over resampled topics beats b's): the normal approximation of the
-        bootstrap (ties count half; a draw with no spread is decided by its sign)."""
-        mean, se = self.difference(measure, a, b)
-        fixed = np.where(mean > TIE, 1.0, np.where(mean < -TIE, 0.0, 0.5))
-        with np.errstate(divide="ignore", invalid="ignore"):
-            return np.where(se > TIE, _normal_cdf(mean / np.where(se > TIE, se, 1.0)), fixed)
-
     def p_beats(self, measure: str, a: int, b: int) -> float:
         """P(system a beats system b) on resampled topics, holes drawn (ties count half)."""
-        return float(self.p_draws(measure, a, b).mean())
-
-    def _topic_interval(self, measure: str, a: int, b: int, level: float) -> tuple[float, float]:
-        """The central ``level`` interval of the difference on topics like these: the quantiles of the draws'
-        normal mixture (the one P(better) is taken from)."""
-        mean, se = self.difference(measure, a, b)
-        return _mixture_quantile(mean, se, 1 - level), _mixture_quantile(mean, se, level)
+        return float(_p_positive(*self.difference(measure, a, b)).mean())
 
     def compare(self, measure: str, a: int, b: int) -> Comparison:
         low, high = self.bounds.difference_means(self.by_label[measure], a, b, self.weights)
         worst, best = self._interval(low), self._interval(high)
-        p_draws = self.p_draws(measure, a, b)
+        mean, se = self.difference(measure, a, b)
+        p_draws = _p_positive(mean, se)
         p = float(p_draws.mean())
         on_topics = self.means[measure][:, a] - self.means[measure][:, b]
         identical = bool(
@@ -374,7 +361,7 @@ class Leaderboard:
         return Comparison(
             measure, self.systems[a], self.systems[b], status, verdict, p, worst, best,
             float(self.points[measure][a] - self.points[measure][b]),
-            self._interval(on_topics, self.config.likely), self._topic_interval(measure, a, b, self.config.likely),
+            self._interval(on_topics, self.config.likely), _mixture_interval(mean, se, self.config.likely),
             float(p_draws.std() / np.sqrt(len(p_draws))),
         )  # fmt: skip
 
@@ -439,21 +426,34 @@ class Leaderboard:
         return {pair: float(v) for pair, v in zip(pairs, value, strict=True)}
 
 
-def _normal_cdf(z: np.ndarray) -> np.ndarray:
+def _below(x: float, mean: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Per draw, P(difference <= x) under N(mean, se): the normal approximation of the topic bootstrap, a point mass
+    at ``mean`` where ``se`` is 0."""
     from scipy.special import ndtr
 
-    return ndtr(z)
+    with np.errstate(divide="ignore", invalid="ignore"):
+        return np.where(se > 0, ndtr((x - mean) / np.where(se > 0, se, 1.0)), (mean <= x).astype(float))
 
 
-def _mixture_quantile(mean: np.ndarray, se: np.ndarray, q: float) -> float:
-    """The ``q`` quantile of an equal mixture of N(mean_i, se_i) (a point mass where se_i is 0), by bisection."""
-    low, high = float((mean - 9 * se).min()) - TIE, float((mean + 9 * se).max()) + TIE
-    for _ in range(60):
-        x = 0.5 * (low + high)
-        with np.errstate(divide="ignore", invalid="ignore"):
-            below = np.where(se > 0, _normal_cdf((x - mean) / np.where(se > 0, se, 1.0)), (mean <= x).astype(float))
-        low, high = (x, high) if below.mean() < q else (low, x)
-    return 0.5 * (low + high)
+def _p_positive(mean: np.ndarray, se: np.ndarray) -> np.ndarray:
+    """Per draw of the holes, P(the mean difference over resampled topics > 0), which is P(-difference <= 0)
+    (:func:`_below`); a draw with no spread is decided by its sign (ties count half)."""
+    sign = np.where(mean > TIE, 1.0, np.where(mean < -TIE, 0.0, 0.5))
+    return np.where(se > TIE, _below(0.0, -mean, se), sign)
+
+
+def _mixture_interval(mean: np.ndarray, se: np.ndarray, level: float) -> tuple[float, float]:
+    """The central ``level`` interval of the difference on topics like these: the quantiles of the draws' equal
+    normal mixture (the one P(better) is taken from), by bisection."""
+
+    def quantile(q: float) -> float:
+        low, high = float((mean - 9 * se).min()) - TIE, float((mean + 9 * se).max()) + TIE
+        for _ in range(60):
+            x = 0.5 * (low + high)
+            low, high = (x, high) if _below(x, mean, se).mean() < q else (low, x)
+        return 0.5 * (low + high)
+
+    return quantile(1 - level), quantile(level)
 
 
 def _normal_quantile(q: float) -> float:
