@@ -55,6 +55,7 @@ from bridge.judging.learned.hole_fit import (
     design_matrix,
     fit_counts,
     fit_procedure,
+    logits,
     model_names,
     predict,
     row_counts,
@@ -142,7 +143,7 @@ class _HeldOut:
     def __init__(self, draws: np.ndarray, x: np.ndarray, share: float, w: np.ndarray, rng: np.random.Generator,
                  shifts: int) -> None:  # fmt: skip
         b = rng.integers(0, len(draws), SIMULATIONS)
-        self.z = draws[b, :1] + np.einsum("nd,sd->sn", x, draws[b, 1:])
+        self.z = logits(draws[b], x)
         self.u = rng.random(self.z.shape)
         self.e = rng.standard_normal((SIMULATIONS, shifts))
         self.share, self.w = share, w / w.sum()
@@ -205,12 +206,12 @@ def level_spreads(
 
     def smallest(key: str, strata: Sequence[np.ndarray]) -> float:
         hits, counted = np.zeros(len(config.level_sds)), 0
-        for (rows, names, draws), mask in itertools.product(held, strata):
-            out = _held_out(sample, draws, names, rows[mask[rows]], rng, len(kinds) + 1)
+        for (held_rows, names, draws), mask in itertools.product(held, strata):
+            rows = held_rows[mask[held_rows]]
+            out = _held_out(sample, draws, names, rows, rng, len(kinds) + 1)
             if out is not None:
                 counted += 1
-                hits += [out.covers(shifts.shift(out, rows[mask[rows]], {**spreads, key: sd}))
-                         for sd in config.level_sds]  # fmt: skip
+                hits += [out.covers(shifts.shift(out, rows, {**spreads, key: sd})) for sd in config.level_sds]
         enough = np.flatnonzero(hits >= NOMINAL_COVERAGE * counted) if counted else np.array([0])
         return float(config.level_sds[int(enough[0]) if len(enough) else -1])
 

@@ -193,9 +193,14 @@ def free_columns(names: Sequence[str]) -> np.ndarray:
     return np.array([n.startswith(KIND_PREFIX) and "*" not in n for n in names], dtype=bool)
 
 
-def predict(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
+def logits(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
+    """The logit of each pair of ``x`` under each coefficient row of ``beta`` (intercept first)."""
     x = np.broadcast_to(x, (*beta.shape[:-1], *x.shape[-2:]))
-    return sigmoid(beta[..., :1] + np.einsum("...nd,...d->...n", x, beta[..., 1:]))
+    return beta[..., :1] + np.einsum("...nd,...d->...n", x, beta[..., 1:])
+
+
+def predict(beta: np.ndarray, x: np.ndarray) -> np.ndarray:
+    return sigmoid(logits(beta, x))
 
 
 def design_matrix(sample: Sample, names: Sequence[str], rows: np.ndarray | None = None) -> np.ndarray:
