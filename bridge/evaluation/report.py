@@ -69,6 +69,7 @@ from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
 from bridge.judging.learned.exemplar import NAME as EXEMPLAR
 from bridge.judging.learned.hole_calibration import weakest_kind
+from bridge.judging.learned.hole_fit import HoleCalibrationConfig
 
 
 @dataclass(frozen=True)
@@ -402,10 +403,10 @@ def verdict_error_text(estimated: EstimatedLeaderboard) -> str:
     shown = [c for c, _ in estimated.all_comparisons()]
     decided = [c for c in shown if c.status == LIKELY]
     wrong = sum(1 - max(c.p_upper, 1 - c.p_upper) for c in decided)
-    unsettled = [c for c in shown if c.status != SETTLED]
-    close = [c for c in unsettled if abs(max(c.p_upper, 1 - c.p_upper) - likely) < 0.05]
+    gaps = [(c, abs(max(c.p_upper, 1 - c.p_upper) - likely)) for c in shown if c.status != SETTLED]  # to the threshold
+    close = [c for c, gap in gaps if gap < 0.05]
     largest = max((c.p_error for c in close), default=0.0)
-    near = sum(1 for c in unsettled if abs(max(c.p_upper, 1 - c.p_upper) - likely) < 2 * c.p_error)
+    near = sum(1 for c, gap in gaps if gap < 2 * c.p_error)
     return (
         f"The error the verdicts carry: of the {len(decided)} likely verdicts shown, about {expected_count(wrong)} are "
         "expected to be wrong under the hole model (the sum of 1 - P over them: a false-discovery count, not a "
@@ -557,8 +558,9 @@ def _covered(q: Mapping[str, Any]) -> str:
 
 
 COVERED_MEANS = (
-    "Covered: share of the half splits of the read sample that check it (30 in a default fit) whose "
-    "held-out share relevant lies in the 95% interval the other half predicts, each kind's level drawn with the "
+    f"Covered: share of the half splits of the read sample that check it ({HoleCalibrationConfig().splits // 2} in a "
+    "default fit) whose held-out share relevant lies in the 95% interval the other half predicts, each kind's level "
+    "drawn with the "
     "spread the other half of the splits chose (level sd, a logit sd; without: the bootstrap's draws alone). The "
     "estimate draws the same spreads."
 )
