@@ -16,7 +16,7 @@ from pathlib import Path
 import numpy as np
 
 from bench.bench_eval import cpu_model
-from bridge.options import DEFAULT_DATA_DIR
+from bridge.core.shared_options_cli import DEFAULT_DATA_DIR
 
 
 def main(argv: list[str]) -> int:
@@ -24,9 +24,9 @@ def main(argv: list[str]) -> int:
     from bridge.datasets import load_dataset
     from bridge.estimate.hole_evidence import HoleModelConfig
     from bridge.estimate.leaderboard import EstimateConfig
-    from bridge.evaluation.estimated import estimate_leaderboard
-    from bridge.evaluation.inputs import load_inputs
-    from bridge.evaluation.trec_measures import default_measure_names, resolve_measures
+    from bridge.evaluation.rebenchmark.estimated import estimate_leaderboard
+    from bridge.evaluation.rebenchmark.inputs import load_inputs
+    from bridge.evaluation.scoring.trec_measures import default_measure_names, resolve_measures
 
     parser = argparse.ArgumentParser(prog="python -m bench bounds", description=__doc__)
     parser.add_argument("--dataset", default="nq")

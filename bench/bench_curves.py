@@ -2,7 +2,7 @@
 
 A synthetic benchmark shaped like BRIDGE (3,657 queries, 25 systems x top-10, about 2 original
 gold documents per query, about 10% of the unjudged pool pairs relevant) is built in memory.
-The fast path (:func:`bridge.evaluation.curves.compute_curves`: growth rate + marginal contribution for Hit,
+The fast path (:func:`bridge.evaluation.scoring.curves.compute_curves`: growth rate + marginal contribution for Hit,
 nDCG and Recall@10 over 10 orders) runs in full; the straightforward computation (build each
 sub-pool's qrels, score with ir_measures) runs on a subset (one order, ``--baseline-systems``
 systems, every m) and is extrapolated per (order, system) unit. Both are checked to agree.
@@ -17,7 +17,7 @@ import time
 
 import numpy as np
 
-from bridge.evaluation.curves import (
+from bridge.evaluation.scoring.curves import (
     build_label_matrix,
     compute_curves,
     growth_counts_reference,
@@ -96,7 +96,7 @@ def main(argv: list[str]) -> int:
     fast = marginal_contribution(matrix, orders)
     t_fast_one_order = time.perf_counter() - start
     diff = max(float(np.abs(fast[k][0, subset] - slow[k][0, subset]).max()) for k in fast)
-    from bridge.evaluation.curves import growth_counts
+    from bridge.evaluation.scoring.curves import growth_counts
 
     found, _ = growth_counts(matrix, orders)
     assert diff < 1e-9 and (found == slow_found).all(), f"fast and straightforward curves differ by {diff}"

@@ -41,7 +41,7 @@ from bridge.datasets import load_dataset
 from bridge.encoders.embeddings import SentenceEncoder
 from bridge.encoders.precision import PATHS, ProbeResult, cpu_label, min_row_cosine, probe_file, probed_precision
 from bridge.encoders.sources import MINILM, SPLADE_TINY, default_passage_length, resolve_model
-from bridge.evaluation.trec_measures import evaluate
+from bridge.evaluation.scoring.trec_measures import evaluate
 from bridge.retrievers.base import SystemSpec
 from bridge.retrievers.pipeline import retrieve
 from bridge.retrievers.splade import SpladeRetriever, load_splade

@@ -22,8 +22,8 @@ from pathlib import Path
 
 import ir_measures
 
+from bridge.core.shared_options_cli import DEFAULT_DATA_DIR
 from bridge.datasets import dataset_slug
-from bridge.options import DEFAULT_DATA_DIR
 
 
 def cpu_model() -> str:
@@ -40,9 +40,9 @@ def cpu_model() -> str:
 def time_bridge_eval(dataset: str, data_dir: Path, workspace: Path, reports_dir: Path) -> tuple[float, int, int]:
     """Seconds of ``bridge eval`` as the CLI runs it (the parser built beforehand), and its topics and systems."""
     from bridge.cli import build_parser
+    from bridge.core.shared_options_cli import workspace_from_args
     from bridge.datasets.options_cli import dataset_from_args
-    from bridge.evaluation.inputs import load_inputs
-    from bridge.options import workspace_from_args
+    from bridge.evaluation.rebenchmark.inputs import load_inputs
 
     argv = ["eval", "--dataset", dataset, "--data-dir", str(data_dir), "--runs-dir", str(workspace / "runs")]
     argv += ["--qrels-dir", str(workspace / "qrels"), "--reports-dir", str(reports_dir), "-q"]
@@ -61,7 +61,7 @@ def time_bridge_eval(dataset: str, data_dir: Path, workspace: Path, reports_dir:
 
 def measure_names(threshold: int = 1, k: int = 10) -> list[str]:
     """The ir_measures strings behind bridge's default leaderboard columns (Hit@10 is Success@10, ...)."""
-    from bridge.evaluation.trec_measures import default_measure_names, resolve_measures
+    from bridge.evaluation.scoring.trec_measures import default_measure_names, resolve_measures
 
     return [s.measure for s in resolve_measures(default_measure_names(k), threshold) if not s.compat]
 

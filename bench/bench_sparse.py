@@ -1,6 +1,6 @@
-"""The sparse-judgment benchmark (:mod:`bridge.evaluation.sparse`): a deeply judged collection cut to K relevant
-passages per topic and no negatives, its pool labelled and estimated as a user's main job would, every system compared
-with its score under the full judgments.
+"""The sparse-judgment benchmark (:mod:`bridge.evaluation.reusability.sparse_cuts`): a deeply judged collection cut to K
+relevant passages per topic and no negatives, its pool labelled and estimated as a user's main job would, every system
+compared with its score under the full judgments.
 
     python -m bench sparse [--dataset dl19] [--keep 1 2] [--seeds 0 1 2] [--config NAME=ARGS ...] [--people N ...]
     python -m bench sparse --dataset dl19 --fit bridge/data/exemplar-fit.json --transfer-from nfcorpus@2
@@ -35,14 +35,14 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 from bench.bench_eval import cpu_model
-from bridge.options import DEFAULT_DATA_DIR
+from bridge.core.shared_options_cli import DEFAULT_DATA_DIR
 
 if TYPE_CHECKING:
-    from bridge.evaluation.sparse import CaseResult
+    from bridge.evaluation.reusability.sparse_cuts import CaseResult
 
 CONFIGS = {"default": "", "open": "--judge open --exemplar off"}
 """Label arguments per configuration (``--people N ...`` adds ``peopleN``: the default's, and N random holes answered
-through the review, :func:`bridge.evaluation.sparse.people_through_review`)."""
+through the review, :func:`bridge.evaluation.reusability.sparse_cuts.people_through_review`)."""
 FEATURES = ("exemplar_cosine", "exemplar_percentile")
 """The fit's features: the query's cosine is the dense retriever's own score, and adding it lowered the estimate's
 tau on dl19 (bench/RESULTS.md, "The sparse-judgment benchmark")."""
@@ -101,7 +101,7 @@ def labeller(dataset: str, extra: list[str], restart: bool) -> Any:
 
 def run_benchmark(args: argparse.Namespace) -> int:
     from bridge.core.layout import Workspace
-    from bridge.evaluation.sparse import (
+    from bridge.evaluation.reusability.sparse_cuts import (
         SparseCut,
         SparseSettings,
         forecast_table,
@@ -184,8 +184,8 @@ def record_term_priors(path: Path, full: Any, cases: list[tuple[Any, Path]], sha
     from bridge.estimate.calibration import PairFacts
     from bridge.estimate.hole_evidence import recorded_terms
     from bridge.estimate.level import TERMS, recalibrated, term_estimates
-    from bridge.evaluation.inputs import load_inputs
-    from bridge.evaluation.sparse import hidden_label, sparse_dataset
+    from bridge.evaluation.rebenchmark.inputs import load_inputs
+    from bridge.evaluation.reusability.sparse_cuts import hidden_label, sparse_dataset
     from bridge.judging.learned.exemplar import NAME, STAGE
 
     if not cases:
@@ -231,10 +231,10 @@ def shape_oracle(full: Any, cases: list[tuple[Any, Path]], shared: Any) -> None:
     from bridge.core.layout import Workspace
     from bridge.core.trec import top_k
     from bridge.estimate.hole_evidence import build_hole_model
-    from bridge.evaluation.estimated import hole_evidence
-    from bridge.evaluation.inputs import load_inputs
-    from bridge.evaluation.rankcorr import kendall_tau
-    from bridge.evaluation.sparse import _runs, hidden_label, sparse_dataset
+    from bridge.evaluation.rebenchmark.estimated import hole_evidence
+    from bridge.evaluation.rebenchmark.inputs import load_inputs
+    from bridge.evaluation.reusability.sparse_cuts import _runs, hidden_label, sparse_dataset
+    from bridge.evaluation.scoring.rankcorr import kendall_tau
 
     def matched(z: np.ndarray, total: float) -> np.ndarray:
         """expit(z + c) with c such that the sum is ``total`` (0 or all: the P at that end)."""
@@ -288,7 +288,7 @@ def record_figures(path: Path, dataset: str, results: list[CaseResult], config: 
     import numpy as np
 
     from bridge.core.fsio import write_json_atomic
-    from bridge.evaluation.sparse import case_figures
+    from bridge.evaluation.reusability.sparse_cuts import case_figures
 
     data = json.loads(path.read_text(encoding="utf-8"))
     keeps = {r.cut.keep for r in results if r.config == config}
@@ -319,7 +319,7 @@ def run_fit(args: argparse.Namespace) -> int:
     from bridge.core.stamp import run_families
     from bridge.encoders.embeddings import PassageEmbeddings
     from bridge.encoders.sources import MINILM
-    from bridge.evaluation.sparse import SparseCut, hole_sample
+    from bridge.evaluation.reusability.sparse_cuts import SparseCut, hole_sample
     from bridge.judging.learned.exemplar import (
         ExemplarFeatures,
         ExemplarFit,
@@ -394,7 +394,7 @@ def run_fit_llm(args: argparse.Namespace) -> int:
     from bridge.core.layout import Workspace
     from bridge.core.trec import read_runs
     from bridge.encoders.embeddings import PassageEmbeddings
-    from bridge.evaluation.sparse import SparseCut, hole_sample, pool_of, sparse_dataset
+    from bridge.evaluation.reusability.sparse_cuts import SparseCut, hole_sample, pool_of, sparse_dataset
     from bridge.judging import cases_for
     from bridge.judging.learned.exemplar import ExemplarFeatures, ExemplarFit, fit_exemplar, shipped_fit_path
     from bridge.judging.llm.comparer import FEATURE, Comparer

@@ -1,6 +1,6 @@
 """The ``bridge`` command line: dispatches to one module per subcommand (each has ``register``).
 
-Shared options live in :mod:`bridge.options`; environment variables are read only there.
+Shared options live in :mod:`bridge.core.shared_options_cli`; environment variables are read only there.
 """
 
 from __future__ import annotations
@@ -12,7 +12,7 @@ import sys
 from collections.abc import Sequence
 
 from bridge.core.errors import BridgeError
-from bridge.options import show_progress
+from bridge.core.shared_options_cli import show_progress
 
 EPILOG = """\
 Pipeline (each stage reads the files of the one before):
@@ -28,8 +28,9 @@ Pipeline (each stage reads the files of the one before):
 
 
 COMMANDS: tuple[str, ...] = (
-    "bridge.retrievers.cli", "bridge.pool.cli", "bridge.label.cli", "bridge.review.cli", "bridge.evaluation.cli",
-    "bridge.evaluation.score_cli", "bridge.evaluation.reusability_cli", "bridge.evaluation.rag_cli",
+    "bridge.retrievers.cli", "bridge.pool.cli", "bridge.label.cli", "bridge.review.cli",
+    "bridge.evaluation.evaluate.cli", "bridge.evaluation.score.cli", "bridge.evaluation.reusability.cli",
+    "bridge.evaluation.rag.cli",
     "bridge.datasets.export_cli", "bridge.doctor.cli",
 )  # fmt: skip
 """Subcommands in --help order: modules with ``register(subparsers)``."""

@@ -307,7 +307,7 @@ def _measure_names(eval_metrics: Sequence[Any]) -> list[tuple[str, str]]:
     (``Hit@10``) or trec_eval's (``ndcg_cut_10``; one that stands for several gives each its own name)."""
     import ir_measures
 
-    from bridge.evaluation.trec_measures import resolve_measure
+    from bridge.evaluation.scoring.trec_measures import resolve_measure
 
     names: list[tuple[str, str]] = []
     for m in map(str, eval_metrics):
@@ -411,8 +411,8 @@ def Experiment(  # PyTerrier's name
 
     from bridge.api import EvaluateOptions, as_qrels, evaluate
     from bridge.core.trec import canonical_scores
-    from bridge.evaluation.estimated import estimate_measures
-    from bridge.evaluation.trec_measures import resolve_measure, resolve_measures
+    from bridge.evaluation.rebenchmark.estimated import estimate_measures
+    from bridge.evaluation.scoring.trec_measures import resolve_measure, resolve_measures
 
     ds = _dataset(dataset)
     original = as_qrels(qrels)

@@ -20,7 +20,7 @@ from bridge.cli import main as bridge_main
 from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.core.trec import read_run, top_k
 from bridge.datasets import load_dataset
-from bridge.evaluation.trec_measures import evaluate
+from bridge.evaluation.scoring.trec_measures import evaluate
 from bridge.judging.quality.metrics import agreement_of
 
 DEPTH = 5

@@ -15,7 +15,7 @@ from pathlib import Path
 from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.core.trec import read_run
 from bridge.datasets import load_dataset
-from bridge.evaluation.trec_measures import evaluate
+from bridge.evaluation.scoring.trec_measures import evaluate
 
 
 def main() -> None:

@@ -71,8 +71,8 @@ def test_deltas_interval_is_at_the_verdicts_level(twins):
 def test_the_glance_table_and_answer_tex_carry_the_same_marks(twins):
     """Systems by measures: each estimate with its mark against the next system (from comparisons.csv's verdicts),
     the first in bold; answer.tex gives each the same mark as a superscript."""
-    from bridge.evaluation.estimated import MARKS
-    from bridge.evaluation.latex import TEX_MARKS
+    from bridge.evaluation.rebenchmark.estimated import MARKS
+    from bridge.evaluation.report.latex import TEX_MARKS
 
     assert set(TEX_MARKS) == set(MARKS.values())
     markdown = (twins / "report.md").read_text()

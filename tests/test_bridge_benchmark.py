@@ -196,7 +196,7 @@ def test_eval_ranks_a_foreign_run_under_original_and_bridge_qrels(data, capsys):
 
 
 def test_bridge_compat_ndcg_with_more_than_ten_relevant_chunks():
-    from bridge.evaluation.bridge_compat import query_scores
+    from bridge.evaluation.scoring.bridge_compat import query_scores
 
     gold = {f"g{i}" for i in range(12)}
     ranking = ["x1", "x2", "g0", "x3", "x4", "g1", "x5", "x6", "x7", "g2"]

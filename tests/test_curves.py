@@ -5,7 +5,8 @@ import math
 import numpy as np
 import pytest
 
-from bridge.evaluation.curves import (
+from bridge.evaluation.rebenchmark.tables import holes
+from bridge.evaluation.scoring.curves import (
     build_label_matrix,
     compute_curves,
     growth_counts,
@@ -14,7 +15,6 @@ from bridge.evaluation.curves import (
     marginal_contribution_reference,
     random_orders,
 )
-from bridge.evaluation.rebenchmark import holes
 
 
 def scores_of(*docids: str) -> dict[str, float]:

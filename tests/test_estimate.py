@@ -28,7 +28,7 @@ from bridge.estimate.leaderboard import (
     verdict_of,
 )
 from bridge.estimate.tables import TopicView
-from bridge.evaluation.trec_measures import per_query_scores, resolve_measures
+from bridge.evaluation.scoring.trec_measures import per_query_scores, resolve_measures
 
 # Three systems, two topics, top 3. q1: a relevant (original), z judged 0, x and y open. q2: b relevant, w open.
 FIXED = {"q1": {"a": 1, "z": 0}, "q2": {"b": 1}}

@@ -16,7 +16,7 @@ from bridge.cli import main
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import write_qrels, write_run
 from bridge.estimate.leaderboard import p_text
-from bridge.evaluation.report import ESTIMATE_PARTS, HARD_LABELS
+from bridge.evaluation.report.report import ESTIMATE_PARTS, HARD_LABELS
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 ORIGINAL = {q: {f"{q}-gold": 1} for q in TOPICS}
@@ -431,7 +431,7 @@ def test_a_system_outside_the_pool_gets_widened_bounds_and_a_note(workspace, cap
 def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp_path):
     """The audit's reference lane carries the answer judge's cross-fitted quality per kind of hole: the report's
     trust section lists every kind (weakest first, marked) and the pool-weighted row after them."""
-    from bridge.evaluation.report import _audit_blocks, to_markdown
+    from bridge.evaluation.report.report import _audit_blocks, to_markdown
 
     def stratum(name, auc, kind=True):
         return {"stratum": name, "kind": kind, "pairs": 100, "pool_share": 0.5, "share": 0.3, "mean_p": 0.31,
@@ -452,7 +452,7 @@ def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp
 def test_the_trust_section_says_where_a_calibrations_own_check_finds_its_intervals_too_narrow():
     """A calibration whose half-split check covers 65% instead of 95%: its intervals are 1.96 / z(0.825) = 2.1 times
     too narrow, and the trust section says so for that kind and overall; a kind that covers 95% is not listed."""
-    from bridge.evaluation.report import _coverage_checks, too_narrow_by
+    from bridge.evaluation.report.report import _coverage_checks, too_narrow_by
 
     strata = [
         {"stratum": "all", "kind": False, "coverage": 0.75},
@@ -516,7 +516,7 @@ def test_the_shipped_example_report_has_the_codes_sections_in_order():
     code's sections in the code's order, the answer first, with the code's answer table."""
     from pathlib import Path
 
-    from bridge.evaluation.report import ANSWER_COLUMNS, REPORT_SECTIONS, _section
+    from bridge.evaluation.report.report import ANSWER_COLUMNS, REPORT_SECTIONS, _section
 
     markdown = (Path(__file__).resolve().parents[1] / "docs/example-report/report.md").read_text()
     sections = [_section(line[3:]) for line in markdown.splitlines() if line.startswith("## ")]
@@ -532,7 +532,7 @@ def test_the_estimates_figure_gives_every_system_a_readable_row(tmp_path, system
     import numpy as np
     from matplotlib.image import imread
 
-    from bridge.evaluation.plots import EstimatePoint, plot_estimates
+    from bridge.evaluation.report.plots import EstimatePoint, plot_estimates
 
     rng = np.random.default_rng(systems)
     points = {
@@ -548,12 +548,12 @@ def test_the_estimates_figure_gives_every_system_a_readable_row(tmp_path, system
 
 
 def test_every_section_the_report_writes_is_in_its_list_of_sections():
-    """Each level-2 heading in bridge/evaluation/report.py is an entry of REPORT_SECTIONS (the order the example
+    """Each level-2 heading in bridge/evaluation/report/report.py is an entry of REPORT_SECTIONS (the order the example
     report's test reads); an f-string's fields stand for a cutoff."""
     import re
     from pathlib import Path
 
-    from bridge.evaluation import report
+    from bridge.evaluation.report import report
 
     source = Path(report.__file__).read_text()
     headings = [re.sub(r"\{[^}]*\}", "10", text) for text in re.findall(r'Heading\(f?"([^"]+)"\)', source)]

@@ -21,7 +21,7 @@ from bridge.estimate.leaderboard import EstimateConfig, Leaderboard
 from bridge.estimate.measures import MEASURES, Drawn, Entries, EstimatedMeasure, parse_measures
 from bridge.estimate.tables import BoundsTable
 from bridge.estimate.vectorized import per_topic, relevance_effects
-from bridge.evaluation.trec_measures import top_k_measures
+from bridge.evaluation.scoring.trec_measures import top_k_measures
 
 FIXED = {"q1": {"a": 1, "b": 0, "c": 1}, "q2": {"d": 1}}
 OPEN_P = {("q1", "x"): 0.5, ("q1", "y"): 0.25, ("q2", "w"): 0.5, ("q2", "v"): 0.5}

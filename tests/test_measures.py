@@ -9,7 +9,7 @@ import pytrec_eval
 
 from bridge.core.errors import InputError
 from bridge.core.trec import canonical_scores
-from bridge.evaluation.trec_measures import (
+from bridge.evaluation.scoring.trec_measures import (
     Scorer,
     evaluate,
     hole_rate,
@@ -176,7 +176,7 @@ def test_one_measure_vocabulary_serves_every_command():
     from bridge.cli import build_parser
     from bridge.core.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at
     from bridge.estimate.measures import parse_measures
-    from bridge.evaluation.trec_measures import DEFAULT_MEASURES, default_measure_names, resolve_measure
+    from bridge.evaluation.scoring.trec_measures import DEFAULT_MEASURES, default_measure_names, resolve_measure
 
     parser = build_parser()
     assert parser.parse_args(["label", "--dataset", "nq"]).settle_measures == at(COMPARED) == "Hit@10,nDCG@10,Recall@10"

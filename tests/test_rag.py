@@ -12,7 +12,7 @@ from conftest import ScriptedLLM, prompt_text
 from bridge.cli import main
 from bridge.core.trec import write_qrels, write_run
 from bridge.datasets import load_beir
-from bridge.evaluation.rag import (
+from bridge.evaluation.rag.alignment import (
     NO_ANSWER,
     RagConfig,
     answer_matches,

@@ -12,16 +12,16 @@ import pytest
 from bridge.cli import main
 from bridge.core.measures import Measure
 from bridge.core.trec import write_run
-from bridge.evaluation.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
-from bridge.evaluation.reusability import FigureSettings, JudgeModels, evaluate_reusability
-from bridge.evaluation.reusability_fills import Fill, LeaveOutScorer, TopicGrades, baseline_fills, fill_grades
-from bridge.evaluation.reusability_leave_out import (
+from bridge.evaluation.reusability.experiment import FigureSettings, JudgeModels, evaluate_reusability
+from bridge.evaluation.reusability.fills import Fill, LeaveOutScorer, TopicGrades, baseline_fills, fill_grades
+from bridge.evaluation.reusability.leave_out import (
     LeaveOutTest,
     holey_qrels,
     leave_one_out,
     leave_out_groups,
     removed_union,
 )
+from bridge.evaluation.scoring.rankcorr import kendall_tau, kendall_tau_rows, tau_ap, tau_ap_rows
 from bridge.judging.free.reference import ConstantJudge, QrelsJudge
 from bridge.retrievers.base import SystemSpec
 
@@ -134,7 +134,7 @@ def test_vectorized_rank_correlations_equal_the_scalar_ones():
 
 
 def test_circularity_flags_a_judge_that_favours_systems_sharing_its_model():
-    from bridge.evaluation.reusability_run import system_models
+    from bridge.evaluation.reusability.reusability_run import system_models
 
     specs = {
         "dense": SystemSpec("dense", "dense", {"model": "all-MiniLM-L6-v2"}),
@@ -372,7 +372,7 @@ def test_random_judge_runs_the_reusability_test_reproducibly(workspace):
 
 
 def test_the_audit_line_of_an_open_judge_says_nothing_was_audited_not_untrusted():
-    from bridge.evaluation.reusability_summary import audit_line
+    from bridge.evaluation.reusability.reusability_summary import audit_line
 
     line = audit_line({"judge": "open", "lanes": {}, "trusted": False, "warning": None})
     assert "none; the open judge labels no pair" in line and "not trusted" not in line

@@ -239,7 +239,7 @@ def test_the_sparse_benchmarks_simulated_people_answer_with_the_full_grades(db, 
     the import reads them back."""
     import dataclasses
 
-    from bridge.evaluation.sparse import PEOPLE_WORKERS, write_truthful_answers
+    from bridge.evaluation.reusability.sparse_cuts import PEOPLE_WORKERS, write_truthful_answers
 
     full = dataclasses.replace(tiny_dataset(tiny_beir), qrels={"q1": {"d2": 3, "d5": 1}}, relevance_threshold=2)
     export_csv(db, tmp_path / "items.csv")

@@ -7,8 +7,8 @@ import numpy as np
 import pytest
 from scipy import stats
 
-from bridge.evaluation.rankcorr import kendall_tau, tau_ap
-from bridge.evaluation.significance import compare_systems, holm, paired_t_pvalues, randomization_pvalues
+from bridge.evaluation.scoring.rankcorr import kendall_tau, tau_ap
+from bridge.evaluation.scoring.significance import compare_systems, holm, paired_t_pvalues, randomization_pvalues
 
 
 @pytest.mark.parametrize("seed", range(5))
@@ -76,7 +76,7 @@ def test_compare_systems_separates_clear_from_null_differences():
 def test_families_tested_together_equal_each_family_alone():
     """One pass of flips over several families (measures x qrels sets) gives each family what it gets alone, Holm's
     correction within the family."""
-    from bridge.evaluation.significance import compare_families
+    from bridge.evaluation.scoring.significance import compare_families
 
     rng = np.random.default_rng(5)
     systems = ["a", "b", "c", "d"]

@@ -9,7 +9,7 @@ import pytest
 from bridge.core.layout import Workspace
 from bridge.core.trec import write_run
 from bridge.datasets import Dataset, DictCorpus, Document, Query
-from bridge.evaluation.sparse import (
+from bridge.evaluation.reusability.sparse_cuts import (
     CaseResult,
     SparseCut,
     SystemScore,
@@ -145,9 +145,9 @@ def test_simulated_people_answer_the_reviews_random_holes_through_its_csv_once(t
     from bridge.core.label_records import HUMAN_JUDGE, read_labels
     from bridge.core.layout import REVIEW_ANSWERS_CSV, REVIEW_CSV
     from bridge.estimate.calibration import RANDOM_SAMPLING
-    from bridge.evaluation.estimated import hole_model
-    from bridge.evaluation.inputs import load_inputs
-    from bridge.evaluation.sparse import PEOPLE_WORKERS, hidden_label, people_through_review
+    from bridge.evaluation.rebenchmark.estimated import hole_model
+    from bridge.evaluation.rebenchmark.inputs import load_inputs
+    from bridge.evaluation.reusability.sparse_cuts import PEOPLE_WORKERS, hidden_label, people_through_review
     from bridge.review.items import SAMPLING_DESIGN
     from bridge.review.store import ReviewDB
 

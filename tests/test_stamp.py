@@ -4,8 +4,8 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.core.shared_options_cli import args_settings
 from bridge.core.stamp import StageStamp, family_of_each, stage_stamp
-from bridge.options import args_settings
 
 
 def stamp_over(tmp_path, **settings) -> StageStamp:

@@ -141,9 +141,9 @@ def test_the_csv_path_teaches_the_exemplar_judge_before_the_estimate(tmp_path):
 
     from bridge.core.layout import Workspace
     from bridge.encoders.embeddings import PassageEmbeddings
-    from bridge.evaluation.estimated import hole_model
-    from bridge.evaluation.inputs import load_inputs
-    from bridge.evaluation.sparse import SparseCut, hidden_label, run_case, sparse_dataset
+    from bridge.evaluation.rebenchmark.estimated import hole_model
+    from bridge.evaluation.rebenchmark.inputs import load_inputs
+    from bridge.evaluation.reusability.sparse_cuts import SparseCut, hidden_label, run_case, sparse_dataset
     from bridge.judging.free.reference import OpenJudge
     from bridge.judging.learned.exemplar import ExemplarFit, ExemplarJudge, shipped_fit_path
     from bridge.judging.quality.audit import AuditConfig

@@ -4,9 +4,10 @@ Everything takes the objects IR people already hold: runs and qrels as ir_measur
 (``{qid: {docid: score}}``, ``{qid: {docid: grade}}``), as pandas DataFrames (``query_id, doc_id, score`` /
 ``relevance``; PyTerrier's ``qid, docno`` too) or as TREC file paths. Tables come back as DataFrames in long
 format: one row per system, measure and qrels set. The command line is a layer over the same functions
-(``bridge eval`` runs :func:`bridge.evaluation.harness.run_evaluation`, as :func:`evaluate` does; ``bridge score`` and
-:func:`score` both run :func:`bridge.evaluation.score.score_workspace`), so the figures agree. Each function takes its
-most used settings as keywords and the rarer ones as one frozen ``options`` value (:class:`EvaluateOptions`, ...).
+(``bridge eval`` runs :func:`bridge.evaluation.rebenchmark.harness.run_evaluation`, as :func:`evaluate` does; ``bridge
+score`` and :func:`score` both run :func:`bridge.evaluation.score.placement.score_workspace`), so the figures agree.
+Each function takes its most used settings as keywords and the rarer ones as one frozen ``options`` value
+(:class:`EvaluateOptions`, ...).
 
 >>> import bridge
 >>> runs = {"a": {"q1": {"d1": 2.0, "d2": 1.0}}, "b": {"q1": {"d2": 2.0, "d1": 1.0}}}

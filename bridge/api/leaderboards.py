@@ -19,8 +19,8 @@ from bridge.datasets import Dataset
 if TYPE_CHECKING:
     import pandas as pd
 
-    from bridge.evaluation.harness import EvalResult
-    from bridge.evaluation.inputs import EvalInputs
+    from bridge.evaluation.rebenchmark.harness import EvalResult
+    from bridge.evaluation.rebenchmark.inputs import EvalInputs
 
 
 @dataclass(frozen=True)
@@ -36,7 +36,7 @@ class Evaluation:
         upper``; NaN elsewhere). Systems best first under the first compared qrels set, as leaderboard.csv."""
         import pandas as pd
 
-        from bridge.evaluation.inputs import AUGMENTED
+        from bridge.evaluation.rebenchmark.inputs import AUGMENTED
 
         est = self.result.estimated
         rows = []
@@ -106,7 +106,7 @@ class Evaluation:
 
     def summary(self) -> str:
         """The terminal summary ``bridge eval`` prints."""
-        from bridge.evaluation.summary import summary_text
+        from bridge.evaluation.rebenchmark.eval_summary import summary_text
 
         return summary_text(self.result)
 
@@ -157,7 +157,7 @@ def evaluate(
     True
     """
     from bridge.estimate.leaderboard import EstimateConfig
-    from bridge.evaluation.harness import EvalConfig, run_evaluation
+    from bridge.evaluation.rebenchmark.harness import EvalConfig, run_evaluation
 
     inputs = _eval_inputs(runs, qrels, labels, options)
     config = EvalConfig(
@@ -177,7 +177,7 @@ def _eval_inputs(
     options: EvaluateOptions,
 ) -> EvalInputs:  # fmt: skip
     """What :func:`evaluate` scores: the runs, the original qrels and, with labels, the augmented ones."""
-    from bridge.evaluation.inputs import AUGMENTED, ORIGINAL, EvalInputs
+    from bridge.evaluation.rebenchmark.inputs import AUGMENTED, ORIGINAL, EvalInputs
 
     ds = qrels if isinstance(qrels, Dataset) else None
     original = as_qrels(qrels)
@@ -226,8 +226,8 @@ def hole_probabilities(
     """
     import pandas as pd
 
-    from bridge.evaluation.estimated import hole_model
-    from bridge.evaluation.inputs import ORIGINAL
+    from bridge.evaluation.rebenchmark.estimated import hole_model
+    from bridge.evaluation.rebenchmark.inputs import ORIGINAL
 
     inputs = _eval_inputs(runs, qrels, labels, options)
     model = hole_model(inputs, inputs.qrels_sets[ORIGINAL], depth)

@@ -53,7 +53,7 @@ def reusability(dataset: Dataset | str, workspace: Workspace | None = None) -> R
     """The leave-one-system-out test that ``bridge reusability`` wrote for ``dataset`` (it labels every left-out
     pair with a judge run, so it is run from the command line: ``make reusability DATASET=dl19``)."""
     from bridge.datasets import dataset_slug
-    from bridge.evaluation.reusability_results import read_reusability
+    from bridge.evaluation.reusability.results import read_reusability
 
     workspace = workspace or Workspace()
     slug = dataset.slug if isinstance(dataset, Dataset) else dataset_slug(dataset)

@@ -15,7 +15,7 @@ from bridge.datasets import Dataset
 if TYPE_CHECKING:
     import pandas as pd
 
-    from bridge.evaluation.score import ScoreResult
+    from bridge.evaluation.score.placement import ScoreResult
     from bridge.label.chain import ChainSpec
 
 
@@ -94,7 +94,7 @@ def score(
     the label run's; None: they stay open with the hole model's P) and its costly judge within ``max_minutes``;
     every run is estimated together. ``options``: pool depth, measures, draws, seed, families
     (:class:`ScoreOptions`). Bad runs (empty, truncated, another dataset's) raise :class:`InputError`."""
-    from bridge.evaluation.score import ScoreSettings, score_workspace
+    from bridge.evaluation.score.placement import ScoreSettings, score_workspace
 
     settings = ScoreSettings(
         depth=options.depth,

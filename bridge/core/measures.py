@@ -2,7 +2,7 @@
 
 The estimated measures themselves (their names, ir_measures' names, aliases, the parsing of ``NAME@K`` lists) are
 objects in one registry, :mod:`bridge.estimate.measures`; scoring through ir_measures lives in
-:mod:`bridge.evaluation.trec_measures`.
+:mod:`bridge.evaluation.scoring.trec_measures`.
 """
 
 from __future__ import annotations

@@ -1,5 +1,6 @@
-"""The dataset a command names (``--dataset``, ``--data-dir``, ``--limit``: :func:`bridge.options.add_common_options`),
-loaded. Here rather than in :mod:`bridge.options`, which sits below the datasets."""
+"""The dataset a command names (``--dataset``, ``--data-dir``, ``--limit``:
+:func:`bridge.core.shared_options_cli.add_common_options`), loaded. Here rather than in
+:mod:`bridge.core.shared_options_cli`, which sits below the datasets."""
 
 from __future__ import annotations
 

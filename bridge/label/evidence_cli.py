@@ -5,8 +5,8 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.core.shared_options_cli import add_common_options, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
-from bridge.options import add_common_options, workspace_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:

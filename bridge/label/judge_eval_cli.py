@@ -11,6 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
+from bridge.core.shared_options_cli import add_common_options, at_least_two, show_progress, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.judging import JudgeSpec, judge_traits
 from bridge.label.chain import ANSWER_FALLBACK
@@ -18,7 +19,6 @@ from bridge.label.judge_eval_methods import DEFAULT_EVAL_METHODS, DEFAULT_REFERE
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
 from bridge.label.topic_stage_options_cli import adapter_config_from_args, add_adapter_options
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
-from bridge.options import add_common_options, at_least_two, show_progress, workspace_from_args
 
 if TYPE_CHECKING:
     from bridge.label.judge_eval_workflow import AdapterEvalSettings

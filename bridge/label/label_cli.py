@@ -11,16 +11,16 @@ import argparse
 from typing import TYPE_CHECKING
 
 from bridge.core.measures import COMPARED, at
-from bridge.datasets.options_cli import dataset_from_args
-from bridge.label.judge_options_cli import refine_spec_from_args
-from bridge.label.label_options_cli import add_label_options, spec_from_args
-from bridge.options import (
+from bridge.core.shared_options_cli import (
     add_common_options,
     add_executor_options,
     add_force_option,
     args_settings,
     workspace_from_args,
 )
+from bridge.datasets.options_cli import dataset_from_args
+from bridge.label.judge_options_cli import refine_spec_from_args
+from bridge.label.label_options_cli import add_label_options, spec_from_args
 
 if TYPE_CHECKING:
     from bridge.label.distributed import RayExecution

@@ -5,12 +5,12 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.core.shared_options_cli import show_progress
 from bridge.judging.quality.audit import AuditConfig
 from bridge.label.chain import ANSWER_FALLBACK, ChainSpec, fallback_judges, refine_judges
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
 from bridge.label.topic_stage_options_cli import add_adapter_options, add_exemplar_options, topic_stages_from_args
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
-from bridge.options import show_progress
 
 
 def add_label_options(p: argparse.ArgumentParser) -> None:

@@ -5,9 +5,9 @@ from __future__ import annotations
 import argparse
 import logging
 
+from bridge.core.shared_options_cli import add_common_options, add_force_option, args_settings, workspace_from_args
 from bridge.core.stamp import stage_stamp
 from bridge.datasets.options_cli import dataset_from_args
-from bridge.options import add_common_options, add_force_option, args_settings, workspace_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:

@@ -4,10 +4,10 @@ from __future__ import annotations
 
 import argparse
 
+from bridge.core.shared_options_cli import add_common_options, show_progress, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.encoders.precision import PRECISIONS
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
-from bridge.options import add_common_options, show_progress, workspace_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
@@ -36,7 +36,7 @@ def register(sub: argparse._SubParsersAction) -> None:
         "CACHE_DIR/precision-probe/ (bf16 is 3x faster for MiniLM with AMX tiles, 0.5x without; bench encoders). "
         "A system's own 'precision' parameter wins; bf16 encodings are cached apart from fp32 ones",
     )
-    from bridge.options import add_executor_options
+    from bridge.core.shared_options_cli import add_executor_options
 
     add_executor_options(
         p, "encode corpora (dense, SPLADE) in document batches on Ray workers that each hold the model"

@@ -9,8 +9,8 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.core.layout import REVIEW_CSV
+from bridge.core.shared_options_cli import add_common_options, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
-from bridge.options import add_common_options, workspace_from_args
 from bridge.review.options_cli import add_review_settings, review_overrides_from_args
 
 if TYPE_CHECKING:

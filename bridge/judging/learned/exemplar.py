@@ -15,11 +15,12 @@ Each hole of a topic with a known relevant passage is described by :data:`FEATUR
   is the dense retriever's own score, and an estimate that rewards it ranks the dense systems up.
 
 P(relevant) comes from a calibration fitted on holes whose labels are known, the sparse-judgment benchmark of a deeply
-judged collection (:mod:`bridge.evaluation.sparse`: each topic cut to K relevant passages, every other pool pair a hole
-with its hidden label), shipped in ``bridge/data/exemplar-fit.json`` with the logit shifts that carry it elsewhere: one
-common to a collection (measured between collections) and one per topic (how far topics stray from the fit where it was
-made). The hole model draws both (:mod:`bridge.estimate.holes`), so a collection unlike the one it was fitted on widens
-the interval instead of moving it. A pair whose own passage is a known relevant one (an audit pair) is compared with the
+judged collection (:mod:`bridge.evaluation.reusability.sparse_cuts`: each topic cut to K relevant passages, every other
+pool pair a hole with its hidden label), shipped in ``bridge/data/exemplar-fit.json`` with the logit shifts that carry
+it elsewhere: one common to a collection (measured between collections) and one per topic (how far topics stray from the
+fit where it was made). The hole model draws both (:mod:`bridge.estimate.holes`), so a collection unlike the one it was
+fitted on widens the interval instead of moving it. A pair whose own passage is a known relevant one (an audit pair) is
+compared with the
 topic's other known relevant passages only (leave one positive out); a topic without another goes to the next judge.
 """
 
@@ -470,8 +471,8 @@ def fit_exemplar(
     config: HoleCalibrationConfig | None = None,
     measure: bool = True,
 ) -> ExemplarFit:
-    """The exemplar calibration on labelled holes (:func:`bridge.evaluation.sparse.hole_sample` rows of one collection's
-    cuts): a logistic fit of ``features`` with bootstrap draws over topics and its cross-fitted quality
+    """The exemplar calibration on labelled holes (:func:`bridge.evaluation.reusability.sparse_cuts.hole_sample` rows of
+    one collection's cuts): a logistic fit of ``features`` with bootstrap draws over topics and its cross-fitted quality
     (:func:`~bridge.judging.learned.hole_calibration.fit_hole_calibration`), the topics' spread around it
     (:func:`topic_spread`) and ``transfer_sd``, the logit shift it carries to another collection (measured between
     collections with :func:`common_shift`)."""

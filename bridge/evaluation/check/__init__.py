@@ -1,0 +1,1 @@
+"""``bridge eval check``: a leaderboard compared with a saved baseline, for CI."""

@@ -1,0 +1,1 @@
+"""``bridge rag``: do retrieval measures agree with answer correctness?"""

@@ -1,0 +1,1 @@
+"""Runs scored against qrels: measures, rank correlation, significance, bias-reduction curves."""
