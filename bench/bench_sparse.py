@@ -327,7 +327,7 @@ def run_fit(args: argparse.Namespace) -> int:
         family_spread,
         fit_exemplar,
     )
-    from bridge.judging.quality.metrics import weighted_measures
+    from bridge.judging.metrics import weighted_measures
 
     def samples(name: str) -> list[dict]:
         ds = load(name, args.data_dir)

@@ -31,8 +31,8 @@ from bridge.core.fsio import atomic_write, write_json_atomic  # noqa: E402
 from bridge.datasets import load_dataset  # noqa: E402
 from bridge.datasets.kinds import pair_kind  # noqa: E402
 from bridge.judging.free.evidence import matched_answers  # noqa: E402
-from bridge.judging.quality.metrics import cohen_kappa  # noqa: E402
-from bridge.judging.quality.reference_labels import DESIGN_FILE, read_reference_design  # noqa: E402
+from bridge.judging.metrics import cohen_kappa  # noqa: E402
+from bridge.judging.reference_labels import DESIGN_FILE, read_reference_design  # noqa: E402
 from bridge.pool.pooling import PoolEntry, read_pool  # noqa: E402
 
 FOLDER = ROOT / "bench" / "data" / "nq-answer-reference"
@@ -151,7 +151,7 @@ def cmd_sheet(args: argparse.Namespace) -> int:
 
 def cmd_swaps(args: argparse.Namespace) -> int:
     """The answer-swap negatives the audit would draw on the whole dataset (pool pairs avoided), as a sheet."""
-    from bridge.judging.quality.audit import draw_audit_pairs
+    from bridge.judging.free.known_pairs import draw_audit_pairs
 
     ds = load_dataset("nq", args.data_dir)
     pool = {(e.qid, e.docid) for e in read_pool(args.pool)}

@@ -181,7 +181,7 @@ def test_label_run_with_adapters_holds_out_the_audit_and_reports_cross_validatio
 
 def test_learning_curve_and_the_adapter_row_of_judge_eval(tmp_path):
     from bridge.judging.quality.adapter_eval import adapter_quality, evaluate_adapter
-    from bridge.judging.quality.reference_labels import HumanPair
+    from bridge.judging.reference_labels import HumanPair
 
     ds, _ = synthetic({"t1": 60, "t3": 60}, seed=5)
     judge = adapter(ds, tmp_path)

@@ -19,7 +19,7 @@ from bridge.judging.learned.answer_features import lexical_features
 from bridge.judging.llm.single import SupportJudge
 from bridge.judging.quality.audit_records import read_audit
 from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
-from bridge.judging.quality.reference_labels import HumanPair, question_folds, read_reference, subsample
+from bridge.judging.reference_labels import HumanPair, question_folds, read_reference, subsample
 from bridge.label.value import ValueConfig
 from bridge.pool.pooling import PoolEntry, write_pool
 
@@ -295,7 +295,7 @@ def listed_company_dataset() -> Dataset:
 
 
 def test_a_reference_design_is_read_with_clear_errors_and_checked_against_the_data(tmp_path):
-    from bridge.judging.quality.reference_labels import Inclusion, read_reference_design
+    from bridge.judging.reference_labels import Inclusion, read_reference_design
 
     reference = tmp_path / "ref.tsv"
     write_reference(reference)
@@ -355,7 +355,7 @@ def test_weighted_quality_by_hand():
     negative) comparison with the product of the weights; the weighted mean P and share are plain weighted means."""
     import numpy as np
 
-    from bridge.judging.quality.metrics import weighted_auc, weighted_measures
+    from bridge.judging.metrics import weighted_auc, weighted_measures
 
     p = np.array([0.9, 0.3, 0.5, 0.1])
     y = np.array([1, 1, 0, 0])
@@ -396,7 +396,7 @@ def test_the_shipped_nq_answer_lexical_fit_matches_the_code_that_would_refit_it(
     names a shipped file, whose inputs say what it was made from."""
     from pathlib import Path
 
-    from bridge.judging.quality.reference_labels import read_reference_design, read_reference_facts
+    from bridge.judging.reference_labels import read_reference_design, read_reference_facts
 
     reference = Path(__file__).resolve().parents[1] / "bench/data/nq-answer-reference/labels-first.tsv"
     judge = AnswerContextJudge(None, None, AnswerContextConfig(str(reference)))

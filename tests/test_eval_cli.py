@@ -41,7 +41,8 @@ def write_audit(path, correct: int, pairs: int = 40) -> dict:
     """A judge-audit.json from ``pairs`` known pairs (half relevant) of which ``correct`` were labeled right."""
     from bridge.core.fsio import write_json_atomic
     from bridge.datasets import Dataset, DictCorpus
-    from bridge.judging.quality.audit import AuditConfig, AuditPair
+    from bridge.judging.base import AuditPair
+    from bridge.judging.quality.audit import AuditConfig
     from bridge.judging.quality.audit_records import AuditRecord
     from bridge.judging.quality.audit_report import AuditedRun, audit_report
 

@@ -43,7 +43,7 @@ def test_bytes_that_are_not_utf8_are_one_error_naming_file_and_line(tmp_path, na
 
 
 def test_a_reference_file_with_bad_bytes_names_its_line(tmp_path):
-    from bridge.judging.quality.reference_labels import read_reference
+    from bridge.judging.reference_labels import read_reference
 
     path = tmp_path / "labels.tsv"
     path.write_bytes(b"qid\tdocid\tlabel\nq1\td1\t1\nq" + LATIN1 + b"\td2\t0\n")
@@ -126,7 +126,7 @@ def test_a_run_of_another_datasets_queries_stops_pool_unless_lenient(tiny_beir, 
 
 
 def test_a_torn_last_line_of_the_audit_log_is_skipped(tmp_path, caplog):
-    from bridge.judging.quality.audit import AuditPair
+    from bridge.judging.base import AuditPair
     from bridge.judging.quality.audit_records import AuditRecord, read_audit
 
     path = tmp_path / "audit.jsonl"

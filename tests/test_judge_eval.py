@@ -12,6 +12,7 @@ from bridge.datasets import Dataset as DS
 from bridge.datasets import DictCorpus, Document, Query
 from bridge.judging.llm.dream import DebateEngine
 from bridge.judging.llm.single import SupportJudge
+from bridge.judging.metrics import cohen_kappa, roc_auc
 from bridge.judging.quality.judge_eval import (
     JudgeQuality,
     SampleConfig,
@@ -20,7 +21,6 @@ from bridge.judging.quality.judge_eval import (
     run_judge_eval,
 )
 from bridge.judging.quality.judge_eval_report import JudgeEvalReport, write_report
-from bridge.judging.quality.metrics import cohen_kappa, roc_auc
 
 
 def graded_dataset() -> DS:

@@ -82,7 +82,8 @@ def test_the_judge_registry_answers_every_question_about_a_judge():
     """One registry says what each judge needs: the chain asks it whether an LLM must be open (the cascade's
     one-pass stage `calibrated` calls one, which a hand-kept list once forgot), the command line's choices and the
     answer judges are queries of it, and a judge that needs no LLM is built and judges without one."""
-    from bridge.judging import JUDGES, JudgeSpec, build_judge, judge_names, judge_traits
+    from bridge.datasets.core import Dataset, DictCorpus, Document, Query
+    from bridge.judging import JUDGES, JudgeContext, JudgeSpec, build_judge, judge_names, judge_traits
     from bridge.label.chain import ChainSpec, answer_judges, costly_answer_judges, fallback_judges
 
     assert ChainSpec(judge=JudgeSpec(name="calibrated")).calls_llm
@@ -96,8 +97,10 @@ def test_the_judge_registry_answers_every_question_about_a_judge():
     with pytest.raises(Exception, match="unknown judge 'nope'"):
         judge_traits("nope")
     case = Case("q1", "d1", "who?", "text", ())
+    corpus = DictCorpus({"d1": Document("d1", "", "text")})
+    ds = Dataset("tiny", "tiny", corpus, (Query("q1", "who?"),), {"q1": {"d1": 1}}, "-")
     for name in judge_names(calls_llm=False, answer_bearing=False):
-        judge = build_judge(JudgeSpec(name=name), None, {"q1": {"d1": 1}})
+        judge = build_judge(JudgeSpec(name=name), JudgeContext(dataset=ds, qrels=ds.qrels))
         records = []
         judge.judge([case], lambda r, records=records: records.append(r))
         expected = ([],) if name == "open" else ([0], [1])  # the open judge decides nothing: the pair stays open

@@ -257,7 +257,7 @@ def test_local_keys_hold_the_whole_file_the_context_size_and_the_library_version
 
 def test_the_audit_counts_each_failure_route_apart_from_the_labels():
     from bridge.core.label_records import LabelRecord
-    from bridge.judging.quality.audit import AuditPair
+    from bridge.judging.base import AuditPair
     from bridge.judging.quality.audit_lanes import lane_result
     from bridge.judging.quality.audit_records import AuditRecord
 

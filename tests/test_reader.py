@@ -258,7 +258,7 @@ def test_the_reader_as_answer_judge_or_as_costly_refiner_reuses_one_fit(tmp_path
 
     from bridge.judging import JudgeSpec
     from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerJudgeConfig
-    from bridge.judging.quality.reference_labels import read_reference, read_reference_facts
+    from bridge.judging.reference_labels import read_reference, read_reference_facts
     from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 
     ds = company_dataset()

@@ -21,15 +21,15 @@ def test_every_judge_eval_method_is_a_registered_judge_or_one_of_its_own():
     """judge-eval's lists name no judge that does not exist: each name is registered or declared as its own."""
     from bridge.judging import judge_names
     from bridge.label.judge_eval_methods import (
-        DEFAULT_EVAL_METHODS,
-        DEFAULT_REFERENCE_METHODS,
         OWN_METHODS,
+        default_eval_methods,
+        default_reference_methods,
         eval_methods,
         reference_methods,
     )
 
     known = set(judge_names()) | set(OWN_METHODS)
-    defaults = {*DEFAULT_EVAL_METHODS.split(","), *DEFAULT_REFERENCE_METHODS.split(",")}
+    defaults = {*default_eval_methods().split(","), *default_reference_methods().split(",")}
     named = {*eval_methods(), *reference_methods(), *defaults}
     assert named - known == set()
     assert not set(OWN_METHODS) & set(judge_names())  # an own method does not hide a judge of the same name

@@ -79,7 +79,7 @@ def refine_of(args, spec):
 def test_the_nq_main_jobs_shipped_fits_are_found_by_a_fresh_install_without_a_model_call(fresh_install, tmp_path):
     from bridge.datasets import load_dataset
     from bridge.judging import cases_for
-    from bridge.judging.quality.reference_labels import read_reference, read_reference_facts
+    from bridge.judging.reference_labels import read_reference, read_reference_facts
     from bridge.label.chain import build_chain, build_refine_chain
     from bridge.pool.pooling import PoolEntry
 
@@ -106,7 +106,7 @@ def test_a_fit_keyed_by_another_model_file_of_the_same_name_is_not_used(fresh_in
     run says that the model is what differs before it pays for a refit."""
     from bridge.datasets import load_dataset
     from bridge.judging.learned.answer_fits import why_refit
-    from bridge.judging.quality.reference_labels import read_reference, read_reference_design, read_reference_facts
+    from bridge.judging.reference_labels import read_reference, read_reference_design, read_reference_facts
     from bridge.label.chain import build_refine_chain
     from bridge.llm import make_backend
 

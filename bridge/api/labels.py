@@ -166,7 +166,7 @@ def _chain_spec(
         judge_spec = JudgeSpec(judge, config, fallback)
         spec = replace(spec, adapters="off", exemplar="off")
     elif judge == "auto":
-        judge_spec = JudgeSpec(options.fallback or "cascade")
+        judge_spec = JudgeSpec(options.fallback) if options.fallback else JudgeSpec()
     else:  # one judge for every pair: no free stage in front of it, as `bridge label --judge NAME`
         spec = replace(spec, adapters="off", exemplar="off")
     return replace(spec, judge=judge_spec, audit=AuditConfig(pairs=options.audit_pairs, gate_pairs=0))

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 from collections.abc import Callable, Iterator, Sequence
+from importlib import metadata
 from typing import Generic, TypeVar
 
 from bridge.core.errors import BridgeError
@@ -20,13 +21,16 @@ T = TypeVar("T")
 class Registry(Generic[T]):
     """Named entries of one kind of plug-in, in registration order."""
 
-    def __init__(self, kind: str, modules: Sequence[str] = ()) -> None:
+    def __init__(self, kind: str, modules: Sequence[str] = (), entry_points: str | None = None) -> None:
         self.kind = kind
         """What an entry is, for errors: "judge", "LLM backend", "retriever family", "dataset"."""
         self.modules = tuple(modules)
         """The modules whose import registers the entries (imported on the first lookup)."""
+        self.entry_points = entry_points
+        """An entry point group whose modules register more entries (another package's plug-ins), loaded after
+        ``modules``: PyTerrier's way of finding extensions."""
         self._entries: dict[str, T] = {}
-        self._loaded = not self.modules
+        self._loaded = not self.modules and entry_points is None
 
     def register(self, name: str) -> Callable[[T], T]:
         """Decorator: register the decorated object under ``name`` (a name is taken once: see :meth:`add`)."""
@@ -53,6 +57,9 @@ class Registry(Generic[T]):
             self._loaded = True
             for module in self.modules:
                 importlib.import_module(module)
+            if self.entry_points is not None:
+                for point in metadata.entry_points(group=self.entry_points):
+                    point.load()
         return self._entries
 
     def __getitem__(self, name: str) -> T:

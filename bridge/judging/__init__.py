@@ -24,14 +24,16 @@
   (``judge_eval.py``, what ``bridge judge-eval`` runs; ``adapter_eval.py`` the topic adapters' part of it,
   ``judge_eval_report.py`` what it writes).
 
-Where a pool pair gets its label: ``bridge/label/`` chains these judges (``chain.py``) and runs them over the pool
-and the audit (``labeler.py``). The registry imports the modules that register judges on its first lookup.
+Where a pool pair gets its label: ``bridge/label/`` chains these judges (``chain.py``) and runs them over the pool and
+the audit (``labeler.py``). The registry imports the modules that register judges
+(:data:`~bridge.judging.base.JUDGE_MODULES`, and those of the ``bridge.judges`` entry point group) on its first lookup.
 """
 
 from bridge.judging.base import (
     JUDGES,
     Case,
     Judge,
+    JudgeContext,
     JudgeSpec,
     JudgeTraits,
     ParseError,
@@ -43,9 +45,11 @@ from bridge.judging.base import (
     ask_with_repair,
     build_judge,
     cases_for,
+    default_judge,
     judge_names,
     judge_traits,
     parse_json_object,
+    plain_judge,
     register_judge,
     usage_of,
     yes_no,
@@ -55,6 +59,7 @@ __all__ = [
     "JUDGES",
     "Case",
     "Judge",
+    "JudgeContext",
     "JudgeSpec",
     "JudgeTraits",
     "ParseError",
@@ -66,9 +71,11 @@ __all__ = [
     "ask_with_repair",
     "build_judge",
     "cases_for",
+    "default_judge",
     "judge_names",
     "judge_traits",
     "parse_json_object",
+    "plain_judge",
     "register_judge",
     "usage_of",
     "yes_no",

@@ -17,6 +17,8 @@ from bridge.core.registry import Registry
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import kind_facts
+from bridge.encoders.embeddings import PassageEmbeddings
+from bridge.encoders.sources import MINILM
 from bridge.judging.settings import NoConfig
 from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
 from bridge.pool.pooling import PoolEntry
@@ -40,6 +42,19 @@ class Case:
     kind: tuple[tuple[str, float], ...] = ()
     """What the dataset says of the pair's kind (:func:`bridge.datasets.kinds.kind_facts`), for a judge's
     calibration."""
+
+
+@dataclass(frozen=True)
+class AuditPair:
+    """A known pair drawn for the audit or a calibration: its truth and its kind."""
+
+    qid: str
+    docid: str
+    truth: int
+    """1 relevant, 0 not relevant."""
+    source: str
+    """The kind (:data:`KINDS`): qrels-relevant, qrels-non-relevant, answer-swap, answer-free, known-negative,
+    easy-negative (truth known); gate (unknown)."""
 
 
 class Judge(Protocol):
@@ -119,10 +134,44 @@ class WrapsJudge:
             self.inner.restore(state)
 
 
-JudgeFactory = Callable[..., Judge]
-"""``factory(spec, llm, qrels=None, threshold=1)``: a judge from its :class:`JudgeSpec` (``spec.settings`` is an
-instance of the config class the judge registered), an LLM (None for judges that call none) and, for the qrels judge,
-the qrels to answer from and the dataset's relevance threshold."""
+@dataclass(frozen=True)
+class JudgeContext:
+    """What the label stage (judge-eval, LARF) hands every judge factory: a judge takes from it what it needs, so a
+    judge that needs the dataset or the corpus encodings is registered and built like one that needs nothing."""
+
+    dataset: Dataset | None = None
+    """The dataset judged (its relevance threshold, topics, corpus and judgments)."""
+    qrels: Qrels | None = None
+    """Judgments a judge may answer from when its config names no file (a label run: the dataset's original qrels)."""
+    llm: LLMBackend | None = None
+    """The opened LLM (None where no judge of the run calls one)."""
+    cache_dir: Path = Path("cache")
+    """Encodings, topic models and fits a judge keeps."""
+    progress: bool = False
+    max_minutes: float | None = None
+    """The run's budget for its costly judge (None: none)."""
+
+    @property
+    def threshold(self) -> int:
+        """The lowest relevant grade (1 without a dataset)."""
+        return self.dataset.relevance_threshold if self.dataset is not None else 1
+
+    def needs(self, judge: str, what: str) -> Any:
+        """``what`` (a field) or a clear error naming the judge that needs it."""
+        value = getattr(self, what)
+        if value is None:
+            raise BridgeError(f"the {judge} judge needs {what.replace('_', ' ')}, and none was given")
+        return value
+
+    def encodings(self, judge: str, model: str = MINILM) -> PassageEmbeddings:
+        """The dataset's passage and query encodings by ``model`` (cached under ``cache_dir``, shared with the
+        dense retriever and the topic adapters)."""
+        return PassageEmbeddings(self.needs(judge, "dataset"), self.cache_dir, model, self.progress)
+
+
+JudgeFactory = Callable[["JudgeSpec", JudgeContext], Judge]
+"""``factory(spec, context)``: a judge from its :class:`JudgeSpec` (``spec.settings`` is an instance of the config
+class the judge registered) and what the run hands it (:class:`JudgeContext`)."""
 
 
 @dataclass(frozen=True)
@@ -138,6 +187,28 @@ class JudgeTraits:
     measured: bool = False
     """``bridge judge-eval`` measures it against human labels (a judge that answers from the qrels, or by chance,
     would measure nothing)."""
+    default: bool = False
+    """A label run's judge when none is named (of the answer-bearing pairs, for an answer judge)."""
+    plain: bool = False
+    """The plain one-call judge: an answer judge's fallback and LARF's feedback judge unless another is named."""
+    feedback: bool = False
+    """Gives LARF's relevance feedback (one label per pair, no preparation)."""
+    leaves_open: bool = False
+    """Decides nothing: every pair it is handed keeps the estimate's prior P (a zero budget's judge)."""
+    refines: bool = False
+    """Re-judges in value order what a free stage gave a P (``--refine``)."""
+    refines_exemplar: bool = False
+    """Re-judges, on its own (no evidence stage in front), the pairs the exemplar stage gave a P."""
+    scores: bool = False
+    """The one-pass scorer whose P LARA reads (judge-eval runs it when LARA is asked)."""
+    debates: bool = False
+    """Settles a pair by a debate (judge-eval's reference for the single-call judges)."""
+    sample_default: bool = False
+    """Among ``bridge judge-eval``'s default methods on a sample of the dataset's judged pairs."""
+    reference_default: bool = False
+    """Among ``bridge judge-eval``'s default methods on a read reference of answer-bearing pairs."""
+    budget_note: str = ""
+    """What the budget line adds of the judge's cost per pair."""
 
 
 @dataclass(frozen=True)
@@ -155,8 +226,8 @@ class JudgeSpec:
     """What a judge is built from, and all that travels to a Ray worker or from a pool file: a registered judge,
     its own config and, for a judge of answer-bearing pairs, the judge of the others."""
 
-    name: str = "cascade"
-    """A registered judge (:data:`JUDGES`)."""
+    name: str = field(default_factory=lambda: default_judge())
+    """A registered judge (:data:`JUDGES`; by default the one registered as ``default``)."""
     config: Any = None
     """An instance of the config class ``name`` registered (None: that class's defaults)."""
     fallback: JudgeSpec | None = None
@@ -173,23 +244,23 @@ class JudgeSpec:
         return judge_traits(self.name).calls_llm or (self.fallback is not None and self.fallback.calls_llm())
 
 
-REGISTERS_A_JUDGE = re.compile(r"^\s*@?register_judge\(", re.MULTILINE)
-"""A line that registers a judge (``@register_judge(...)`` or ``register_judge(...)(factory)``)."""
+JUDGE_MODULES = (
+    "bridge.judging.free.reference",
+    "bridge.judging.llm.single",
+    "bridge.judging.llm.dream",
+    "bridge.judging.llm.cascade",
+    "bridge.judging.learned.answer_context",
+    "bridge.judging.learned.exemplar",
+)
+"""The modules whose import registers bridge's own judges; another package's judges register through the
+``bridge.judges`` entry point group (:data:`ENTRY_POINTS`), a test's by importing its module."""
+ENTRY_POINTS = "bridge.judges"
 
-
-def judge_modules() -> tuple[str, ...]:
-    """The modules of this package that register a judge, found by reading their text rather than importing them,
-    so that a new judge's module needs no list and naming a judge imports only the judges."""
-    root = Path(__file__).parent
-    found = [p for p in sorted(root.rglob("*.py")) if REGISTERS_A_JUDGE.search(p.read_text(encoding="utf-8"))]
-    return tuple(".".join(("bridge", "judging", *p.relative_to(root).with_suffix("").parts)) for p in found)
-
-
-JUDGES: Registry[RegisteredJudge] = Registry("judge", judge_modules())
+JUDGES: Registry[RegisteredJudge] = Registry("judge", JUDGE_MODULES, ENTRY_POINTS)
 """The judge registry, in registration order; its modules register their judges."""
 
 
-def register_judge(name: str, config: type = NoConfig, **traits: bool) -> Callable[[JudgeFactory], JudgeFactory]:
+def register_judge(name: str, config: type = NoConfig, **traits: Any) -> Callable[[JudgeFactory], JudgeFactory]:
     """Register ``factory`` under ``name`` with the config class it is built from and its :class:`JudgeTraits`."""
 
     def wrap(factory: JudgeFactory) -> JudgeFactory:
@@ -211,12 +282,28 @@ def judge_traits(name: str) -> JudgeTraits:
     return JUDGES[name].traits
 
 
-def build_judge(spec: JudgeSpec, llm: LLMBackend | None, qrels: Qrels | None = None, threshold: int = 1) -> Judge:
-    """The judge ``spec`` names, from the registry."""
+def leaves_open(name: str) -> bool:
+    """Whether the judge ``name`` (as a label run's files name it) decides nothing; False for a name no longer
+    registered."""
+    return name in JUDGES and JUDGES[name].traits.leaves_open
+
+
+def default_judge(answer_bearing: bool = False) -> str:
+    """The judge registered as a label run's default (of answer-bearing pairs, with ``answer_bearing``)."""
+    return judge_names(default=True, answer_bearing=answer_bearing)[0]
+
+
+def plain_judge() -> str:
+    """The judge registered as the plain one-call judge."""
+    return judge_names(plain=True)[0]
+
+
+def build_judge(spec: JudgeSpec, context: JudgeContext) -> Judge:
+    """The judge ``spec`` names, from the registry, built with what ``context`` holds."""
     entry = JUDGES[spec.name]
     if spec.config is not None and not isinstance(spec.config, entry.config):
         raise BridgeError(f"judge {spec.name} takes a {entry.config.__name__}, got a {type(spec.config).__name__}")
-    return entry.factory(spec, llm, qrels=qrels, threshold=threshold)
+    return entry.factory(spec, context)
 
 
 def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:

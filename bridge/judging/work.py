@@ -13,8 +13,7 @@ from tqdm.auto import tqdm
 
 from bridge.core.deadline import room_before
 from bridge.core.label_records import LabelRecord
-from bridge.judging.base import Case, Judge
-from bridge.judging.quality.audit import AuditPair
+from bridge.judging.base import AuditPair, Case, Judge
 from bridge.pool.pooling import PoolEntry
 
 POOL = "pool"

@@ -23,30 +23,23 @@ from bridge.encoders.embeddings import PassageEmbeddings
 from bridge.judging import (
     Case,
     Judge,
+    JudgeContext,
     JudgeSpec,
     Preparable,
     Preparation,
     Prepared,
     build_judge,
     cases_for,
+    default_judge,
     judge_names,
     judge_traits,
 )
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage
-from bridge.judging.free.reference import OPEN_JUDGE
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.answer_context import AnswerJudgeConfig
-from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
-from bridge.judging.learned.exemplar import (
-    SHIPPED_LLM_FIT,
-    ExemplarFit,
-    ExemplarJudge,
-    ExemplarLLMJudge,
-    shipped_fit_path,
-)
+from bridge.judging.learned.exemplar import ExemplarFit, ExemplarJudge, shipped_fit_path
 from bridge.judging.learned.topic_models import AdapterConfig
 from bridge.judging.llm.cascade import ScoreRunner
-from bridge.judging.llm.comparer import Comparer
 from bridge.judging.llm.single import PrefilteredJudge, SupportJudge
 from bridge.judging.quality.audit import AuditConfig
 from bridge.llm import LLMConfig, open_llm
@@ -60,8 +53,10 @@ def fallback_judges() -> tuple[str, ...]:
     return judge_names(answer_bearing=False, selectable=True)
 
 
-ANSWER_FALLBACK = "cascade"
-"""The judge of the pairs an answer judge leaves (no answer match) unless a command names another."""
+def answer_fallback() -> str:
+    """The judge of the pairs an answer judge leaves (no answer match) unless a command names another: the default
+    judge."""
+    return default_judge()
 
 
 def judge_reference(spec: JudgeSpec | None) -> str | None:
@@ -83,7 +78,7 @@ def refine_judges() -> tuple[str, ...]:
     """Costly judges that re-judge, in value order, what a free stage gave a P (``--refine``): the answer judges (on
     the answer-bearing pairs, calibrated on ``--reference``) and the exemplar judge's LLM comparison (on the pairs of
     topics with a known relevant passage, calibrated on a shipped fit)."""
-    return (*costly_answer_judges(), EXEMPLAR_LLM)
+    return (*costly_answer_judges(), *(n for n in judge_names(refines=True) if n not in costly_answer_judges()))
 
 
 @dataclass(frozen=True)
@@ -102,8 +97,6 @@ class ChainSpec:
     answers (on nq the answer judges decide the answer-bearing holes); on = wherever a topic has one."""
     exemplar_fit: Path | None = None
     """The exemplar calibration (None: the shipped fit, ``bridge/data/exemplar-fit.json``)."""
-    exemplar_llm_fit: Path | None = None
-    """``--refine exemplar-llm``'s calibration (None: the shipped ``bridge/data/exemplar-llm-fit.json``)."""
     evidence: Literal["auto", "gate", "hint", "off"] = "auto"
     """Answer evidence: auto = gate where the dataset has answers, else off."""
     prefilter: tuple[str, ...] = ()
@@ -124,7 +117,7 @@ class ChainSpec:
         or audited), the open judge in its place, so the free stages decide what they can and every other pair keeps
         the estimate's prior P."""
         if max_minutes == 0 and judge_traits(self.judge.name).calls_llm:
-            return replace(self, judge=JudgeSpec(OPEN_JUDGE))
+            return replace(self, judge=JudgeSpec(judge_names(leaves_open=True)[0]))
         return self
 
 
@@ -243,9 +236,8 @@ def build_chain(
     cache = Workspace(cache_dir=spec.cache_dir).llm_cache
     if needs_llm and llm is None:
         llm = open_llm(spec.llm, cache, progress=spec.progress)
-    # the qrels judge answers from default_qrels; the random judge takes prevalences from what this run holds
-    known = dataset.qrels if spec.judge.name == "random" else default_qrels
-    judge = build_judge(spec.judge, llm if needs_llm else None, known, dataset.relevance_threshold)
+    context = JudgeContext(dataset, default_qrels, llm if needs_llm else None, spec.cache_dir, spec.progress)
+    judge = build_judge(spec.judge, context)
     if spec.prefilter:
         voters = [SupportJudge(open_llm(replace(spec.llm, model=m), cache)) for m in spec.prefilter]
         judge = PrefilteredJudge(voters, judge)
@@ -299,11 +291,9 @@ def build_refine_chain(spec: ChainSpec, refine: JudgeSpec, dataset: Dataset, llm
     answer judge, ``spec``'s chain with that judge and no topic adapters; for the exemplar judge's LLM comparison,
     that judge over the exemplar stage's encoder. Both share ``llm`` (the main chain's; opened here where it has
     none)."""
-    if refine.name == EXEMPLAR_LLM:
+    if judge_traits(refine.name).refines_exemplar:
         if llm is None:
             llm = open_llm(spec.llm, Workspace(cache_dir=spec.cache_dir).llm_cache, progress=spec.progress)
-        fit = ExemplarFit.read(spec.exemplar_llm_fit or shipped_fit_path(SHIPPED_LLM_FIT))
-        encoder = PassageEmbeddings(dataset, spec.cache_dir, fit.encoder, spec.progress)
-        return JudgeChain.of(ExemplarLLMJudge(dataset, Comparer(llm), fit, encoder))
+        return JudgeChain.of(build_judge(refine, JudgeContext(dataset, None, llm, spec.cache_dir, spec.progress)))
     refine_spec = replace(spec, judge=refine, adapters="off", exemplar="off")
     return build_chain(refine_spec, dataset, llm=llm)[0]

@@ -18,7 +18,7 @@ from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, counted_configs, current_records, read_labels
 from bridge.estimate.calibration import RANDOM_SAMPLING
 from bridge.judging.quality.audit_records import read_audit_report
-from bridge.judging.quality.reference_labels import read_reference
+from bridge.judging.reference_labels import read_reference
 
 READING_CONFIG = "hole-reference"
 """The ``config_id`` of answers written from a hole reference (people's answers: route and judge ``human``)."""

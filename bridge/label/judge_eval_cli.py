@@ -14,8 +14,8 @@ from typing import TYPE_CHECKING
 from bridge.core.shared_options_cli import add_common_options, at_least_two, show_progress, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.judging import JudgeSpec, judge_traits
-from bridge.label.chain import ANSWER_FALLBACK
-from bridge.label.judge_eval_methods import DEFAULT_EVAL_METHODS, DEFAULT_REFERENCE_METHODS, OWN_METHODS
+from bridge.label.chain import answer_fallback
+from bridge.label.judge_eval_methods import OWN_METHODS, default_eval_methods, default_reference_methods
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
 from bridge.label.topic_stage_options_cli import adapter_config_from_args, add_adapter_options
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
@@ -67,8 +67,8 @@ def _add_sample_options(p: argparse.ArgumentParser) -> None:
     p.add_argument(
         "--methods",
         default=None,
-        help=f"comma-separated judges to compare (default: {DEFAULT_EVAL_METHODS}; with --reference: "
-        f"{DEFAULT_REFERENCE_METHODS}); also umbrela. Besides registered judges: "
+        help=f"comma-separated judges to compare (default: {default_eval_methods()}; with --reference: "
+        f"{default_reference_methods()}); any judge judge-eval measures. Besides registered judges: "
         + "; ".join(f"{name}: {what}" for name, what in OWN_METHODS.items()),
     )
     p.add_argument(
@@ -89,7 +89,7 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
 
     ws = workspace_from_args(args)
     ds = dataset_from_args(args)
-    chosen = args.methods or (DEFAULT_REFERENCE_METHODS if args.reference else DEFAULT_EVAL_METHODS)
+    chosen = args.methods or (default_reference_methods() if args.reference else default_eval_methods())
     methods = tuple(m.strip() for m in chosen.split(",") if m.strip())
     settings = JudgeEvalSettings(
         methods=methods,
@@ -110,13 +110,8 @@ def cmd_judge_eval(args: argparse.Namespace) -> int:
 
 
 def method_spec(args: argparse.Namespace, name: str) -> JudgeSpec:
-    """A method's judge with the command's settings: answer-string is the constant judge (relevant) on the
-    answer-bearing pairs; an answer judge hands the others to the cascade."""
-    if name == "answer-string":
-        from bridge.judging.free.reference import ConstantConfig
-
-        return JudgeSpec("constant", ConstantConfig(1))
-    return judge_spec_from_args(args, name, ANSWER_FALLBACK if judge_traits(name).answer_bearing else None)
+    """A method's judge with the command's settings; an answer judge hands the others to the default judge."""
+    return judge_spec_from_args(args, name, answer_fallback() if judge_traits(name).answer_bearing else None)
 
 
 def adapter_eval_from_args(args: argparse.Namespace) -> AdapterEvalSettings:

@@ -4,20 +4,24 @@ A method is a registered judge that declares itself measured (:attr:`bridge.judg
 judge-eval's own, ``OWN_METHODS``: the lists are queries of the registry, so a new judge needs no line here.
 """
 
-from bridge.judging import JUDGES
+from bridge.judging import JUDGES, judge_names
 
 OWN_METHODS = {
     "lara": "LARA-style confidence escalation over the calibrated judge's scores (no judge of its own)",
     "adapter": "the topic adapters: within-topic cross-validation, their row on the same sample, learning curves",
-    "answer-string": "relevant wherever the passage holds an answer string (the constant judge, on answer-bearing "
-    "pairs only)",
 }
 """judge-eval's methods that are not registered judges, and what each measures."""
 
-DEFAULT_EVAL_METHODS = "llmjudge,calibrated,lara,dream,cascade"
-DEFAULT_REFERENCE_METHODS = "answer-string,answer-lexical,calibrated,cascade,dream,answer-context"
-"""With --reference: the answer string alone, the learned answer-context judge without and with the LLM, and
-the LLM judges."""
+
+def default_eval_methods() -> str:
+    """judge-eval's default methods on a sample of the dataset's judged pairs: the judges registered for it, and LARA
+    over the scorer's P."""
+    return ",".join((*judge_names(measured=True, sample_default=True), "lara"))
+
+
+def default_reference_methods() -> str:
+    """With --reference: the judges registered for it (the answer string alone, the answer judges, the LLM judges)."""
+    return ",".join(judge_names(measured=True, reference_default=True))
 
 
 def measured_judges() -> tuple[str, ...]:
@@ -33,4 +37,4 @@ def eval_methods() -> tuple[str, ...]:
 def reference_methods() -> tuple[str, ...]:
     """The methods judge-eval runs on a reference of answer-bearing pairs (the adapters and LARA need the dataset's
     judged pairs)."""
-    return ("answer-string", *measured_judges())
+    return measured_judges()

@@ -14,7 +14,7 @@ from bridge.core.fsio import write_text_atomic
 from bridge.core.layout import CALIBRATIONS_MD, Workspace
 from bridge.datasets import Dataset
 from bridge.datasets.kinds import pair_kind
-from bridge.judging import JudgeSpec, build_judge
+from bridge.judging import JudgeContext, JudgeSpec, build_judge, judge_names
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.topic_models import AdapterConfig
 from bridge.judging.quality.adapter_eval import AdapterEvaluation, adapter_lines, adapter_quality, evaluate_adapter
@@ -36,7 +36,7 @@ from bridge.judging.quality.judge_eval_report import (
     reliability_figure,
     write_report,
 )
-from bridge.judging.quality.reference_labels import (
+from bridge.judging.reference_labels import (
     read_reference,
     read_reference_design,
     read_reference_facts,
@@ -110,11 +110,13 @@ def judge_eval(
         lara="lara" in methods,
     )
     judged = [m for m in methods if m not in ("adapter", "lara")]
-    if "lara" in methods and "calibrated" not in judged:
-        judged.insert(0, "calibrated")  # LARA reads the calibrated judge's scores
+    scorer = judge_names(scores=True)[0]
+    if "lara" in methods and scorer not in judged:
+        judged.insert(0, scorer)  # LARA reads the scorer's P
     needs_llm = any(settings.judge_spec(m).calls_llm() for m in judged)
     llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if needs_llm else None
-    judges = {m: (lambda m=m: build_judge(settings.judge_spec(m), llm)) for m in judged}
+    context = JudgeContext(ds, None, llm, ws.cache_dir, settings.progress)
+    judges = {m: (lambda m=m: build_judge(settings.judge_spec(m), context)) for m in judged}
     out_dir = ws.reports(ds.slug) / "judge-eval"
     qualities, injections = run_judge_eval(ds, judges, out_dir, sample, progress=settings.progress)
     adapter_eval = None
@@ -165,7 +167,8 @@ def _judge_eval_on_reference(
     specs = {m: replace(settings.judge_spec(m), fallback=None) for m in methods}
     needs_llm = any(spec.calls_llm() for spec in specs.values())
     llm = open_llm(settings.llm, ws.llm_cache, progress=settings.progress) if needs_llm else None
-    judges = {m: (lambda m=m: build_judge(specs[m], llm)) for m in methods}
+    context = JudgeContext(ds, None, llm, ws.cache_dir, settings.progress)
+    judges = {m: (lambda m=m: build_judge(specs[m], context)) for m in methods}
     model_slug = re.sub(r"[^A-Za-z0-9._-]+", "-", Path(settings.llm.model).name if llm is not None else "no-llm")
     name = f"judge-eval-{path.stem}" + (f"-{len(pairs)}" if subsampled else "") + f"-{model_slug}"
     out_dir = ws.reports(ds.slug) / name

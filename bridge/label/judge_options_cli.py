@@ -13,9 +13,9 @@ from dataclasses import fields
 from typing import Any
 
 from bridge.core.errors import BridgeError
-from bridge.judging import JUDGES, JudgeSpec, judge_traits
+from bridge.judging import JUDGES, JudgeSpec, default_judge, judge_traits
 from bridge.judging.settings import OPTION, Declared, Option, declared_options, nested
-from bridge.label.chain import ANSWER_FALLBACK, answer_judges
+from bridge.label.chain import answer_fallback, answer_judges
 
 
 def judge_options() -> list[Declared]:
@@ -38,7 +38,7 @@ def add_judge_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--answer-judge",
         choices=[*answer_judges(), "off"],
-        default="answer-context",
+        default=default_judge(answer_bearing=True),
         help="label: with --reference, the judge of the pairs that hold an answer string (default: answer-context, "
         "a calibration over where the answer sits and the LLM's one-pass P; answer-lexical: the same without "
         "the LLM, no call; answer-reader: with the reader's likelihood of the answers with and without the passage; "
@@ -127,6 +127,6 @@ def refine_spec_from_args(args: argparse.Namespace, judge: JudgeSpec) -> JudgeSp
     if args.refine is None:
         return None
     if not judge_traits(args.refine).answer_bearing:
-        return JudgeSpec(args.refine)
-    fallback = judge.fallback.name if judge.fallback is not None else ANSWER_FALLBACK
+        return judge_spec_from_args(args, args.refine)
+    fallback = judge.fallback.name if judge.fallback is not None else answer_fallback()
     return judge_spec_from_args(args, args.refine, fallback)

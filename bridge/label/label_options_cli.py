@@ -6,8 +6,9 @@ from __future__ import annotations
 import argparse
 
 from bridge.core.shared_options_cli import show_progress
+from bridge.judging import plain_judge
 from bridge.judging.quality.audit import AuditConfig
-from bridge.label.chain import ANSWER_FALLBACK, ChainSpec, fallback_judges, refine_judges
+from bridge.label.chain import ChainSpec, answer_fallback, fallback_judges, refine_judges
 from bridge.label.judge_options_cli import add_judge_options, judge_spec_from_args
 from bridge.label.topic_stage_options_cli import add_adapter_options, add_exemplar_options, topic_stages_from_args
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
@@ -126,7 +127,7 @@ def spec_from_args(args: argparse.Namespace) -> ChainSpec:
     even where none has; any other judge decides every pair the evidence stage leaves."""
     adapters = {"auto": "auto", "adapter": "always"}.get(args.judge, "off")
     answer_judge = args.answer_judge if args.reference and args.answer_judge != "off" else None
-    default_fallback = "llmjudge" if answer_judge else ANSWER_FALLBACK
+    default_fallback = plain_judge() if answer_judge else answer_fallback()
     name = (args.fallback_judge or default_fallback) if adapters != "off" else args.judge
     judge = judge_spec_from_args(args, answer_judge or name, name if answer_judge else None)
     return ChainSpec(

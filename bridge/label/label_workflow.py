@@ -17,7 +17,6 @@ from bridge.judging import JudgeSpec, judge_traits
 from bridge.judging.quality.measured import better_measured, measured_quality, measured_rate
 from bridge.label.budget import Pricing
 from bridge.label.chain import (
-    EXEMPLAR_LLM,
     ChainSpec,
     build_chain,
     build_refine_chain,
@@ -155,8 +154,7 @@ def costly_judge_within_budget(settings: LabelStageSettings, ds: Dataset) -> tup
         else:
             pairs = int(60 * settings.max_minutes / rate[0])
             budget += f": about {pairs} pairs at the {rate[0]:g} s per pair measured {rate[1]} on 2 cores"
-            if name == "cascade":
-                budget += " (its one pass; a pair sent to the debate costs several times that)"
+            budget += judge_traits(name).budget_note
     elif settings.max_pairs is not None:
         budget = f"budget: {settings.max_pairs} pool pairs for {who}"
     else:
@@ -205,9 +203,9 @@ def _label_options(
     if settings.refine is not None:
         if settings.refine.name in costly_answer_judges() and not settings.answer_reference:
             raise BridgeError("--refine needs --reference: the costly answer judge is calibrated on it")
-        if settings.refine.name == EXEMPLAR_LLM and not exemplar_wanted(spec, ds):
+        if judge_traits(settings.refine.name).refines_exemplar and not exemplar_wanted(spec, ds):
             raise BridgeError(
-                f"--refine {EXEMPLAR_LLM} re-judges what the exemplar stage decided, and the stage is off here "
+                f"--refine {settings.refine.name} re-judges what the exemplar stage decided, and the stage is off here "
                 "(--exemplar off, a single --judge, or a dataset with answers): add --exemplar on"
             )
         options = replace(options, refine=build_refine_chain(spec, settings.refine, ds, llm))

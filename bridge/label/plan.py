@@ -13,20 +13,13 @@ from bridge.core.label_records import HUMAN_JUDGE, counted_records, read_labels
 from bridge.core.layout import BUDGET_FILE, REFINE_CALIBRATION_FILE
 from bridge.core.trec import Run
 from bridge.datasets import Dataset
-from bridge.judging.base import Case, Judge, Prepared, cases_for
+from bridge.judging.base import AuditPair, Case, Judge, Prepared, cases_for
 from bridge.judging.free.evidence import EvidenceRecall, gold_recall
+from bridge.judging.free.known_pairs import draw_audit_pairs, draw_gate_pairs
 from bridge.judging.learned.adapter import routing_summary
 from bridge.judging.learned.adapter import summary_lines as adapter_lines
 from bridge.judging.llm.cascade import ScoreRunner
-from bridge.judging.quality.audit import (
-    GATE,
-    LLM_STAGE,
-    PIPELINE,
-    AuditConfig,
-    AuditPair,
-    draw_audit_pairs,
-    draw_gate_pairs,
-)
+from bridge.judging.quality.audit import GATE, LLM_STAGE, PIPELINE, AuditConfig
 from bridge.judging.quality.audit_records import read_audit
 from bridge.judging.work import POOL, WorkItem
 from bridge.label.budget import BudgetLedger, Pricing

@@ -86,14 +86,6 @@ def add_exemplar_options(p: argparse.ArgumentParser) -> None:
         "bench/data/scifact-hole-reference/labels-first.tsv, the maintainers' reading): written into labels.jsonl "
         "as people's random answers, they fix the holes read and measure the judges' level on the others",
     )
-    e.add_argument(
-        "--exemplar-llm-fit",
-        type=Path,
-        default=None,
-        metavar="FILE",
-        help="the calibration of --refine exemplar-llm (default: the shipped bridge/data/exemplar-llm-fit.json; "
-        "`python -m bench sparse --fit-llm` rebuilds it)",
-    )
 
 
 def exemplar_settings_from_args(args: argparse.Namespace, adapters: str) -> dict[str, Any]:
@@ -102,5 +94,4 @@ def exemplar_settings_from_args(args: argparse.Namespace, adapters: str) -> dict
     return {
         "exemplar": args.exemplar or ("auto" if adapters != "off" else "off"),
         "exemplar_fit": args.exemplar_fit,
-        "exemplar_llm_fit": args.exemplar_llm_fit,
     }

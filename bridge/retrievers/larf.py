@@ -22,7 +22,7 @@ import hashlib
 import json
 from collections import Counter
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -46,7 +46,19 @@ from bridge.retrievers.sparse import shared_lucene_bm25
 
 FEEDBACK = ("judge", "qrels", "pseudo")
 EXPANSIONS = ("qbd", "rm3")
-JUDGES = ("llmjudge", "umbrela", "dream")
+
+
+def feedback_judges() -> tuple[str, ...]:
+    """The registered judges that give relevance feedback (one label per pair, nothing to prepare)."""
+    from bridge.judging import judge_names
+
+    return judge_names(feedback=True)
+
+
+def plain_judge() -> str:
+    from bridge.judging import plain_judge
+
+    return plain_judge()
 
 
 @dataclass(frozen=True)
@@ -63,8 +75,8 @@ class LarfConfig:
     """Relevant documents kept as feedback per query, in first-stage rank order."""
     expansion: str = "qbd"
     """``qbd`` (each feedback document as a BM25 query, RRF-fused) or ``rm3`` (one weighted query)."""
-    judge: str = "llmjudge"
-    """The judge of ``feedback = "judge"``: ``llmjudge``, ``umbrela`` or ``dream``."""
+    judge: str = field(default_factory=plain_judge)
+    """The judge of ``feedback = "judge"``: one of :func:`feedback_judges` (the plain one-call judge by default)."""
     max_words: int = 256
     """Words of a document kept for judging and as a query."""
     rrf_k: int = RRF_K
@@ -82,8 +94,8 @@ class LarfRetriever:
             raise BridgeError(f"larf: feedback must be one of {', '.join(FEEDBACK)}, got {config.feedback!r}")
         if config.expansion not in EXPANSIONS:
             raise BridgeError(f"larf: expansion must be one of {', '.join(EXPANSIONS)}, got {config.expansion!r}")
-        if config.judge not in JUDGES:
-            raise BridgeError(f"larf: judge must be one of {', '.join(JUDGES)}, got {config.judge!r}")
+        if config.feedback == "judge" and config.judge not in feedback_judges():
+            raise BridgeError(f"larf: judge must be one of {', '.join(feedback_judges())}, got {config.judge!r}")
         if config.judged_depth < 1 or config.max_feedback_docs < 1:
             raise BridgeError("larf: judged_depth and max_feedback_docs must be >= 1")
         self.context = context
@@ -98,10 +110,11 @@ class LarfRetriever:
     def judge(self) -> Any:
         """The judge of ``feedback = "judge"`` (its LLM is opened on first use)."""
         if self._judge is None:
-            from bridge.judging import JudgeSpec, build_judge
+            from bridge.judging import JudgeContext, JudgeSpec, build_judge
             from bridge.retrievers.llm import context_llm
 
-            self._judge = build_judge(JudgeSpec(self.config.judge), context_llm(self.context, "larf"))
+            context = JudgeContext(llm=context_llm(self.context, "larf"), cache_dir=self.context.cache_dir)
+            self._judge = build_judge(JudgeSpec(self.config.judge), context)
         return self._judge
 
     def fingerprint(self) -> dict[str, Any]:

@@ -65,7 +65,7 @@ from bridge.evaluation.report import plots
 from bridge.evaluation.report.latex import answer_tex
 from bridge.evaluation.reusability.results import read_reusability
 from bridge.evaluation.scoring.curves import write_curves
-from bridge.judging.free.reference import OPEN_JUDGE
+from bridge.judging.base import leaves_open
 from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
 from bridge.judging.learned.exemplar import NAME as EXEMPLAR
 from bridge.judging.learned.hole_calibration import weakest_kind
@@ -677,7 +677,7 @@ def _judge_quality(audit: Mapping[str, Any]) -> str:
     decisive audit lane."""
     if not audit:
         return "No judge audit was found: the labels were never measured against known answers."
-    if audit.get("judge") == OPEN_JUDGE:
+    if leaves_open(audit.get("judge", "")):
         return (
             "No judge was asked (a zero budget, or --judge open): the holes no free stage decided rest on the prior, "
             "their topic's share of ranked pairs judged relevant with a wide spread; a budget for the costly judge "

@@ -5,7 +5,7 @@ from __future__ import annotations
 from collections.abc import Mapping, Sequence
 
 from bridge.evaluation.reusability.results import ReusabilityResult
-from bridge.judging.free.reference import OPEN_JUDGE
+from bridge.judging.base import leaves_open
 
 
 def _ci(interval: Sequence[float] | None, digits: int = 3) -> str:
@@ -86,7 +86,7 @@ def summary_lines(result: ReusabilityResult) -> str:
 
 def audit_line(audit: Mapping) -> str:
     """The one audit of the test: each lane's balanced accuracy on its known pairs, and the verdict."""
-    if audit.get("judge") == OPEN_JUDGE:
+    if leaves_open(audit.get("judge", "")):
         return "audit (one for the test): none; the open judge labels no pair, every removed pair keeps the prior"
     lanes = []
     for name, lane in (audit.get("lanes") or {}).items():

@@ -15,12 +15,11 @@ import hashlib
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
 
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import Qrels, read_qrels
-from bridge.judging.base import Case, JudgeSpec, register_judge
+from bridge.judging.base import Case, JudgeContext, JudgeSpec, register_judge
 from bridge.judging.settings import option
 
 
@@ -176,28 +175,34 @@ class RandomJudge:
 
 
 @register_judge("qrels", QrelsConfig)
-def make_qrels_judge(spec: JudgeSpec, llm: Any = None, qrels: Qrels | None = None, threshold: int = 1) -> QrelsJudge:
-    """Answers from the config's file, else from ``qrels`` (the dataset's original qrels)."""
+def make_qrels_judge(spec: JudgeSpec, context: JudgeContext) -> QrelsJudge:
+    """Answers from the config's file, else from the context's qrels (the dataset's original qrels)."""
     if (file := spec.settings.file) is not None:
-        return QrelsJudge.from_file(file, threshold)
-    if qrels is None:
+        return QrelsJudge.from_file(file, context.threshold)
+    if context.qrels is None:
         raise BridgeError("--judge qrels needs --judge-qrels FILE (the qrels to answer from)")
-    return QrelsJudge(qrels, threshold, "the dataset's original qrels")
+    return QrelsJudge(context.qrels, context.threshold, "the dataset's original qrels")
 
 
 @register_judge("constant", ConstantConfig)
-def make_constant_judge(spec: JudgeSpec, llm: Any = None, **_: Any) -> ConstantJudge:
+def make_constant_judge(spec: JudgeSpec, context: JudgeContext) -> ConstantJudge:
     return ConstantJudge(spec.settings.label)
 
 
-@register_judge(OPEN_JUDGE)
-def make_open_judge(spec: JudgeSpec, llm: Any = None, **_: Any) -> OpenJudge:
+@register_judge("answer-string", selectable=False, measured=True, reference_default=True)
+def make_answer_string_judge(spec: JudgeSpec, context: JudgeContext) -> ConstantJudge:
+    """Relevant wherever the passage holds an answer string: the constant judge behind the evidence gate, measured
+    on answer-bearing pairs as the baseline every answer judge must beat."""
+    return ConstantJudge(1)
+
+
+@register_judge(OPEN_JUDGE, leaves_open=True)
+def make_open_judge(spec: JudgeSpec, context: JudgeContext) -> OpenJudge:
     return OpenJudge()
 
 
 @register_judge("random", RandomConfig)
-def make_random_judge(spec: JudgeSpec, llm: Any = None, qrels: Qrels | None = None, threshold: int = 1) -> RandomJudge:
-    """Prevalence from ``qrels`` (the judgments the caller holds, e.g. a leave-out's holey qrels)."""
-    if qrels is None:
-        raise BridgeError("the random judge needs qrels to take each topic's prevalence from")
-    return RandomJudge(qrels, threshold, spec.settings.seed)
+def make_random_judge(spec: JudgeSpec, context: JudgeContext) -> RandomJudge:
+    """Prevalence from the judgments the dataset holds (e.g. a leave-out's holey qrels)."""
+    dataset = context.needs("random", "dataset")
+    return RandomJudge(dataset.qrels, context.threshold, spec.settings.seed)

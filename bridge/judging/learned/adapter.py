@@ -42,7 +42,7 @@ from bridge.judging.learned.topic_models import (
     fit_topic,
     make_family,
 )
-from bridge.judging.quality.metrics import Agreement, agreement_of
+from bridge.judging.metrics import Agreement, agreement_of
 
 
 @dataclass(frozen=True)

@@ -53,6 +53,7 @@ from bridge.estimate.calibration import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,
     Judge,
+    JudgeContext,
     JudgeSpec,
     Preparable,
     Preparation,
@@ -69,7 +70,7 @@ from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample, kind_
 from bridge.judging.llm.cascade import CalibratedJudge, Score
 from bridge.judging.llm.reader import Reader
 from bridge.judging.llm.single import SingleCallConfig, failure_route
-from bridge.judging.quality.reference_labels import (
+from bridge.judging.reference_labels import (
     HumanPair,
     Inclusion,
     read_reference,
@@ -81,7 +82,7 @@ from bridge.llm.base import LLMResponse, request_key
 from bridge.pool.pooling import PoolEntry
 
 if TYPE_CHECKING:
-    from bridge.llm.base import LLMBackend
+    pass
 
 log = logging.getLogger(__name__)
 
@@ -548,28 +549,31 @@ class AnswerJudgeConfig:
     single: SingleCallConfig = field(default_factory=SingleCallConfig)
 
 
-def _fallback(spec: JudgeSpec, llm: LLMBackend | None) -> Judge | None:
+def _fallback(spec: JudgeSpec, context: JudgeContext) -> Judge | None:
     """The judge of pairs without an answer match (none without an LLM: they stay undecided)."""
     from bridge.judging.base import build_judge
 
-    return None if spec.fallback is None or llm is None else build_judge(spec.fallback, llm)
+    return None if spec.fallback is None or context.llm is None else build_judge(spec.fallback, context)
 
 
-@register_judge("answer-context", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True)
-def make_answer_context(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
-    if llm is None:
+@register_judge(
+    "answer-context", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True, refines=True,
+    default=True, reference_default=True,
+)  # fmt: skip
+def make_answer_context(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
+    if context.llm is None:
         raise BridgeError("the answer-context judge scores with an LLM: give it one (or use answer-lexical)")
     s = spec.settings
-    return AnswerContextJudge(CalibratedJudge(llm, s.single), _fallback(spec, llm), s.context)
+    return AnswerContextJudge(CalibratedJudge(context.llm, s.single), _fallback(spec, context), s.context)
 
 
-@register_judge("answer-reader", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True)
-def make_answer_reader(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
-    if llm is None:
+@register_judge("answer-reader", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True, refines=True)
+def make_answer_reader(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
+    if context.llm is None:
         raise BridgeError("the answer-reader judge reads with an LLM: give it one (or use answer-lexical)")
-    return AnswerContextJudge(None, _fallback(spec, llm), spec.settings.context, reader=Reader(llm))
+    return AnswerContextJudge(None, _fallback(spec, context), spec.settings.context, reader=Reader(context.llm))
 
 
-@register_judge("answer-lexical", AnswerJudgeConfig, answer_bearing=True, measured=True)
-def make_answer_lexical(spec: JudgeSpec, llm: LLMBackend | None, **_: Any) -> AnswerContextJudge:
-    return AnswerContextJudge(None, _fallback(spec, llm), spec.settings.context)
+@register_judge("answer-lexical", AnswerJudgeConfig, answer_bearing=True, measured=True, reference_default=True)
+def make_answer_lexical(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
+    return AnswerContextJudge(None, _fallback(spec, context), spec.settings.context)

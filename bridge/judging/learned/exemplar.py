@@ -36,18 +36,28 @@ from typing import Any
 
 import numpy as np
 
-from bridge.core.errors import BridgeError, InputError
+from bridge.core.errors import InputError
 from bridge.core.fsio import read_utf8
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import INTERCEPT, Calibration, PairFacts
 from bridge.estimate.level import weight_matrix
-from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared, register_judge, usage_of
+from bridge.judging.base import (
+    Case,
+    Judge,
+    JudgeContext,
+    Preparable,
+    Preparation,
+    Prepared,
+    register_judge,
+    usage_of,
+)
 from bridge.judging.learned.hole_calibration import fit_hole_calibration
 from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample, fit_procedure
 from bridge.judging.learned.topic_models import Encoder
 from bridge.judging.llm.comparer import FEATURE as LLM_FEATURE
 from bridge.judging.llm.comparer import Comparer
+from bridge.judging.settings import option
 
 NAME = STAGE = "exemplar"
 FEATURES = ("exemplar_cosine", "exemplar_percentile", "query_cosine", "query_percentile")
@@ -368,11 +378,26 @@ class ExemplarLLMJudge(_ExemplarStage):
             on_record(self._record(case, int(p >= 0.5), LLM_NAME, config_id, details, p, usage))
 
 
-@register_judge(LLM_NAME, calls_llm=True, selectable=False)
-def make_exemplar_llm_judge(spec: Any, llm: Any = None, **_: Any) -> Judge:
-    """Registered for its traits (a costly judge the budget governs); it is built with its dataset by
-    :func:`bridge.label.chain.build_refine_chain`, the only way it runs."""
-    raise BridgeError(f"{LLM_NAME} re-judges what the exemplar stage decided: run it as `--refine {LLM_NAME}`")
+@dataclass(frozen=True)
+class ExemplarLLMConfig:
+    """``--refine exemplar-llm``'s settings: its calibration."""
+
+    fit: str | None = option(
+        None,
+        "--exemplar-llm-fit",
+        "the calibration of --refine exemplar-llm (default: the shipped bridge/data/exemplar-llm-fit.json; "
+        "`python -m bench sparse --fit-llm` rebuilds it)",
+        metavar="FILE",
+    )
+
+
+@register_judge(LLM_NAME, ExemplarLLMConfig, calls_llm=True, selectable=False, refines=True, refines_exemplar=True)
+def make_exemplar_llm_judge(spec: Any, context: JudgeContext) -> Judge:
+    """The LLM comparison over the dataset's encodings; it re-judges what the free exemplar stage decided, so it runs
+    as ``--refine exemplar-llm``, on its own."""
+    fit = ExemplarFit.read(Path(spec.settings.fit) if spec.settings.fit else shipped_fit_path(SHIPPED_LLM_FIT))
+    dataset, llm = context.needs(LLM_NAME, "dataset"), context.needs(LLM_NAME, "llm")
+    return ExemplarLLMJudge(dataset, Comparer(llm), fit, context.encodings(LLM_NAME, fit.encoder))
 
 
 # -- fitting the calibration on labelled holes (the sparse benchmark of a deeply judged collection) -----------------

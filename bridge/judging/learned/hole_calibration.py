@@ -62,7 +62,7 @@ from bridge.judging.learned.hole_fit import (
     sample_folds,
     select_strata,
 )
-from bridge.judging.quality.metrics import DesignSample, design_intervals, weighted_measures, with_interval
+from bridge.judging.metrics import DesignSample, design_intervals, weighted_measures, with_interval
 
 
 @dataclass(frozen=True)

@@ -26,6 +26,7 @@ from bridge.core.label_records import LabelRecord, Usage
 from bridge.judging.base import (
     Case,
     Judge,
+    JudgeContext,
     JudgeSpec,
     Preparation,
     Prepared,
@@ -36,10 +37,10 @@ from bridge.judging.base import (
     register_judge,
     usage_of,
 )
-from bridge.judging.learned.calibration import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
+from bridge.judging.free.known_pairs import KINDS, draw_audit_pairs
 from bridge.judging.llm.dream import DebateConfig, DebateEngine
 from bridge.judging.llm.single import SingleCallConfig, SupportJudge, checked, failure_route
-from bridge.judging.quality.audit import KINDS, draw_audit_pairs
+from bridge.judging.score_maps import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
 from bridge.judging.settings import option
 from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, schema_text
 from bridge.pool.pooling import PoolEntry
@@ -63,10 +64,15 @@ class Score:
     responses: list[LLMResponse]
 
 
+ONE_PASS = "calibrated"
+"""The calibrated one-pass judge's name, its route and stage in the cascade's records, and the key under which a
+debated pair's record keeps the one pass's details."""
+
+
 class CalibratedJudge(SupportJudge):
     """One call per pair; the label is ``calibrated P >= 0.5`` and ``p_yes`` the calibrated P."""
 
-    name = "calibrated"
+    name = ONE_PASS
 
     def __init__(self, llm: LLMBackend, config: SingleCallConfig | None = None, calibrator: Calibrator | None = None):
         super().__init__(llm, config)
@@ -403,14 +409,14 @@ class CascadeJudge:
             record = self.scorer.record_for(case, score)
             if not self.debates(case, record.p_yes):
                 details = {**record.details, **band}
-                on_record(replace(record, config_id=config_id, route="calibrated", stage="calibrated", details=details))
+                on_record(replace(record, config_id=config_id, route=ONE_PASS, stage=ONE_PASS, details=details))
             else:
                 first[(case.qid, case.docid)] = record
                 uncertain.append(case)
 
         def stamp(record: LabelRecord) -> None:
             one_pass = first[(record.qid, record.docid)]
-            details = {**record.details, "calibrated": {**one_pass.details, "p": one_pass.p_yes}, **band}
+            details = {**record.details, ONE_PASS: {**one_pass.details, "p": one_pass.p_yes}, **band}
             usage: Usage = record.usage + one_pass.usage
             on_record(replace(record, config_id=config_id, details=details, usage=usage, p_yes=one_pass.p_yes))
 
@@ -427,12 +433,19 @@ class CascadeSettings:
     cascade: CascadeConfig = field(default_factory=CascadeConfig)
 
 
-@register_judge("calibrated", SingleCallConfig, calls_llm=True, selectable=False, measured=True)
-def make_calibrated(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CalibratedJudge:
-    return CalibratedJudge(llm, spec.settings)
+@register_judge(
+    ONE_PASS, SingleCallConfig, calls_llm=True, selectable=False, measured=True, scores=True,
+    sample_default=True, reference_default=True,
+)  # fmt: skip
+def make_calibrated(spec: JudgeSpec, context: JudgeContext) -> CalibratedJudge:
+    return CalibratedJudge(context.needs(ONE_PASS, "llm"), spec.settings)
 
 
-@register_judge("cascade", CascadeSettings, calls_llm=True, measured=True)
-def make_cascade(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> CascadeJudge:
-    s = spec.settings
+@register_judge(
+    "cascade", CascadeSettings, calls_llm=True, measured=True, default=True, debates=True, sample_default=True,
+    reference_default=True,
+    budget_note=" (its one pass; a pair sent to the debate costs several times that)",
+)  # fmt: skip
+def make_cascade(spec: JudgeSpec, context: JudgeContext) -> CascadeJudge:
+    s, llm = spec.settings, context.needs("cascade", "llm")
     return CascadeJudge(CalibratedJudge(llm, s.single), DebateEngine(llm, s.debate), s.cascade)

@@ -24,6 +24,7 @@ from typing import Any, Literal
 from bridge.core.label_records import LabelRecord
 from bridge.judging.base import (
     Case,
+    JudgeContext,
     JudgeSpec,
     ParseError,
     ask_with_repair,
@@ -336,6 +337,9 @@ def _turn_json(turn: AgentTurn) -> dict[str, Any]:
     return data
 
 
-@register_judge("dream", DebateConfig, calls_llm=True, measured=True)
-def make_dream(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> DebateEngine:
-    return DebateEngine(llm, spec.settings)
+@register_judge(
+    "dream", DebateConfig, calls_llm=True, measured=True, feedback=True, debates=True, sample_default=True,
+    reference_default=True,
+)  # fmt: skip
+def make_dream(spec: JudgeSpec, context: JudgeContext) -> DebateEngine:
+    return DebateEngine(context.needs("dream", "llm"), spec.settings)

@@ -16,6 +16,7 @@ from bridge.core.label_records import LabelRecord, Usage
 from bridge.judging.base import (
     Case,
     Judge,
+    JudgeContext,
     JudgeSpec,
     ParseError,
     Prepared,
@@ -299,11 +300,13 @@ class PrefilteredJudge(WrapsJudge):
             self.inner.judge(survivors, forward)
 
 
-@register_judge("llmjudge", SingleCallConfig, calls_llm=True, measured=True)
-def make_llmjudge(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> SupportJudge:
-    return SupportJudge(llm, spec.settings)
+@register_judge(
+    "llmjudge", SingleCallConfig, calls_llm=True, measured=True, plain=True, feedback=True, sample_default=True
+)
+def make_llmjudge(spec: JudgeSpec, context: JudgeContext) -> SupportJudge:
+    return SupportJudge(context.needs("llmjudge", "llm"), spec.settings)
 
 
-@register_judge("umbrela", SingleCallConfig, calls_llm=True, measured=True)
-def make_umbrela(spec: JudgeSpec, llm: LLMBackend, **_: Any) -> GradedJudge:
-    return GradedJudge(llm, spec.settings)
+@register_judge("umbrela", SingleCallConfig, calls_llm=True, measured=True, feedback=True)
+def make_umbrela(spec: JudgeSpec, context: JudgeContext) -> GradedJudge:
+    return GradedJudge(context.needs("umbrela", "llm"), spec.settings)

@@ -14,12 +14,12 @@ from dataclasses import dataclass
 from bridge.datasets import Dataset
 from bridge.judging.learned.adapter import TopicAdapterJudge
 from bridge.judging.learned.learning_curve import CurvePoint, learning_curve
-from bridge.judging.quality.judge_eval import JudgeQuality
-from bridge.judging.quality.metrics import (
+from bridge.judging.metrics import (
     Agreement,
     roc_auc,
 )
-from bridge.judging.quality.reference_labels import HumanPair
+from bridge.judging.quality.judge_eval import JudgeQuality
+from bridge.judging.reference_labels import HumanPair
 
 
 @dataclass(frozen=True)

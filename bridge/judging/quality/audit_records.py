@@ -14,7 +14,9 @@ from typing import Any
 from bridge.core.errors import InputError
 from bridge.core.fsio import read_jsonl, read_utf8
 from bridge.core.label_records import LabelRecord
-from bridge.judging.quality.audit import LANES, AuditPair
+from bridge.judging.base import AuditPair
+from bridge.judging.llm.cascade import ONE_PASS
+from bridge.judging.quality.audit import LANES
 
 
 @dataclass(frozen=True)
@@ -86,7 +88,7 @@ def read_audit_report(path: Path) -> dict[str, Any] | None:
 
 def one_pass_prompt(record: LabelRecord) -> str | None:
     """Digest of the first request a single-call or cascade judge sent for the pair (None for other judges)."""
-    details = record.details.get("calibrated", record.details)
+    details = record.details.get(ONE_PASS, record.details)
     prompt = details.get("prompt") if isinstance(details, dict) else None
     return prompt if isinstance(prompt, str) else None
 

@@ -9,8 +9,12 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.datasets import Dataset
-from bridge.judging.free.reference import OPEN_JUDGE
-from bridge.judging.quality.audit import ADAPTER_CV, GATE, KINDS, LANES, LLM_STAGE, PIPELINE, REFERENCE, AuditConfig
+from bridge.judging.base import leaves_open
+from bridge.judging.free.known_pairs import KINDS
+from bridge.judging.metrics import (
+    CHANCE_LINE,
+)
+from bridge.judging.quality.audit import ADAPTER_CV, GATE, LANES, LLM_STAGE, PIPELINE, REFERENCE, AuditConfig
 from bridge.judging.quality.audit_lanes import (
     GateResult,
     LaneResult,
@@ -20,9 +24,6 @@ from bridge.judging.quality.audit_lanes import (
     same_path,
 )
 from bridge.judging.quality.audit_records import AuditRecord
-from bridge.judging.quality.metrics import (
-    CHANCE_LINE,
-)
 
 UNTRUSTED_WARNING = (
     "labels are below the {bar:g} trust bar (the lower end of their balanced accuracy's 95% interval is not above "
@@ -61,7 +62,7 @@ class AuditReport:
     def warning(self) -> str | None:
         """None where the judge is trusted, or where no judge made a label (nothing to warn about); what the audit
         could not measure is said as such; a judge below the trust bar is said to be below that bar."""
-        if self.trusted or self.judge == OPEN_JUDGE:
+        if self.trusted or leaves_open(self.judge):
             return None
         lane = self.lanes.get(self.decisive or "")
         unmeasured = lane is not None and lane.agreement.balanced_accuracy is None
@@ -203,7 +204,7 @@ def audit_report(
     elif PIPELINE in lanes:
         decisive = PIPELINE
     trusted = decisive is not None and lanes[decisive].agreement.better_than_chance(config.chance_line)
-    if run.judge == OPEN_JUDGE:
+    if leaves_open(run.judge):
         notes.append(
             "no judge decides pairs in this run (a zero budget, or --judge open): no label to audit; every pair the "
             "free stages leave keeps the estimate's prior P"

@@ -26,13 +26,12 @@ from bridge.core.errors import BridgeError
 from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import LabelRecord, counted_records, read_labels
 from bridge.datasets import Dataset
-from bridge.judging.base import Case, Judge, cases_for
+from bridge.judging.base import Case, Judge, cases_for, judge_names
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage, matched_answers
 from bridge.judging.learned.answer_context import AnswerContextJudge
-from bridge.judging.learned.calibration import brier_score, expected_calibration_error
 from bridge.judging.learned.hole_calibration import calibration_lines
 from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
-from bridge.judging.quality.metrics import (
+from bridge.judging.metrics import (
     Agreement,
     DesignSample,
     agreement_of,
@@ -41,7 +40,8 @@ from bridge.judging.quality.metrics import (
     roc_auc,
     weighted_measures,
 )
-from bridge.judging.quality.reference_labels import HumanPair, question_folds
+from bridge.judging.reference_labels import HumanPair, question_folds
+from bridge.judging.score_maps import brier_score, expected_calibration_error
 from bridge.judging.work import POOL, WorkItem, run_items
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import PROMPT_DIR
@@ -407,7 +407,7 @@ class KindQuality:
     pairs: int
     relevant: int
     measures: dict[str, float | None]
-    """:func:`bridge.judging.quality.metrics.weighted_measures` (bAcc and kappa of the judge's own labels)."""
+    """:func:`bridge.judging.metrics.weighted_measures` (bAcc and kappa of the judge's own labels)."""
     intervals: dict[str, tuple[float, float] | None]
     """95% intervals from a bootstrap of questions within kinds."""
 
@@ -477,10 +477,11 @@ def lara_quality(qualities: Sequence[JudgeQuality]) -> JudgeQuality:
     """LARA-style escalation (Lin et al.): decide by calibrated confidence, escalate the least confident
     pairs at the escalation ratio of the cascade (else DREAM, else the paper's 3.5%)."""
     by = {q.method: q for q in qualities}
-    calibrated = by.get("calibrated")
+    scorer = judge_names(scores=True)[0]
+    calibrated = by.get(scorer)
     if calibrated is None or not calibrated.scored:
-        raise BridgeError("LARA needs the calibrated judge's scores: add 'calibrated' to --methods")
-    reference = by.get("cascade") or by.get("dream")
+        raise BridgeError(f"LARA needs the {scorer} judge's scores: add '{scorer}' to --methods")
+    reference = next((by[m] for m in judge_names(debates=True, selectable=True) if m in by), None)
     ratio = reference.escalation_ratio if reference is not None else PAPER_ESCALATION
     p = [float(x) for x in calibrated.p_yes]  # type: ignore[arg-type]
     k = round(ratio * len(p))
