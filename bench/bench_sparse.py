@@ -104,14 +104,11 @@ def run_benchmark(args: argparse.Namespace) -> int:
     from bridge.evaluation.reusability.sparse_cuts import (
         SparseCut,
         SparseSettings,
-        forecast_table,
         read_results,
         run_case,
-        summarize,
-        table,
-        verdict_table,
         write_results,
     )
+    from bridge.evaluation.reusability.sparse_tables import forecast_table, summarize, table, verdict_table
 
     full = load(args.dataset, args.data_dir)
     configs = dict(CONFIGS)
@@ -288,7 +285,7 @@ def record_figures(path: Path, dataset: str, results: list[CaseResult], config: 
     import numpy as np
 
     from bridge.core.fsio import write_json_atomic
-    from bridge.evaluation.reusability.sparse_cuts import case_figures
+    from bridge.evaluation.reusability.sparse_tables import case_figures
 
     data = json.loads(path.read_text(encoding="utf-8"))
     keeps = {r.cut.keep for r in results if r.config == config}

@@ -12,8 +12,8 @@ import pytest
 from bridge.llm import BACKENDS, LLMConfig, make_backend
 from bridge.llm.base import LLMRequest, Message, answer_probability, schema_text
 from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
-from bridge.llm.llamacpp_engine import _common_prefix, _lone_token_free
 from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
+from bridge.llm.llamacpp_streams import common_prefix, lone_token_free
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 
 VERDICT = {
@@ -69,12 +69,12 @@ def assert_verdict(text: str) -> dict:
 
 # -- without a model -----------------------------------------------------------------------
 def test_lone_token_free_never_leaves_a_single_token_to_evaluate():
-    assert _lone_token_free(0, 10) == 0
-    assert _lone_token_free(8, 10) == 8
-    assert _lone_token_free(9, 10) == 8  # one token left -> evaluate two
-    assert _lone_token_free(10, 10) == 8  # all cached -> still evaluate (for the logits), two tokens
-    assert _lone_token_free(5, 1) == 0  # a one-token prompt at position 0 is all there is
-    assert _common_prefix([1, 2, 3], [1, 2, 4, 5]) == 2 and _common_prefix([], [1]) == 0
+    assert lone_token_free(0, 10) == 0
+    assert lone_token_free(8, 10) == 8
+    assert lone_token_free(9, 10) == 8  # one token left -> evaluate two
+    assert lone_token_free(10, 10) == 8  # all cached -> still evaluate (for the logits), two tokens
+    assert lone_token_free(5, 1) == 0  # a one-token prompt at position 0 is all there is
+    assert common_prefix([1, 2, 3], [1, 2, 4, 5]) == 2 and common_prefix([], [1]) == 0
 
 
 def test_config_validation():
@@ -151,7 +151,7 @@ def test_identical_to_sequential_backend_at_temperature_zero(sequential, batched
         assert g.probe is not None and e.probe is not None and list(g.probe) == list(e.probe)
         assert all(math.isclose(g.probe[k], e.probe[k], abs_tol=1e-9) for k in e.probe)
     # the system prompt is evaluated once and shared, not once per request
-    shared = _common_prefix(*[batched.engine.prepare(i, r).prompt for i, r in enumerate(requests[:2])])
+    shared = common_prefix(*[batched.engine.prepare(i, r).prompt for i, r in enumerate(requests[:2])])
     assert shared > 50
     assert sum(g.prompt_eval_tokens for g in got) <= sum(g.prompt_tokens for g in got) - 3 * (shared - 2)
 

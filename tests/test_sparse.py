@@ -13,11 +13,11 @@ from bridge.evaluation.reusability.sparse_cuts import (
     CaseResult,
     SparseCut,
     SystemScore,
-    case_figures,
     keep_relevant,
     run_case,
     sparse_dataset,
 )
+from bridge.evaluation.reusability.sparse_tables import case_figures
 
 QRELS = {
     "q1": {"a": 2, "b": 3, "c": 1, "d": 0, "e": 2},

@@ -17,7 +17,7 @@ from bridge.core.errors import MissingDataError
 from bridge.core.label_records import lift_new_labels
 from bridge.core.shared_options_cli import add_common_options, workspace_from_args
 from bridge.core.trec import Qrels
-from bridge.datasets.bridge_benchmark import BridgeRow, IdIssue, write_bridge_file
+from bridge.datasets.bridge_rows import BridgeRow, IdIssue, write_bridge_file
 from bridge.datasets.options_cli import dataset_from_args
 
 log = logging.getLogger(__name__)
