@@ -16,7 +16,7 @@ from bridge.cli import main
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import write_qrels, write_run
 from bridge.estimate.leaderboard import p_text
-from bridge.evaluation.report.report import ESTIMATE_PARTS, HARD_LABELS
+from bridge.evaluation.report.sections import ESTIMATE_PARTS, HARD_LABELS
 
 TOPICS = [f"q{i}" for i in range(1, 7)]
 ORIGINAL = {q: {f"{q}-gold": 1} for q in TOPICS}
@@ -432,7 +432,8 @@ def test_a_system_outside_the_pool_gets_widened_bounds_and_a_note(workspace, cap
 def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp_path):
     """The audit's reference lane carries the answer judge's cross-fitted quality per kind of hole: the report's
     trust section lists every kind (weakest first, marked) and the pool-weighted row after them."""
-    from bridge.evaluation.report.report import _audit_blocks, to_markdown
+    from bridge.evaluation.report.audit_sections import audit_blocks
+    from bridge.evaluation.report.render_markdown import to_markdown
 
     def stratum(name, auc, kind=True):
         return {"stratum": name, "kind": kind, "pairs": 100, "pool_share": 0.5, "share": 0.3, "mean_p": 0.31,
@@ -443,7 +444,7 @@ def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp
     in_pool = {"listed topic": {"pairs": 100, "mean_p": 0.5}, "other topic": {"pairs": 300, "mean_p": 0.2}}
     reference = {"pairs": 100, "hole_kinds": strata, "weakest_kind": "listed topic"}
     audit = {"judge": "answer-lexical", "lanes": {"reference": reference}, "kinds_in_pool": in_pool}
-    text = to_markdown(_audit_blocks(audit), tmp_path)
+    text = to_markdown(audit_blocks(audit), tmp_path)
     rows = [line for line in text.splitlines() if line.startswith("| ") and "0.3" in line]
     assert rows[0].startswith("| listed topic (weakest) | 100 | 50% |") and "0.610 [0.56, 0.66]" in rows[0]
     assert rows[1].startswith("| other topic |") and rows[2].startswith("| all kinds (weighted as the pool stands)")
@@ -453,7 +454,7 @@ def test_the_trust_section_shows_the_answer_judge_kind_by_kind_weakest_first(tmp
 def test_the_trust_section_says_where_a_calibrations_own_check_finds_its_intervals_too_narrow():
     """A calibration whose half-split check covers 65% instead of 95%: its intervals are 1.96 / z(0.825) = 2.1 times
     too narrow, and the trust section says so for that kind and overall; a kind that covers 95% is not listed."""
-    from bridge.evaluation.report.report import _coverage_checks, too_narrow_by
+    from bridge.evaluation.report.calibration_check import coverage_checks, too_narrow_by
 
     strata = [
         {"stratum": "all", "kind": False, "coverage": 0.75},
@@ -465,7 +466,7 @@ def test_the_trust_section_says_where_a_calibrations_own_check_finds_its_interva
         {"stratum": "near topic", "kind": True, "coverage": 0.90, "checks": 30},
         {"stratum": "short topic", "kind": True, "coverage": 0.85, "checks": 30},
     ]
-    [said] = _coverage_checks({"answer-reader": {"strata": strata}, "exemplar": {"strata": []}})
+    [said] = coverage_checks({"answer-reader": {"strata": strata}, "exemplar": {"strata": []}})
     assert too_narrow_by(0.65) == pytest.approx(1.95996 / 0.93459, abs=1e-3)
     assert "listed topic: 65% (about 2.1x too narrow)" in said and "all: 75% (about 1.7x too narrow)" in said
     assert "short topic: 85%" in said
@@ -517,10 +518,11 @@ def test_the_shipped_example_report_has_the_codes_sections_in_order():
     code's sections in the code's order, the answer first, with the code's answer table."""
     from pathlib import Path
 
-    from bridge.evaluation.report.report import ANSWER_COLUMNS, REPORT_SECTIONS, _section
+    from bridge.evaluation.report.answer import ANSWER_COLUMNS
+    from bridge.evaluation.report.sections import REPORT_SECTIONS, section_of
 
     markdown = (Path(__file__).resolve().parents[1] / "docs/example-report/report.md").read_text()
-    sections = [_section(line[3:]) for line in markdown.splitlines() if line.startswith("## ")]
+    sections = [section_of(line[3:]) for line in markdown.splitlines() if line.startswith("## ")]
     assert None not in sections, sections
     assert sections == sorted(sections, key=REPORT_SECTIONS.index) and sections[:2] == list(REPORT_SECTIONS[:2])
     assert "| " + " | ".join(ANSWER_COLUMNS) + " |" in markdown
@@ -549,16 +551,16 @@ def test_the_estimates_figure_gives_every_system_a_readable_row(tmp_path, system
 
 
 def test_every_section_the_report_writes_is_in_its_list_of_sections():
-    """Each level-2 heading in bridge/evaluation/report/report.py is an entry of REPORT_SECTIONS (the order the example
-    report's test reads); an f-string's fields stand for a cutoff."""
+    """Each level-2 heading in the modules of bridge/evaluation/report/ is an entry of REPORT_SECTIONS (the order the
+    example report's test reads); an f-string's fields stand for a cutoff."""
     import re
     from pathlib import Path
 
-    from bridge.evaluation.report import report
+    from bridge.evaluation.report import sections
 
-    source = Path(report.__file__).read_text()
+    source = "\n".join(path.read_text() for path in sorted(Path(sections.__file__).parent.glob("*.py")))
     headings = [re.sub(r"\{[^}]*\}", "10", text) for text in re.findall(r'Heading\(f?"([^"]+)"\)', source)]
-    assert len(headings) >= 10 and all(report._section(h) for h in headings), headings
+    assert len(headings) >= 10 and all(sections.section_of(h) for h in headings), headings
 
 
 def test_a_torn_last_line_of_labels_does_not_stop_eval(workspace, caplog):

@@ -11,7 +11,7 @@ import pytest
 from test_eval_cli import bridge, workspace  # noqa: F401  (the fixture)
 from test_review_browser import browser, pytestmark  # noqa: F401  (the fixture; skipped without chromium)
 
-from bridge.evaluation.report.report import ANSWER_COLUMNS
+from bridge.evaluation.report.answer import ANSWER_COLUMNS
 
 EXAMPLE = Path(__file__).resolve().parents[1] / "docs" / "example-report" / "report.html"
 

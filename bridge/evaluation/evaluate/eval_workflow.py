@@ -19,7 +19,7 @@ from bridge.evaluation.rebenchmark.eval_summary import summary_text
 from bridge.evaluation.rebenchmark.harness import EvalConfig, EvalResult, run_evaluation
 from bridge.evaluation.rebenchmark.inputs import InputFiles, load_inputs
 from bridge.evaluation.rebenchmark.qrels_draws import write_qrels_draws
-from bridge.evaluation.report.report import write_report
+from bridge.evaluation.report.writer import write_report
 
 log = logging.getLogger(__name__)
 

@@ -1,7 +1,7 @@
 """The evaluation harness: from runs, qrels sets and labels to every table and curve of the report.
 
 Reading files and writing outputs stay outside (``bridge/evaluation/evaluate/cli.py``,
-``bridge/evaluation/report/report.py``), so a caller can evaluate in-memory runs and qrels the same way ``bridge eval``
+``bridge/evaluation/report/writer.py``), so a caller can evaluate in-memory runs and qrels the same way ``bridge eval``
 does.
 """
 
