@@ -317,13 +317,8 @@ def run_fit(args: argparse.Namespace) -> int:
     from bridge.encoders.embeddings import PassageEmbeddings
     from bridge.encoders.sources import MINILM
     from bridge.evaluation.reusability.sparse_cuts import SparseCut, hole_sample
-    from bridge.judging.learned.exemplar import (
-        ExemplarFeatures,
-        ExemplarFit,
-        common_shift,
-        family_spread,
-        fit_exemplar,
-    )
+    from bridge.judging.learned.exemplar import ExemplarFeatures, ExemplarFit
+    from bridge.judging.learned.exemplar_fitting import common_shift, family_spread, fit_exemplar
     from bridge.judging.metrics import weighted_measures
 
     def samples(name: str) -> list[dict]:
@@ -393,7 +388,8 @@ def run_fit_llm(args: argparse.Namespace) -> int:
     from bridge.encoders.embeddings import PassageEmbeddings
     from bridge.evaluation.reusability.sparse_cuts import SparseCut, hole_sample, pool_of, sparse_dataset
     from bridge.judging import cases_for
-    from bridge.judging.learned.exemplar import ExemplarFeatures, ExemplarFit, fit_exemplar, shipped_fit_path
+    from bridge.judging.learned.exemplar import ExemplarFeatures, ExemplarFit, shipped_fit_path
+    from bridge.judging.learned.exemplar_fitting import fit_exemplar
     from bridge.judging.llm.comparer import FEATURE, Comparer
     from bridge.llm import LLMConfig, open_llm
     from bridge.pool.pooling import PoolEntry

@@ -14,8 +14,9 @@ from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.judging.base import Case
 from bridge.judging.free.evidence import EvidenceConfig, gold_recall
 from bridge.judging.free.reference import ConstantJudge
-from bridge.judging.learned.answer_context import AnswerContextConfig, AnswerContextJudge
+from bridge.judging.learned.answer_context import AnswerContextJudge
 from bridge.judging.learned.answer_features import lexical_features
+from bridge.judging.learned.answer_fits import AnswerContextConfig
 from bridge.judging.llm.single import SupportJudge
 from bridge.judging.quality.audit_records import read_audit
 from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval

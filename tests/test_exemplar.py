@@ -21,14 +21,11 @@ from bridge.judging.learned.exemplar import (
     ExemplarFeatures,
     ExemplarFit,
     ExemplarJudge,
-    common_shift,
     exemplar_features,
-    family_spread,
-    fit_exemplar,
     percentile,
     shipped_fit_path,
-    topic_spread,
 )
+from bridge.judging.learned.exemplar_fitting import common_shift, family_spread, fit_exemplar, topic_spread
 from bridge.label.chain import JudgeChain
 from bridge.pool.pooling import PoolEntry, write_pool
 

@@ -135,7 +135,7 @@ class Calibration:
     family_sd: float = 0.0
     """Logit shift (sd) of each retrieval family's holes on their own (a hole moves with the mean of the shifts of
     the families that pooled it): how far the holes learned retrievers find stray from what the features say, and
-    lexical ones' (measured on the benchmark, :func:`bridge.judging.learned.exemplar.family_spread`)."""
+    lexical ones' (measured on the benchmark, :func:`bridge.judging.learned.exemplar_fitting.family_spread`)."""
     term_priors: Mapping[str, tuple[float, float]] = field(default_factory=dict)
     """Prior (mean, sd) of a recalibration term's coefficient (:data:`bridge.estimate.level.TERMS`) measured where it
     was fitted, by feature; a term not named here takes the default prior."""

@@ -249,7 +249,7 @@ JUDGE_MODULES = (
     "bridge.judging.llm.single",
     "bridge.judging.llm.dream",
     "bridge.judging.llm.cascade",
-    "bridge.judging.learned.answer_context",
+    "bridge.judging.learned.answer_judges",
     "bridge.judging.learned.exemplar",
 )
 """The modules whose import registers bridge's own judges; another package's judges register through the

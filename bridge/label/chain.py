@@ -36,7 +36,7 @@ from bridge.judging import (
 )
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage
 from bridge.judging.learned.adapter import TopicAdapterJudge
-from bridge.judging.learned.answer_context import AnswerJudgeConfig
+from bridge.judging.learned.answer_judges import AnswerJudgeConfig
 from bridge.judging.learned.exemplar import ExemplarFit, ExemplarJudge, shipped_fit_path
 from bridge.judging.learned.topic_models import AdapterConfig
 from bridge.judging.llm.cascade import ScoreRunner

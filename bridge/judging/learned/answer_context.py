@@ -36,9 +36,9 @@ import logging
 import math
 import time
 from collections.abc import Callable, Mapping, Sequence
-from dataclasses import asdict, dataclass, field, replace
+from dataclasses import replace
 from pathlib import Path
-from typing import TYPE_CHECKING, Any, cast
+from typing import Any, cast
 
 import numpy as np
 
@@ -53,23 +53,26 @@ from bridge.estimate.calibration import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,
     Judge,
-    JudgeContext,
-    JudgeSpec,
     Preparable,
     Preparation,
     Prepared,
     Reply,
     cases_for,
-    register_judge,
     usage_of,
 )
-from bridge.judging.learned.answer_features import LEXICAL, WINDOW, lexical_features, logit
-from bridge.judging.learned.answer_fits import CALIBRATION_VERSION, refit_plan, why_refit
+from bridge.judging.learned.answer_features import LEXICAL, lexical_features, logit
+from bridge.judging.learned.answer_fits import (
+    AnswerContextConfig,
+    fit_digest,
+    fit_inputs,
+    refit_plan,
+    why_refit,
+)
 from bridge.judging.learned.hole_calibration import calibration_lines, fit_hole_calibration
-from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample, kind_candidates, kind_shares, model_names
+from bridge.judging.learned.hole_fit import Sample, kind_candidates, kind_shares, model_names
 from bridge.judging.llm.cascade import CalibratedJudge, Score
 from bridge.judging.llm.reader import Reader
-from bridge.judging.llm.single import SingleCallConfig, failure_route
+from bridge.judging.llm.single import failure_route
 from bridge.judging.reference_labels import (
     HumanPair,
     Inclusion,
@@ -77,40 +80,13 @@ from bridge.judging.reference_labels import (
     read_reference_design,
     read_reference_facts,
 )
-from bridge.judging.settings import option
 from bridge.llm.base import LLMResponse, request_key
 from bridge.pool.pooling import PoolEntry
-
-if TYPE_CHECKING:
-    pass
 
 log = logging.getLogger(__name__)
 
 LLM_FEATURE = "llm_logit"
 STAGE = "answer-context"
-
-
-@dataclass(frozen=True)
-class AnswerContextConfig:
-    reference: str | None = option(
-        None,
-        "--reference",
-        "labelled answer-bearing pairs (qid<TAB>docid<TAB>label, read under a written criterion; a random "
-        "sample of the pool's answer-bearing holes, with their pool facts in pairs.tsv beside it), e.g. "
-        "bench/data/nq-answer-reference/labels-first.tsv: the answer judge is calibrated on them (strata chosen by "
-        "cross-validation, bootstrap draws) and its quality measured cross-fitted by question",
-        metavar="FILE",
-    )
-    """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
-    calibrates on all of them: they are a random sample of the holes
-    (:mod:`bridge.judging.learned.hole_calibration`)."""
-    seed: int = 0
-    window: int = WINDOW
-    """Tokens on either side of an answer mention that count as its context."""
-    calibration: HoleCalibrationConfig = field(default_factory=HoleCalibrationConfig)
-    """How the calibration on the reference is fitted, its strata chosen and its quality measured."""
-    report_strata: tuple[str, ...] = ("pooled_by:bm25s",)
-    """Strata whose quality is shown even when the cross-validation does not choose them."""
 
 
 class AnswerContextJudge:
@@ -235,21 +211,7 @@ class AnswerContextJudge:
         facts: Mapping[tuple[str, str], PoolEntry],
         design: Mapping[tuple[str, str], Inclusion] | None = None,
     ) -> str:
-        payload = json.dumps(
-            {
-                "pairs": [[p.qid, p.docid, int(p.relevant)] for p in pairs],
-                "facts": sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items()),
-                "design": sorted([q, d, i.kind, i.probability] for (q, d), i in (design or {}).items()),
-                "features": self.features,
-                **self.model_ids,
-                "window": self.config.window,
-                "calibration": asdict(self.config.calibration),
-                "report": self.config.report_strata,
-                "version": CALIBRATION_VERSION,
-            },
-            sort_keys=True,
-        )
-        return hashlib.sha256(payload.encode()).hexdigest()[:16]
+        return fit_digest(pairs, facts, design or {}, self.features, self.model_ids, self.config)
 
     def fit_inputs(
         self,
@@ -257,24 +219,9 @@ class AnswerContextJudge:
         facts: Mapping[tuple[str, str], PoolEntry],
         design: Mapping[tuple[str, str], Inclusion] | None = None,
     ) -> dict[str, Any]:
-        """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest; the
-        reference's parts by a short digest each)."""
-
-        def short(value: Any) -> str:
-            return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
-
-        return {
-            "model": self.llm.model_id if self.llm is not None else None,
-            **self.model_ids,
-            "features": list(self.features),
-            "reference pairs": len(pairs),
-            "labels": short([[p.qid, p.docid, int(p.relevant)] for p in pairs]),
-            "pool facts": short(sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items())),
-            "design": short(sorted([q, d, i.kind, i.probability] for (q, d), i in (design or {}).items())),
-            "calibration settings": short([asdict(self.config.calibration), self.config.report_strata]),
-            "window": self.config.window,
-            "version": CALIBRATION_VERSION,
-        }
+        """What a kept fit was made from (:func:`~bridge.judging.learned.answer_fits.fit_inputs`)."""
+        model = self.llm.model_id if self.llm is not None else None
+        return fit_inputs(pairs, facts, design or {}, self.features, {"model": model, **self.model_ids}, self.config)
 
     def _read_reference(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None], list[list[LLMResponse]]]:
         """:meth:`feature_rows` of the reference in tenths, each logged with the time so far and the time left (a
@@ -538,42 +485,3 @@ class AnswerContextJudge:
             p_yes=p_yes,
             usage=usage_of(responses),
         )
-
-
-@dataclass(frozen=True)
-class AnswerJudgeConfig:
-    """The answer judges' config: the reference they are calibrated on and the answer window; answer-context's
-    one-pass score."""
-
-    context: AnswerContextConfig = field(default_factory=AnswerContextConfig)
-    single: SingleCallConfig = field(default_factory=SingleCallConfig)
-
-
-def _fallback(spec: JudgeSpec, context: JudgeContext) -> Judge | None:
-    """The judge of pairs without an answer match (none without an LLM: they stay undecided)."""
-    from bridge.judging.base import build_judge
-
-    return None if spec.fallback is None or context.llm is None else build_judge(spec.fallback, context)
-
-
-@register_judge(
-    "answer-context", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True, refines=True,
-    default=True, reference_default=True,
-)  # fmt: skip
-def make_answer_context(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
-    if context.llm is None:
-        raise BridgeError("the answer-context judge scores with an LLM: give it one (or use answer-lexical)")
-    s = spec.settings
-    return AnswerContextJudge(CalibratedJudge(context.llm, s.single), _fallback(spec, context), s.context)
-
-
-@register_judge("answer-reader", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True, refines=True)
-def make_answer_reader(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
-    if context.llm is None:
-        raise BridgeError("the answer-reader judge reads with an LLM: give it one (or use answer-lexical)")
-    return AnswerContextJudge(None, _fallback(spec, context), spec.settings.context, reader=Reader(context.llm))
-
-
-@register_judge("answer-lexical", AnswerJudgeConfig, answer_bearing=True, measured=True, reference_default=True)
-def make_answer_lexical(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
-    return AnswerContextJudge(None, _fallback(spec, context), spec.settings.context)

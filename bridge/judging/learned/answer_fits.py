@@ -1,5 +1,6 @@
-"""The answer judges' kept fits: the version of the fitting procedure a kept fit must match, and what a run says when
-no shipped fit is reused (which of its inputs differ, what the refit will cost).
+"""The answer judges' fits: what a fit is made from (:class:`AnswerContextConfig`), the version of the fitting procedure
+a kept fit must match, and what a run says when no shipped fit is reused (which of its inputs differ, what the refit
+will cost).
 
 A fit on the reference is a fixed cost paid once: it is kept beside the labels, or shipped in the reference's
 ``fits/`` folder, under a digest of everything it was fitted from (:mod:`bridge.judging.learned.answer_context`).
@@ -7,12 +8,19 @@ A fit on the reference is a fixed cost paid once: it is kept beside the labels, 
 
 from __future__ import annotations
 
+import hashlib
 import json
 from collections.abc import Mapping, Sequence
+from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
 from bridge.judging.base import Case
+from bridge.judging.learned.answer_features import WINDOW
+from bridge.judging.learned.hole_fit import HoleCalibrationConfig
+from bridge.judging.reference_labels import HumanPair, Inclusion
+from bridge.judging.settings import option
+from bridge.pool.pooling import PoolEntry
 
 CALIBRATION_VERSION = 5
 """Bumped when the fitting procedure changes, so a kept fit is not reused across it."""
@@ -48,3 +56,80 @@ def refit_plan(name: str, cases: Sequence[Case], shipped_folder: Path, reads: bo
             plan += f"{cost['pairs']} pairs on {cost.get('cpu', 'another CPU')})"
             break
     return plan
+
+
+@dataclass(frozen=True)
+class AnswerContextConfig:
+    reference: str | None = option(
+        None,
+        "--reference",
+        "labelled answer-bearing pairs (qid<TAB>docid<TAB>label, read under a written criterion; a random "
+        "sample of the pool's answer-bearing holes, with their pool facts in pairs.tsv beside it), e.g. "
+        "bench/data/nq-answer-reference/labels-first.tsv: the answer judge is calibrated on them (strata chosen by "
+        "cross-validation, bootstrap draws) and its quality measured cross-fitted by question",
+        metavar="FILE",
+    )
+    """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
+    calibrates on all of them: they are a random sample of the holes
+    (:mod:`bridge.judging.learned.hole_calibration`)."""
+    seed: int = 0
+    window: int = WINDOW
+    """Tokens on either side of an answer mention that count as its context."""
+    calibration: HoleCalibrationConfig = field(default_factory=HoleCalibrationConfig)
+    """How the calibration on the reference is fitted, its strata chosen and its quality measured."""
+    report_strata: tuple[str, ...] = ("pooled_by:bm25s",)
+    """Strata whose quality is shown even when the cross-validation does not choose them."""
+
+
+def fit_digest(
+    pairs: Sequence[HumanPair],
+    facts: Mapping[tuple[str, str], PoolEntry],
+    design: Mapping[tuple[str, str], Inclusion],
+    features: Sequence[str],
+    model_ids: Mapping[str, str | None],
+    config: AnswerContextConfig,
+) -> str:
+    """The digest a fit is kept under: everything it was fitted from (the reference's pairs, their pool facts and
+    sampling design, the features and the models behind them, the settings, the procedure's version)."""
+    payload = json.dumps(
+        {
+            "pairs": [[p.qid, p.docid, int(p.relevant)] for p in pairs],
+            "facts": sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items()),
+            "design": sorted([q, d, i.kind, i.probability] for (q, d), i in design.items()),
+            "features": features,
+            **model_ids,
+            "window": config.window,
+            "calibration": asdict(config.calibration),
+            "report": config.report_strata,
+            "version": CALIBRATION_VERSION,
+        },
+        sort_keys=True,
+    )
+    return hashlib.sha256(payload.encode()).hexdigest()[:16]
+
+
+def fit_inputs(
+    pairs: Sequence[HumanPair],
+    facts: Mapping[tuple[str, str], PoolEntry],
+    design: Mapping[tuple[str, str], Inclusion],
+    features: Sequence[str],
+    models: Mapping[str, str | None],
+    config: AnswerContextConfig,
+) -> dict[str, Any]:
+    """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest; the
+    reference's parts by a short digest each). ``models``: the LLM's id under ``model``, then the signals' models."""
+
+    def short(value: Any) -> str:
+        return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+
+    return {
+        **models,
+        "features": list(features),
+        "reference pairs": len(pairs),
+        "labels": short([[p.qid, p.docid, int(p.relevant)] for p in pairs]),
+        "pool facts": short(sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items())),
+        "design": short(sorted([q, d, i.kind, i.probability] for (q, d), i in design.items())),
+        "calibration settings": short([asdict(config.calibration), config.report_strata]),
+        "window": config.window,
+        "version": CALIBRATION_VERSION,
+    }
