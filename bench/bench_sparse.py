@@ -317,9 +317,9 @@ def run_fit(args: argparse.Namespace) -> int:
     from bridge.encoders.embeddings import PassageEmbeddings
     from bridge.encoders.sources import MINILM
     from bridge.evaluation.reusability.sparse_cuts import SparseCut, hole_sample
+    from bridge.judging.fitting.metrics import weighted_measures
     from bridge.judging.learned.exemplar import ExemplarFeatures, ExemplarFit
     from bridge.judging.learned.exemplar_fitting import common_shift, family_spread, fit_exemplar
-    from bridge.judging.metrics import weighted_measures
 
     def samples(name: str) -> list[dict]:
         ds = load(name, args.data_dir)

@@ -12,11 +12,11 @@ from bridge.core.errors import BridgeError
 from bridge.core.label_records import read_labels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.judging.base import Case
+from bridge.judging.free.answer_context import AnswerContextJudge
+from bridge.judging.free.answer_features import lexical_features
+from bridge.judging.free.answer_fits import AnswerContextConfig
 from bridge.judging.free.evidence import EvidenceConfig, gold_recall
 from bridge.judging.free.reference import ConstantJudge
-from bridge.judging.learned.answer_context import AnswerContextJudge
-from bridge.judging.learned.answer_features import lexical_features
-from bridge.judging.learned.answer_fits import AnswerContextConfig
 from bridge.judging.llm.single import SupportJudge
 from bridge.judging.quality.audit_records import read_audit
 from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
@@ -356,7 +356,7 @@ def test_weighted_quality_by_hand():
     negative) comparison with the product of the weights; the weighted mean P and share are plain weighted means."""
     import numpy as np
 
-    from bridge.judging.metrics import weighted_auc, weighted_measures
+    from bridge.judging.fitting.metrics import weighted_auc, weighted_measures
 
     p = np.array([0.9, 0.3, 0.5, 0.1])
     y = np.array([1, 1, 0, 0])

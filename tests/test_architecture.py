@@ -9,7 +9,9 @@
 4. Small parts: no function over 80 lines (but the report's HTML assembly and the review app's routes), none with
    more than 8 parameters (a frozen dataclass of settings is the cure; its generated constructor is exempt), no
    command-line module over 150 lines (a command's work is a library function the command line calls), no module over
-   600 lines (but the review app).
+   500 lines.
+5. Rooms: no two folders of bridge/ import each other (a folder's modules depend along one axis), and no folder's own
+   modules hold more than 15% of bridge/'s lines (a folder that large is a hall, not a room).
 """
 
 from __future__ import annotations
@@ -201,18 +203,61 @@ def test_command_line_modules_are_thin():
     assert thick == []
 
 
-LARGE_ALLOWED = {"bridge.review.app"}
-"""The review app's routes: one long page, read top to bottom."""
-
-
-def test_no_module_over_600_lines():
-    """A module says what it is; past 600 lines it is several things (the review app excepted)."""
+def test_no_module_over_500_lines():
+    """A module says what it is; past 500 lines it is several things."""
     large = sorted(
         f"{name}: {n} lines"
         for name, path in project_modules().items()
-        if name not in LARGE_ALLOWED and (n := len(path.read_text(encoding="utf-8").splitlines())) > 600
+        if (n := len(path.read_text(encoding="utf-8").splitlines())) > 500
     )
     assert large == []
+
+
+def folder_of(name: str, modules: dict[str, Path]) -> str:
+    """The folder a module's file lies in, relative to the repository (``bridge/judging/llm``)."""
+    return modules[name].parent.relative_to(REPO).as_posix()
+
+
+def folder_edges(edges: dict[str, set[str]], modules: dict[str, Path]) -> dict[str, set[str]]:
+    """Folder -> the other folders its modules import."""
+    out: dict[str, set[str]] = {}
+    for name, targets in edges.items():
+        here = folder_of(name, modules)
+        out.setdefault(here, set()).update(
+            there for t in targets if t in modules and (there := folder_of(t, modules)) != here
+        )
+    return out
+
+
+def test_no_two_folders_import_each_other():
+    """Typing-only imports included: a folder's modules may use another folder's, never the other way too."""
+    modules = project_modules()
+    folders = folder_edges(graph(typing_too=True), modules)
+    both = sorted(f"{a} <-> {b}" for a, bs in folders.items() for b in bs if a < b and a in folders.get(b, ()))
+    assert both == []
+    assert cycles(folders) == []
+
+
+def test_no_folder_holds_more_than_15_percent_of_the_lines():
+    modules = project_modules()
+    lines: dict[str, int] = {}
+    for name, path in modules.items():
+        folder = folder_of(name, modules)
+        lines[folder] = lines.get(folder, 0) + len(path.read_text(encoding="utf-8").splitlines())
+    total = sum(lines.values())
+    halls = sorted(f"{folder}: {n / total:.0%}" for folder, n in lines.items() if n > 0.15 * total)
+    assert halls == []
+
+
+def test_the_folder_checks_see_what_they_should():
+    modules = {
+        "bridge.a.x": REPO / "bridge/a/x.py",
+        "bridge.b.y": REPO / "bridge/b/y.py",
+        "bridge.a.z": REPO / "bridge/a/z.py",
+    }
+    folders = folder_edges({"bridge.a.x": {"bridge.b.y"}, "bridge.b.y": {"bridge.a.z"}, "bridge.a.z": set()}, modules)
+    assert folders == {"bridge/a": {"bridge/b"}, "bridge/b": {"bridge/a"}}
+    assert cycles(folders) == [["bridge/a", "bridge/b"]]
 
 
 def test_the_size_checks_see_what_they_should():
@@ -305,6 +350,11 @@ LAYERS: tuple[frozenset[str], ...] = tuple(
         "bridge.datasets bridge.llm bridge.prompts",
         "bridge.encoders bridge.estimate bridge.pool",
         "bridge.judging bridge.doctor",
+        "bridge.judging.fitting",
+        "bridge.judging.free",
+        "bridge.judging.llm",
+        "bridge.judging.learned",
+        "bridge.judging.quality",
         "bridge.label",
         "bridge.review bridge.retrievers",
         "bridge.evaluation.scoring",

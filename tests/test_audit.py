@@ -11,10 +11,10 @@ from conftest import ScriptedLLM, run_label
 from bridge.core.label_records import read_labels
 from bridge.core.trec import read_qrels
 from bridge.datasets import Dataset, DictCorpus, Document, Query
+from bridge.judging.fitting.metrics import agreement_of, jeffreys_interval, wilson_interval
 from bridge.judging.free.evidence import EvidenceConfig
 from bridge.judging.free.known_pairs import draw_audit_pairs, draw_gate_pairs
 from bridge.judging.llm.single import SupportJudge
-from bridge.judging.metrics import agreement_of, jeffreys_interval, wilson_interval
 from bridge.judging.quality.audit import AuditConfig
 from bridge.judging.quality.audit_records import read_audit
 from bridge.pool.pooling import PoolEntry, write_pool
@@ -255,9 +255,9 @@ def test_a_judge_that_says_yes_to_every_hint_is_untrusted_on_answer_data(tmp_pat
 def test_calibration_and_audit_pairs_are_disjoint_on_a_40_topic_fixture(tmp_path):
     from test_cascade import probe_for
 
+    from bridge.judging.fitting.score_maps import Calibrator
     from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
     from bridge.judging.llm.dream import DebateEngine
-    from bridge.judging.score_maps import Calibrator
 
     ds = swap_dataset()
     stage_pool(ds, tmp_path)

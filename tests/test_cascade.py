@@ -11,10 +11,8 @@ import pytest
 from conftest import ScriptedLLM, agent_reply, prompt_text, run_label
 
 from bridge.judging.base import Case
-from bridge.judging.llm.cascade import CalibratedJudge, CascadeConfig, CascadeJudge
-from bridge.judging.llm.dream import DebateEngine
-from bridge.judging.metrics import roc_auc
-from bridge.judging.score_maps import (
+from bridge.judging.fitting.metrics import roc_auc
+from bridge.judging.fitting.score_maps import (
     Band,
     Calibrator,
     band_for_share,
@@ -25,6 +23,8 @@ from bridge.judging.score_maps import (
     pair_hash,
     reliability,
 )
+from bridge.judging.llm.cascade import CalibratedJudge, CascadeConfig, CascadeJudge
+from bridge.judging.llm.dream import DebateEngine
 
 
 def test_isotonic_calibration_does_not_depend_on_the_order_of_tied_scores():

@@ -25,8 +25,8 @@ from bridge.estimate.calibration import (
 )
 from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
 from bridge.estimate.holes import CappedPairs
-from bridge.judging.learned.hole_calibration import audit_calibration, fit_hole_calibration
-from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample
+from bridge.judging.fitting.hole_calibration import audit_calibration, fit_hole_calibration
+from bridge.judging.fitting.hole_fit import HoleCalibrationConfig, Sample
 
 
 def record(docid, label, stage, p=None, judge="judge", **details):
@@ -259,7 +259,7 @@ def test_a_kinds_own_slopes_rank_both_kinds_where_one_common_fit_cannot():
     """The feature's sign flips between two kinds. With the kind's own slopes among the candidates, the cross-fitted
     P ranks each kind right (AUC > 0.8 in each); one common fit, which must give the feature one sign, ranks the
     kind it sides against below chance."""
-    from bridge.judging.learned.hole_fit import kind_candidates
+    from bridge.judging.fitting.hole_fit import kind_candidates
 
     rows, truth, groups, kinds, weights = _flipping_sample(3)
     sample = Sample(rows, truth, groups, weights, kinds)
@@ -279,7 +279,7 @@ def test_design_weights_give_the_pools_share_where_the_sample_oversamples_a_kind
     """Listed topics are 10% of the pool (60% relevant there, by the simulation) but half the sample. Over 12
     simulated samples, the weighted share and the calibration's mean P over a pool-like draw sit at the pool's share
     (known exactly by simulation), where the sample's plain share sits far above it."""
-    from bridge.judging.learned.hole_fit import kind_candidates
+    from bridge.judging.fitting.hole_fit import kind_candidates
 
     rng = np.random.default_rng(0)
     f = rng.normal(size=200_000)

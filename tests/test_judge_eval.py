@@ -10,9 +10,9 @@ from conftest import ScriptedLLM, agent_reply, speaker
 from bridge.core.errors import BridgeError
 from bridge.datasets import Dataset as DS
 from bridge.datasets import DictCorpus, Document, Query
+from bridge.judging.fitting.metrics import cohen_kappa, roc_auc
 from bridge.judging.llm.dream import DebateEngine
 from bridge.judging.llm.single import SupportJudge
-from bridge.judging.metrics import cohen_kappa, roc_auc
 from bridge.judging.quality.judge_eval import (
     JudgeQuality,
     SampleConfig,

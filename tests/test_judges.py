@@ -9,7 +9,8 @@ from conftest import ScriptedLLM, agent_reply
 
 from bridge.judging import Case
 from bridge.judging.llm.dream import DebateEngine
-from bridge.judging.llm.single import GradedJudge, PrefilteredJudge, SingleCallConfig, SupportJudge
+from bridge.judging.llm.single import GradedJudge, PrefilteredJudge, SupportJudge
+from bridge.judging.single_call import SingleCallConfig
 
 CASES = [Case("q1", f"d{i}", "who wrote hamlet", f"chunk {i}", ("Shakespeare",)) for i in range(3)]
 

@@ -21,10 +21,11 @@ from bridge.datasets import Dataset, DictCorpus, Document, Query
 from bridge.estimate.calibration import PRIOR
 from bridge.estimate.hole_evidence import stage_calibration
 from bridge.judging.base import Case
-from bridge.judging.learned.answer_context import AnswerContextJudge
+from bridge.judging.free.answer_context import AnswerContextJudge
 from bridge.judging.llm.cascade import CalibratedJudge
 from bridge.judging.llm.reader import Reader
-from bridge.judging.llm.single import SingleCallConfig, SupportJudge
+from bridge.judging.llm.single import SupportJudge
+from bridge.judging.single_call import SingleCallConfig
 from bridge.llm import LLMConfig, models
 from bridge.llm.base import LLMRequest, LLMResponse, Message, cache_identity, request_key
 from bridge.llm.cache import CachedBackend, ResponseCache

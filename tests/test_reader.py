@@ -15,8 +15,8 @@ from test_openai_backend import FakeServer
 
 from bridge.core.errors import BridgeError
 from bridge.judging.base import Case
-from bridge.judging.learned.answer_context import AnswerContextJudge
-from bridge.judging.learned.answer_features import LEXICAL
+from bridge.judging.free.answer_context import AnswerContextJudge
+from bridge.judging.free.answer_features import LEXICAL
 from bridge.judging.llm.reader import FEATURES, Reader, ReaderConfig, answer_strings, reader_features
 from bridge.judging.quality.judge_eval import ReferenceSample, run_reference_eval
 from bridge.llm import LLMConfig
@@ -192,8 +192,8 @@ def test_a_reader_fit_shipped_with_the_reference_is_reused_without_reading_it_ag
     folder is taken as a kept fit is, and a run in fresh folders reads only pool pairs."""
     from conftest import run_label
 
+    from bridge.judging.free.answer_fits import AnswerContextConfig
     from bridge.judging.free.evidence import EvidenceConfig
-    from bridge.judging.learned.answer_fits import AnswerContextConfig
     from bridge.pool.pooling import PoolEntry, write_pool
 
     ds = company_dataset()
@@ -257,8 +257,7 @@ def test_the_reader_as_answer_judge_or_as_costly_refiner_reuses_one_fit(tmp_path
     from dataclasses import replace
 
     from bridge.judging import JudgeSpec
-    from bridge.judging.learned.answer_fits import AnswerContextConfig
-    from bridge.judging.learned.answer_judges import AnswerJudgeConfig
+    from bridge.judging.free.answer_fits import AnswerContextConfig, AnswerJudgeConfig
     from bridge.judging.reference_labels import read_reference, read_reference_facts
     from bridge.label.chain import ChainSpec, build_chain, build_refine_chain
 

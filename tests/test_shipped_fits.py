@@ -105,7 +105,7 @@ def test_a_fit_keyed_by_another_model_file_of_the_same_name_is_not_used(fresh_in
     """The converse: the same judge over a model file of the same name with other bytes computes another key, and the
     run says that the model is what differs before it pays for a refit."""
     from bridge.datasets import load_dataset
-    from bridge.judging.learned.answer_fits import why_refit
+    from bridge.judging.free.answer_fits import why_refit
     from bridge.judging.reference_labels import read_reference, read_reference_design, read_reference_facts
     from bridge.label.chain import build_refine_chain
     from bridge.llm import make_backend

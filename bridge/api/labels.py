@@ -150,8 +150,7 @@ def _chain_spec(
 ) -> ChainSpec:
     """The chain of a judge named as ``bridge label --judge`` names it."""
     from bridge.judging import JudgeSpec
-    from bridge.judging.learned.answer_fits import AnswerContextConfig
-    from bridge.judging.learned.answer_judges import AnswerJudgeConfig
+    from bridge.judging.free.answer_fits import AnswerContextConfig, AnswerJudgeConfig
     from bridge.judging.quality.audit import AuditConfig
     from bridge.label.chain import ChainSpec, answer_judges
 

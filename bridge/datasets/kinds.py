@@ -10,7 +10,7 @@ dataset, not only from the systems that pooled it:
 * ``passage_listed`` the passage is on some topic's candidate list (a retrieved passage, not only a gold one).
 
 Both are facts a hole calibration may pick as strata, and whose products with a judge's features give a kind its
-own slopes (:mod:`bridge.judging.learned.hole_calibration`). The **kind** of a pair, the unit a reference is sampled in
+own slopes (:mod:`bridge.judging.fitting.hole_calibration`). The **kind** of a pair, the unit a reference is sampled in
 and every quality figure is reported per, is its topic's: ``listed topic`` or ``other topic`` where the dataset has
 candidate lists, ``all`` where it has none.
 """

@@ -143,7 +143,7 @@ class Calibration:
     """Logit shift (sd) common to each kind's pairs (:mod:`bridge.datasets.kinds`), and ``all``: one common to every
     pair (the only one where the sample held one kind): how far a hole-like fit's level is from the truth beyond
     what its bootstrap says, chosen where it was fitted so that its held-out check covers at the nominal rate
-    (:mod:`bridge.judging.learned.hole_calibration`). :meth:`widened` draws it."""
+    (:mod:`bridge.judging.fitting.hole_calibration`). :meth:`widened` draws it."""
     level_shifts: np.ndarray | None = field(default=None, compare=False, repr=False)
     """The logit shift common to all pairs that each draw's intercept carries (a level drawn because nothing, or
     little, measured it here), by draw; None: none drawn. :meth:`central` puts every draw at its median."""

@@ -6,7 +6,7 @@ pool pair, a labelled pair, a pair in a system's top k outside the pool) is **op
 stage that labelled it, through a :class:`Calibration`:
 
 * a **hole-like calibration** fitted on a random sample of holes with known labels (an answer judge on a
-  read reference; :mod:`bridge.judging.learned.hole_calibration`): its strata and coefficient draws as fitted, and
+  read reference; :mod:`bridge.judging.fitting.hole_calibration`): its strata and coefficient draws as fitted, and
   each kind's level shift as wide as the fit's own held-out check needs to cover (``kind_sd``);
 * the **evidence gate**'s zeros: if a share ``m`` of known relevant passages holds none of its answers, the
   relevant holes that hold one (``R``, the sum of their P and the holes people judged relevant) have

@@ -249,7 +249,8 @@ JUDGE_MODULES = (
     "bridge.judging.llm.single",
     "bridge.judging.llm.dream",
     "bridge.judging.llm.cascade",
-    "bridge.judging.learned.answer_judges",
+    "bridge.judging.llm.answer_judges",
+    "bridge.judging.free.answer_lexical",
     "bridge.judging.learned.exemplar",
 )
 """The modules whose import registers bridge's own judges; another package's judges register through the

@@ -11,8 +11,8 @@ from bridge.core.label_records import HUMAN_JUDGE, LabelRecord, counted_records,
 from bridge.core.layout import HOLE_CALIBRATIONS_FILE
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, write_calibrations
+from bridge.judging.fitting.hole_calibration import audit_calibration
 from bridge.judging.learned.adapter import TopicAdapterJudge, TopicRoute
-from bridge.judging.learned.hole_calibration import audit_calibration
 from bridge.judging.quality.audit import ADAPTER_CV, LLM_STAGE, NO_LLM_STAGES, PIPELINE
 from bridge.judging.quality.audit_lanes import LaneResult, reference_lane
 from bridge.judging.quality.audit_records import AuditRecord, read_audit

@@ -34,9 +34,9 @@ from bridge.judging import (
     judge_names,
     judge_traits,
 )
+from bridge.judging.free.answer_fits import AnswerJudgeConfig
 from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage
 from bridge.judging.learned.adapter import TopicAdapterJudge
-from bridge.judging.learned.answer_judges import AnswerJudgeConfig
 from bridge.judging.learned.exemplar import ExemplarFit, ExemplarJudge, shipped_fit_path
 from bridge.judging.learned.topic_models import AdapterConfig
 from bridge.judging.llm.cascade import ScoreRunner

@@ -9,7 +9,7 @@ from typing import Any
 from bridge.evaluation.report.blocks import Alert, Block, Bullets, Heading, Para, Table, ci, fmt, with_interval
 from bridge.evaluation.report.calibration_check import COVERED_MEANS, covered
 from bridge.evaluation.report.stage_text import no_judge_asked
-from bridge.judging.learned.hole_calibration import weakest_kind
+from bridge.judging.fitting.hole_calibration import weakest_kind
 
 
 def audit_blocks(audit: Mapping[str, Any] | None) -> list[Block]:

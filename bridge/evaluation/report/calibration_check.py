@@ -9,7 +9,7 @@ from statistics import NormalDist
 from typing import Any
 
 from bridge.estimate.calibration import NOMINAL_COVERAGE
-from bridge.judging.learned.hole_fit import HoleCalibrationConfig
+from bridge.judging.fitting.hole_fit import HoleCalibrationConfig
 
 
 def too_narrow_by(coverage: float, nominal: float = NOMINAL_COVERAGE) -> float:

@@ -40,7 +40,7 @@ from bridge.evaluation.reusability.results import (
     Verdict,
 )
 from bridge.evaluation.scoring.rankcorr import kendall_tau_rows, tau_ap_rows
-from bridge.judging.metrics import agreement_of
+from bridge.judging.fitting.metrics import agreement_of
 
 
 def _percentile(draws: np.ndarray) -> Interval:

@@ -11,7 +11,7 @@ from typing import Any
 
 from bridge.core.errors import BridgeError
 from bridge.evaluation.reusability.estimated_fill import Coverage
-from bridge.judging.metrics import Agreement
+from bridge.judging.fitting.metrics import Agreement
 
 Interval = tuple[float, float] | None
 

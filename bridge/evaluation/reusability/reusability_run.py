@@ -187,12 +187,12 @@ def _fills(
         key = orders_key(test.runs, holey, labels.records, test.measures, seed)
         path = labelled.folder / "people-orders.json"
         orders = cached_orders(path, key, lambda: people_orders(test, labels, seed, estimate))
-        for name, order in orders.items():
+        for ordering, order in orders.items():
             for share in (s for s in shares if s > 0):
                 asked = answered(order, share, test.qrels, threshold)
-                people = (name, share)
+                people = (ordering, share)
                 fill, cover = estimate_fill(
-                    f"people {name} {share:.0%}", test, labels, estimate, asked, name == "random", people
+                    f"people {ordering} {share:.0%}", test, labels, estimate, asked, ordering == "random", people
                 )
                 fills.append(fill)
                 coverage += cover

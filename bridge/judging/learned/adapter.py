@@ -30,7 +30,8 @@ from bridge.datasets import Dataset
 from bridge.encoders.embeddings import PassageEmbeddings
 from bridge.estimate.calibration import ADAPTER, Calibration, PairFacts, prior_logit
 from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared
-from bridge.judging.learned.hole_calibration import known_pair_calibration
+from bridge.judging.fitting.hole_calibration import known_pair_calibration
+from bridge.judging.fitting.metrics import Agreement, agreement_of
 from bridge.judging.learned.topic_models import (
     ADAPTER_VERSION,
     AdapterConfig,
@@ -42,7 +43,6 @@ from bridge.judging.learned.topic_models import (
     fit_topic,
     make_family,
 )
-from bridge.judging.metrics import Agreement, agreement_of
 
 
 @dataclass(frozen=True)

@@ -13,9 +13,9 @@ import numpy as np
 
 from bridge.estimate.calibration import INTERCEPT, Calibration, PairFacts
 from bridge.estimate.level import weight_matrix
+from bridge.judging.fitting.hole_calibration import fit_hole_calibration
+from bridge.judging.fitting.hole_fit import HoleCalibrationConfig, Sample, fit_procedure
 from bridge.judging.learned.exemplar import ALL_FEATURES, FEATURES, LLM_NAME, NAME, ExemplarFit
-from bridge.judging.learned.hole_calibration import fit_hole_calibration
-from bridge.judging.learned.hole_fit import HoleCalibrationConfig, Sample, fit_procedure
 from bridge.judging.llm.comparer import FEATURE as LLM_FEATURE
 
 
@@ -114,7 +114,7 @@ def fit_exemplar(
 ) -> ExemplarFit:
     """The exemplar calibration on labelled holes (:func:`bridge.evaluation.reusability.sparse_cuts.hole_sample` rows of
     one collection's cuts): a logistic fit of ``features`` with bootstrap draws over topics and its cross-fitted quality
-    (:func:`~bridge.judging.learned.hole_calibration.fit_hole_calibration`), the topics' spread around it
+    (:func:`~bridge.judging.fitting.hole_calibration.fit_hole_calibration`), the topics' spread around it
     (:func:`topic_spread`) and ``transfer_sd``, the logit shift it carries to another collection (measured between
     collections with :func:`common_shift`)."""
     unknown = [f for f in features if f not in ALL_FEATURES]

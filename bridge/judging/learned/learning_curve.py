@@ -16,8 +16,8 @@ from typing import Any
 import numpy as np
 
 from bridge.datasets import Dataset
+from bridge.judging.fitting.metrics import Agreement, agreement_of, roc_auc
 from bridge.judging.learned.topic_models import AdapterConfig, Encoder, TopicData, fit_topic, make_family
-from bridge.judging.metrics import Agreement, agreement_of, roc_auc
 
 
 @dataclass(frozen=True)

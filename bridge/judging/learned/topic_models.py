@@ -22,7 +22,7 @@ from typing import Any, Literal, Protocol
 
 import numpy as np
 
-from bridge.judging.metrics import Agreement, agreement_of, roc_auc
+from bridge.judging.fitting.metrics import Agreement, agreement_of, roc_auc
 
 ADAPTER_VERSION = "topic-adapter-3"
 FAMILIES = ("frozen-lr", "finetune-ce")

@@ -37,11 +37,12 @@ from bridge.judging.base import (
     register_judge,
     usage_of,
 )
+from bridge.judging.fitting.score_maps import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
 from bridge.judging.free.known_pairs import KINDS, draw_audit_pairs
 from bridge.judging.llm.dream import DebateConfig, DebateEngine
-from bridge.judging.llm.single import SingleCallConfig, SupportJudge, checked, failure_route
-from bridge.judging.score_maps import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
+from bridge.judging.llm.single import SupportJudge, checked
 from bridge.judging.settings import option
+from bridge.judging.single_call import SingleCallConfig, failure_route
 from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, schema_text
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import template_module

@@ -12,7 +12,7 @@ under ``reader.j2``) scores every answer string as its whole reply, once with th
 
 Both are scored in one request per prompt (``LLMRequest.continuations``): the prompt is evaluated once, its
 prefix shared with the question's other passages, and each answer costs its own few tokens. They are features
-of the answer judge (:mod:`bridge.judging.learned.answer_context`), calibrated on a random sample of the holes like the
+of the answer judge (:mod:`bridge.judging.free.answer_context`), calibrated on a random sample of the holes like the
 lexical ones; a backend that cannot return log-probabilities stops with an error that says so, and a pair whose
 call comes back without them (or too long for the model's context) gets NaN features: the judge records it on a
 failure route, open, never as a label.
@@ -103,7 +103,7 @@ class Reader:
         """What the reader's features depend on, and nothing a fresh install computes differently: the backend's
         cache identity (the model file's whole digest, the context size that decides a passage's cut, the library
         build; a server's address and format), the prompt template's digest and the reader's settings. A shipped fit
-        is keyed by it (:mod:`bridge.judging.learned.answer_context`)."""
+        is keyed by it (:mod:`bridge.judging.free.answer_context`)."""
         payload = f"{cache_identity(self.llm)}|{template_digest(TEMPLATE)}|{self.config.max_answers}"
         if self.config.window is not None:
             payload += f"|window={self.config.window}"

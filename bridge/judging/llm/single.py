@@ -9,7 +9,7 @@ from __future__ import annotations
 import hashlib
 import json
 from collections.abc import Callable, Sequence
-from dataclasses import asdict, dataclass, replace
+from dataclasses import asdict, replace
 from typing import Any, ClassVar
 
 from bridge.core.label_records import LabelRecord, Usage
@@ -27,7 +27,7 @@ from bridge.judging.base import (
     register_judge,
     usage_of,
 )
-from bridge.judging.settings import option
+from bridge.judging.single_call import SingleCallConfig, failure_route
 from bridge.llm.base import (
     TOO_LONG,
     LLMBackend,
@@ -51,17 +51,6 @@ GRADE_SCHEMA: dict[str, Any] = {
     "properties": {k: {"type": "integer", "enum": [0, 1, 2, 3]} for k in ("M", "T", "O")},
     "required": ["M", "T", "O"],
 }
-
-
-@dataclass(frozen=True)
-class SingleCallConfig:
-    """The one-call judges' settings (llmjudge, umbrela, calibrated; the cascade's and the answer judge's one-pass
-    score)."""
-
-    temperature: float = option(0.0, "--temperature", "sampling temperature (default: 0, greedy)")
-    max_tokens: int = 64
-    grade_threshold: int = option(2, "--grade-threshold", "umbrela: final score counted as relevant")
-    """UMBRELA: a final score O at or above this is relevant (TREC DL: grade >= 2)."""
 
 
 def _config_id(prefix: str, config: SingleCallConfig, llm: LLMBackend, template: str) -> str:
@@ -180,13 +169,6 @@ def checked(response: LLMResponse) -> LLMResponse:
     if response.finish_reason == TOO_LONG:
         raise ParseError(f"{TOO_LONG}: the prompt ({response.prompt_tokens or '?'} tokens) does not fit the context")
     return response
-
-
-def failure_route(reply: Reply[Any]) -> str:
-    """The route of a pair whose judge got no usable answer: ``too-long`` when its prompt could not fit the model's
-    context, else ``parse-failure``; both leave the pair open (label null), for the estimate's prior."""
-    too_long = (reply.error or "").startswith(TOO_LONG) or any(r.finish_reason == TOO_LONG for r in reply.responses)
-    return TOO_LONG if too_long else "parse-failure"
 
 
 class SupportJudge(_SingleCallJudge):

@@ -12,12 +12,12 @@ from collections.abc import Sequence
 from dataclasses import dataclass
 
 from bridge.datasets import Dataset
-from bridge.judging.learned.adapter import TopicAdapterJudge
-from bridge.judging.learned.learning_curve import CurvePoint, learning_curve
-from bridge.judging.metrics import (
+from bridge.judging.fitting.metrics import (
     Agreement,
     roc_auc,
 )
+from bridge.judging.learned.adapter import TopicAdapterJudge
+from bridge.judging.learned.learning_curve import CurvePoint, learning_curve
 from bridge.judging.quality.judge_eval import JudgeQuality
 from bridge.judging.reference_labels import HumanPair
 

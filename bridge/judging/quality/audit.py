@@ -23,12 +23,12 @@ from __future__ import annotations
 
 from dataclasses import dataclass
 
-from bridge.judging.learned.exemplar import LLM_STAGE as EXEMPLAR_LLM_STAGE
-from bridge.judging.learned.exemplar import STAGE as EXEMPLAR_STAGE
-from bridge.judging.metrics import (
+from bridge.judging.fitting.metrics import (
     BOOTSTRAP_RESAMPLES,
     CHANCE_LINE,
 )
+from bridge.judging.learned.exemplar import LLM_STAGE as EXEMPLAR_LLM_STAGE
+from bridge.judging.learned.exemplar import STAGE as EXEMPLAR_STAGE
 
 PIPELINE, LLM_STAGE, GATE = "pipeline", "llm", "gate"
 

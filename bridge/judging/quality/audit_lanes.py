@@ -11,14 +11,14 @@ from dataclasses import asdict, dataclass, field
 from typing import Any
 
 from bridge.core.label_records import LabelRecord
-from bridge.judging.free.known_pairs import KINDS
-from bridge.judging.metrics import (
+from bridge.judging.fitting.metrics import (
     Agreement,
     agreement_of,
     jeffreys_interval,
     wilson_interval,
     with_interval,
 )
+from bridge.judging.free.known_pairs import KINDS
 from bridge.judging.quality.audit import LLM_STAGE, NO_LLM_STAGES, PIPELINE, REFERENCE, AuditConfig
 from bridge.judging.quality.audit_records import AuditRecord, hint_of, one_pass_prompt
 

@@ -10,10 +10,10 @@ from typing import Any
 
 from bridge.datasets import Dataset
 from bridge.judging.base import leaves_open
-from bridge.judging.free.known_pairs import KINDS
-from bridge.judging.metrics import (
+from bridge.judging.fitting.metrics import (
     CHANCE_LINE,
 )
+from bridge.judging.free.known_pairs import KINDS
 from bridge.judging.quality.audit import ADAPTER_CV, GATE, LANES, LLM_STAGE, PIPELINE, REFERENCE, AuditConfig
 from bridge.judging.quality.audit_lanes import (
     GateResult,

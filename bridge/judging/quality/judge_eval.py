@@ -27,11 +27,8 @@ from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import LabelRecord, counted_records, read_labels
 from bridge.datasets import Dataset
 from bridge.judging.base import Case, Judge, cases_for, judge_names
-from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage, matched_answers
-from bridge.judging.learned.answer_context import AnswerContextJudge
-from bridge.judging.learned.hole_calibration import calibration_lines
-from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
-from bridge.judging.metrics import (
+from bridge.judging.fitting.hole_calibration import calibration_lines
+from bridge.judging.fitting.metrics import (
     Agreement,
     DesignSample,
     agreement_of,
@@ -40,8 +37,11 @@ from bridge.judging.metrics import (
     roc_auc,
     weighted_measures,
 )
+from bridge.judging.fitting.score_maps import brier_score, expected_calibration_error
+from bridge.judging.free.answer_context import AnswerContextJudge
+from bridge.judging.free.evidence import EvidenceConfig, EvidenceStage, matched_answers
+from bridge.judging.llm.cascade import CalibratedJudge, CascadeJudge
 from bridge.judging.reference_labels import HumanPair, question_folds
-from bridge.judging.score_maps import brier_score, expected_calibration_error
 from bridge.judging.work import POOL, WorkItem, run_items
 from bridge.pool.pooling import PoolEntry
 from bridge.prompts import PROMPT_DIR
@@ -407,7 +407,7 @@ class KindQuality:
     pairs: int
     relevant: int
     measures: dict[str, float | None]
-    """:func:`bridge.judging.metrics.weighted_measures` (bAcc and kappa of the judge's own labels)."""
+    """:func:`bridge.judging.fitting.metrics.weighted_measures` (bAcc and kappa of the judge's own labels)."""
     intervals: dict[str, tuple[float, float] | None]
     """95% intervals from a bootstrap of questions within kinds."""
 

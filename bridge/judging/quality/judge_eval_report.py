@@ -17,10 +17,10 @@ from matplotlib.figure import Figure
 from bridge.core.figures import save_png
 from bridge.core.fsio import atomic_write
 from bridge.core.layout import ADAPTER_CURVE_CSV
+from bridge.judging.fitting.score_maps import Reliability, reliability
 from bridge.judging.learned.learning_curve import CurvePoint
 from bridge.judging.quality.adapter_eval import AdapterEvaluation, adapter_lines
 from bridge.judging.quality.judge_eval import InjectionResult, JudgeQuality, load_injections
-from bridge.judging.score_maps import Reliability, reliability
 
 PAPER_REFERENCE = (
     "Reference points (DREAM paper, Llama-3.3-70B-Instruct, 700 expert-labeled triplets): "

@@ -16,7 +16,7 @@ logistic model over
 
 fitted on labelled answer-bearing pairs: a reference file read under the written criterion (e.g.
 ``bench/data/nq-answer-reference/``, a random sample of nq's answer-bearing holes), which makes the fit a
-calibration **on pairs like the holes** (:mod:`bridge.judging.learned.hole_calibration`): the features above, plus
+calibration **on pairs like the holes** (:mod:`bridge.judging.fitting.hole_calibration`): the features above, plus
 the strata the cross-validation picks from the pair's place in the pool (read from ``pairs.tsv`` beside the
 reference), with bootstrap draws for the calibration's own uncertainty and its cross-fitted quality per
 stratum. Every record carries the calibrated P (the mean over the draws), its features and the calibration's
@@ -60,19 +60,16 @@ from bridge.judging.base import (
     cases_for,
     usage_of,
 )
-from bridge.judging.learned.answer_features import LEXICAL, lexical_features, logit
-from bridge.judging.learned.answer_fits import (
+from bridge.judging.fitting.hole_calibration import calibration_lines, fit_hole_calibration
+from bridge.judging.fitting.hole_fit import Sample, kind_candidates, kind_shares, model_names
+from bridge.judging.free.answer_features import LEXICAL, AnswerReader, Score, Scorer, lexical_features, logit
+from bridge.judging.free.answer_fits import (
     AnswerContextConfig,
     fit_digest,
     fit_inputs,
     refit_plan,
     why_refit,
 )
-from bridge.judging.learned.hole_calibration import calibration_lines, fit_hole_calibration
-from bridge.judging.learned.hole_fit import Sample, kind_candidates, kind_shares, model_names
-from bridge.judging.llm.cascade import CalibratedJudge, Score
-from bridge.judging.llm.reader import Reader
-from bridge.judging.llm.single import failure_route
 from bridge.judging.reference_labels import (
     HumanPair,
     Inclusion,
@@ -80,10 +77,12 @@ from bridge.judging.reference_labels import (
     read_reference_design,
     read_reference_facts,
 )
+from bridge.judging.single_call import failure_route
 from bridge.llm.base import LLMResponse, request_key
 from bridge.pool.pooling import PoolEntry
 
 log = logging.getLogger(__name__)
+
 
 LLM_FEATURE = "llm_logit"
 STAGE = "answer-context"
@@ -98,12 +97,12 @@ class AnswerContextJudge:
 
     def __init__(
         self,
-        scorer: CalibratedJudge | None,
+        scorer: Scorer | None,
         fallback: Judge | None = None,
         config: AnswerContextConfig | None = None,
         calibration: Calibration | None = None,
         name: str | None = None,
-        reader: Reader | None = None,
+        reader: AnswerReader | None = None,
     ) -> None:
         self.scorer = scorer
         self.reader = reader
@@ -219,7 +218,7 @@ class AnswerContextJudge:
         facts: Mapping[tuple[str, str], PoolEntry],
         design: Mapping[tuple[str, str], Inclusion] | None = None,
     ) -> dict[str, Any]:
-        """What a kept fit was made from (:func:`~bridge.judging.learned.answer_fits.fit_inputs`)."""
+        """What a kept fit was made from (:func:`~bridge.judging.free.answer_fits.fit_inputs`)."""
         model = self.llm.model_id if self.llm is not None else None
         return fit_inputs(pairs, facts, design or {}, self.features, {"model": model, **self.model_ids}, self.config)
 

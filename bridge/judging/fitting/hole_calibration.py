@@ -47,7 +47,7 @@ import numpy as np
 
 from bridge.datasets.kinds import ALL
 from bridge.estimate.calibration import INTERCEPT, NOMINAL_COVERAGE, Calibration, PairFacts, sigmoid
-from bridge.judging.learned.hole_fit import (
+from bridge.judging.fitting.hole_fit import (
     SLOPES,
     HoleCalibrationConfig,
     Sample,
@@ -62,7 +62,7 @@ from bridge.judging.learned.hole_fit import (
     sample_folds,
     select_strata,
 )
-from bridge.judging.metrics import DesignSample, design_intervals, weighted_measures, with_interval
+from bridge.judging.fitting.metrics import DesignSample, design_intervals, weighted_measures, with_interval
 
 
 @dataclass(frozen=True)

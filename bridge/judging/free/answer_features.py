@@ -1,18 +1,22 @@
-"""Where the answer sits: the free features every answer judge reads (no model), and the logit its LLM feature
-takes.
+"""Where the answer sits: the free features every answer judge reads (no model), the logit its LLM feature takes, and
+what it reads of a model (:class:`Scorer`, :class:`AnswerReader`: the LLM judges hand them in).
 
 A passage that answers the question names the question's subject beside the answer string, usually in its title; these
-shares measure that (:mod:`bridge.judging.learned.answer_context` calibrates on them).
+shares measure that (:mod:`bridge.judging.free.answer_context` calibrates on them).
 """
 
 from __future__ import annotations
 
 import math
 from collections.abc import Sequence
+from typing import Any, Protocol
+
+import numpy as np
 
 from bridge.judging.base import Case
 from bridge.judging.free.answer_swap import content_words
 from bridge.judging.free.evidence import answer_forms, normalize, occurrences
+from bridge.llm.base import LLMResponse
 
 LEXICAL = ("question_in_passage", "question_near_answer", "question_in_title")
 WINDOW = 20
@@ -42,3 +46,41 @@ def lexical_features(case: Case, window: int = WINDOW) -> list[float]:
 def logit(p: float) -> float:
     p = min(max(p, 1e-4), 1 - 1e-4)
     return math.log(p / (1 - p))
+
+
+class Score(Protocol):
+    """One pair's raw one-pass score (:class:`bridge.judging.llm.cascade.Score`)."""
+
+    raw: float | None
+    source: str
+    reply: dict[str, Any]
+    responses: list[LLMResponse]
+
+
+class Scorer(Protocol):
+    """The LLM's calibrated one pass (``answer-context``: :class:`bridge.judging.llm.cascade.CalibratedJudge`)."""
+
+    llm: Any
+
+    @property
+    def scorer_id(self) -> str: ...
+
+    def scores(self, cases: Sequence[Case]) -> list[Any]: ...
+
+    def request(self, case: Case) -> Any: ...
+
+    def fitted(self, case: Case) -> Any: ...
+
+
+class AnswerReader(Protocol):
+    """A reader's likelihood of the answers with and without the passage (``answer-reader``:
+    :class:`bridge.judging.llm.reader.Reader`)."""
+
+    llm: Any
+    names: tuple[str, ...]
+    cuts: dict[tuple[str, str], dict[str, Any]]
+
+    @property
+    def reader_id(self) -> str: ...
+
+    def features(self, cases: Sequence[Case], progress: bool = False) -> tuple[np.ndarray, list[list[LLMResponse]]]: ...

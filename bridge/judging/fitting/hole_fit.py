@@ -1,7 +1,7 @@
 """Fitting a calibration on a labelled sample of holes: the sample with its design weights, ridge logistic fits,
 strata chosen by cross-validated log loss (greedy forward selection by question folds), and bootstrap draws.
 
-The procedure :mod:`bridge.judging.learned.hole_calibration` runs and measures; apart from it so that the fit can be
+The procedure :mod:`bridge.judging.fitting.hole_calibration` runs and measures; apart from it so that the fit can be
 read (and reused by the exemplar judge's own fit) without the quality measurement around it.
 """
 

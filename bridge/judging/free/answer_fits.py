@@ -3,7 +3,7 @@ a kept fit must match, and what a run says when no shipped fit is reused (which 
 will cost).
 
 A fit on the reference is a fixed cost paid once: it is kept beside the labels, or shipped in the reference's
-``fits/`` folder, under a digest of everything it was fitted from (:mod:`bridge.judging.learned.answer_context`).
+``fits/`` folder, under a digest of everything it was fitted from (:mod:`bridge.judging.free.answer_context`).
 """
 
 from __future__ import annotations
@@ -15,11 +15,12 @@ from dataclasses import asdict, dataclass, field
 from pathlib import Path
 from typing import Any
 
-from bridge.judging.base import Case
-from bridge.judging.learned.answer_features import WINDOW
-from bridge.judging.learned.hole_fit import HoleCalibrationConfig
+from bridge.judging.base import Case, Judge, JudgeContext, JudgeSpec
+from bridge.judging.fitting.hole_fit import HoleCalibrationConfig
+from bridge.judging.free.answer_features import WINDOW
 from bridge.judging.reference_labels import HumanPair, Inclusion
 from bridge.judging.settings import option
+from bridge.judging.single_call import SingleCallConfig
 from bridge.pool.pooling import PoolEntry
 
 CALIBRATION_VERSION = 5
@@ -71,7 +72,7 @@ class AnswerContextConfig:
     )
     """Labelled answer-bearing pairs (``qid<TAB>docid<TAB>label``) to fit on; a label run fits on one part and
     calibrates on all of them: they are a random sample of the holes
-    (:mod:`bridge.judging.learned.hole_calibration`)."""
+    (:mod:`bridge.judging.fitting.hole_calibration`)."""
     seed: int = 0
     window: int = WINDOW
     """Tokens on either side of an answer mention that count as its context."""
@@ -133,3 +134,19 @@ def fit_inputs(
         "window": config.window,
         "version": CALIBRATION_VERSION,
     }
+
+
+@dataclass(frozen=True)
+class AnswerJudgeConfig:
+    """The answer judges' config: the reference they are calibrated on and the answer window; answer-context's
+    one-pass score."""
+
+    context: AnswerContextConfig = field(default_factory=AnswerContextConfig)
+    single: SingleCallConfig = field(default_factory=SingleCallConfig)
+
+
+def fallback_judge(spec: JudgeSpec, context: JudgeContext) -> Judge | None:
+    """The judge of pairs without an answer match (none without an LLM: they stay undecided)."""
+    from bridge.judging.base import build_judge
+
+    return None if spec.fallback is None or context.llm is None else build_judge(spec.fallback, context)
