@@ -1,6 +1,7 @@
 """An estimated measure is one registered object: a toy measure registered here only (R-capped precision) is parsed,
-scored, estimated, bounded and run through ``bridge eval`` with nothing else edited, every number against a hand
-computation; and every registered measure that ir_measures knows, computed by its object, equals ir_measures.
+scored, estimated, bounded and run through ``bridge eval``, ``bridge score`` and ``pt.bridge`` with nothing else
+edited, every number against a hand computation; and every registered measure that ir_measures knows, computed by its
+object, equals ir_measures.
 
 Fixture (k = 2, relevant at grade 1): q1 judges a 1, b 0, c 1 and leaves x (P 0.5) and y (P 0.25) open; q2 judges
 d 1 and leaves w and v (P 0.5 each) open, v in no top 2. A ranks (a, x) and (w, d); B ranks (x, y) and (e, d), e
@@ -16,6 +17,7 @@ import numpy as np
 import pytest
 
 from bridge.core.measures import Measure
+from bridge.core.trec import write_run
 from bridge.estimate.arrays import FlatQrels, RunMatrix, divide, gains_at
 from bridge.estimate.calibration import INTERCEPT, Calibration
 from bridge.estimate.holes import HoleModel
@@ -27,6 +29,8 @@ from bridge.evaluation.scoring.providers import IR_MEASURES, OBJECT, ObjectScore
 from bridge.evaluation.scoring.trec_measures import per_query_scores, top_k_measures
 from tests.test_api import small  # noqa: F401 - the fixture
 from tests.test_eval_cli import bridge, read_csv, workspace  # noqa: F401 - the fixture
+from tests.test_score import TOPICS as SCORED_TOPICS
+from tests.test_score import saved  # noqa: F401 - the fixture
 
 FIXED = {"q1": {"a": 1, "b": 0, "c": 1}, "q2": {"d": 1}}
 OPEN_P = {("q1", "x"): 0.5, ("q1", "y"): 0.25, ("q2", "w"): 0.5, ("q2", "v"): 0.5}
@@ -149,6 +153,20 @@ def test_it_runs_through_bridge_eval(rcap, workspace):  # noqa: F811
     }  # fmt: skip
     for r in rows.values():
         assert float(r["lower"]) <= float(r["estimate"]) <= float(r["upper"])
+
+
+def test_it_reaches_bridge_score(rcap, saved):  # noqa: F811
+    """``bridge score --measures Rcap@2`` places a new run by it: test_score's saved leaderboard judges gold (1) and
+    n1-n3 (0) originally (Rcap divides by 1), its augmented qrels add a (1) and c (1 on q1-q3, 0 elsewhere: it
+    divides by 2). The new run ranks gold, c, e: 1 originally; augmented 1 on q1-q3 and 1/2 on q4-q6 = 0.75."""
+    tmp, dataset = saved
+    new = {q: {f"{q}-gold": 3.0, f"{q}-c": 2.0, f"{q}-e": 1.0} for q in SCORED_TOPICS}
+    write_run(new, tmp / "fusion.run", tag="fusion")
+    assert bridge("score", "fusion.run", "--dataset", dataset, "--judge", "constant", "--measures", "Rcap@2",
+                  "--out", "scored") == 0  # fmt: skip
+    rows = {r["system"]: r for r in read_csv(tmp / "scored/leaderboard.csv") if r["measure"] == "Rcap@2"}
+    assert (float(rows["fusion"]["original"]), float(rows["fusion"]["augmented"])) == (1.0, 0.75)
+    assert float(rows["fusion"]["lower"]) <= float(rows["fusion"]["estimate"]) <= float(rows["fusion"]["upper"])
 
 
 def test_it_reaches_pt_bridge(rcap, small):  # noqa: F811
