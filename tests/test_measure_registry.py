@@ -25,6 +25,7 @@ from bridge.estimate.leaderboard import EstimateConfig, Leaderboard
 from bridge.estimate.measures import MEASURES, Drawn, Entries, EstimatedMeasure, parse_measures
 from bridge.estimate.tables import BoundsTable
 from bridge.estimate.vectorized import normaliser, per_topic, relevance_effects
+from bridge.evaluation.scoring.curves import build_label_matrix, marginal_contribution, random_orders, subpool_qrels
 from bridge.evaluation.scoring.providers import IR_MEASURES, OBJECT, ObjectScorer, resolve_measures
 from bridge.evaluation.scoring.trec_measures import per_query_scores, top_k_measures
 from tests.test_api import small  # noqa: F401 - the fixture
@@ -188,6 +189,33 @@ def test_it_reaches_pt_bridge(rcap, small):  # noqa: F811
     assert table["P@2"].to_dict() == {"bm25": 0.5, "dense": 0.0, "splade": 0.0}
     for _, row in table.iterrows():
         assert row["Rcap@2 lower"] <= row["Rcap@2 estimate"] <= row["Rcap@2 upper"]
+
+
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_it_reaches_the_curves(rcap, threshold):
+    """The curves' fast path computes any registered measure by its object (here at the pools' depth and below it):
+    building each sub-pool's qrels and scoring them by the providers (Rcap's object, ir_measures' P) gives the same
+    marginal contributions."""
+    from tests.test_curves import random_case as curves_case
+
+    runs, original, augmented, topics = curves_case(5, graded=True)
+    orders = random_orders(len(runs), 2, seed=5)
+    matrix = build_label_matrix(runs, original, augmented, topics, depth=4, threshold=threshold)
+    measures = parse_measures("Rcap@4,Rcap@2,P@3")
+    fast = marginal_contribution(matrix, orders, measures)
+    specs = resolve_measures([m.label for m in measures], threshold)
+    systems = sorted(runs)
+    for o, order in enumerate(orders):
+        for r, system in enumerate(systems):
+            others = [systems[s] for s in order if s != r]
+            for m in range(1, len(systems)):
+                pools = [subpool_qrels(runs, original, augmented, topics, chosen, 4) for chosen in
+                         (others[:m], [*others[:m], system])]  # fmt: skip
+                before, after = (per_query_scores(runs[system], pool, topics, specs, threshold) for pool in pools)
+                for spec in specs:
+                    expected = abs(after[spec.label].mean() - before[spec.label].mean())
+                    assert fast[spec.label][o, r, m - 1] == pytest.approx(expected, abs=1e-12), spec.label
+    assert all(fast[m.label].max() > 0 for m in measures)  # the case really exercises the sub-pools
 
 
 def random_case(seed: int) -> tuple[dict, dict, list[str]]:

@@ -283,19 +283,26 @@ class _Fast:
         judged = CountedGrades(m.levels, counts)
         for measure in self.measures:
             norm = judged.normaliser(measure, m.threshold)
-            values = np.array(np.broadcast_to(object_values(measure, gains, norm, m.threshold), counts.shape[1:]))
+            top = gains[..., : measure.k]
+            values = np.array(np.broadcast_to(object_values(measure, top, norm, m.threshold), counts.shape[1:]))
             if varying is not None:
                 topics, there = varying
                 part = None if norm is None else norm[:, topics]
-                values[:, topics] = object_values(measure, there, part, m.threshold)
+                values[:, topics] = object_values(measure, there[..., : measure.k], part, m.threshold)
             out[measure.label] = values.mean(axis=-1)  # contiguous rows: equal values, equal means
         return out
 
 
-def marginal_contribution(matrix: LabelMatrix, orders: np.ndarray) -> dict[str, np.ndarray]:
-    """MC_m(r) for every order, system r and m = 1..S-1, keyed ``Hit@k``, ``nDCG@k``, ``Recall@k``, ``MRR@k``."""
+def marginal_contribution(
+    matrix: LabelMatrix, orders: np.ndarray, measures: Sequence[Measure] | None = None
+) -> dict[str, np.ndarray]:
+    """MC_m(r) for every order, system r and m = 1..S-1, keyed ``Hit@k``, ``nDCG@k``, ``Recall@k``, ``MRR@k``
+    (``measures``: any registered measures at cutoffs up to the matrix's depth instead)."""
     n_s = len(matrix.systems)
-    measures = parse_measures(at(CURVE_MEASURES, matrix.depth))
+    measures = list(measures) if measures is not None else parse_measures(at(CURVE_MEASURES, matrix.depth))
+    deeper = [m.label for m in measures if m.k > matrix.depth]
+    if deeper:
+        raise ValueError(f"the curves' pools are {matrix.depth} deep: {', '.join(deeper)} would read deeper")
     out = {m.label: np.zeros((len(orders), n_s, max(n_s - 1, 0))) for m in measures}
     if n_s >= 2:
         fast = _Fast(matrix, measures)
@@ -310,10 +317,14 @@ def marginal_contribution(matrix: LabelMatrix, orders: np.ndarray) -> dict[str, 
     return out
 
 
-def compute_curves(matrix: LabelMatrix, n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> Curves:
+def compute_curves(
+    matrix: LabelMatrix, n_orders: int = DEFAULT_ORDERS, seed: int = 0, measures: Sequence[Measure] | None = None
+) -> Curves:
+    """Growth and marginal contribution over ``n_orders`` seeded orders (``measures``: as
+    :func:`marginal_contribution`)."""
     orders = random_orders(len(matrix.systems), n_orders, seed)
     found, growth = growth_counts(matrix, orders)
-    return Curves(matrix.systems, orders, found, growth, marginal_contribution(matrix, orders))
+    return Curves(matrix.systems, orders, found, growth, marginal_contribution(matrix, orders, measures))
 
 
 # -- the straightforward computation (test oracle, benchmark baseline) ---------------------------
