@@ -26,7 +26,8 @@ def main(argv: list[str]) -> int:
     from bridge.estimate.leaderboard import EstimateConfig
     from bridge.evaluation.rebenchmark.estimated import estimate_leaderboard
     from bridge.evaluation.rebenchmark.inputs import load_inputs
-    from bridge.evaluation.scoring.trec_measures import default_measure_names, resolve_measures
+    from bridge.evaluation.scoring.providers import resolve_measures
+    from bridge.evaluation.scoring.trec_measures import default_measure_names
 
     parser = argparse.ArgumentParser(prog="python -m bench bounds", description=__doc__)
     parser.add_argument("--dataset", default="nq")

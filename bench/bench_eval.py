@@ -61,7 +61,8 @@ def time_bridge_eval(dataset: str, data_dir: Path, workspace: Path, reports_dir:
 
 def measure_names(threshold: int = 1, k: int = 10) -> list[str]:
     """The ir_measures strings behind bridge's default leaderboard columns (Hit@10 is Success@10, ...)."""
-    from bridge.evaluation.scoring.trec_measures import default_measure_names, resolve_measures
+    from bridge.evaluation.scoring.providers import resolve_measures
+    from bridge.evaluation.scoring.trec_measures import default_measure_names
 
     return [s.measure for s in resolve_measures(default_measure_names(k), threshold) if not s.compat]
 

@@ -28,7 +28,8 @@ from bridge.estimate.leaderboard import (
     verdict_of,
 )
 from bridge.estimate.tables import TopicView
-from bridge.evaluation.scoring.trec_measures import per_query_scores, resolve_measures
+from bridge.evaluation.scoring.providers import resolve_measures
+from bridge.evaluation.scoring.trec_measures import per_query_scores
 
 # Three systems, two topics, top 3. q1: a relevant (original), z judged 0, x and y open. q2: b relevant, w open.
 FIXED = {"q1": {"a": 1, "z": 0}, "q2": {"b": 1}}
@@ -330,28 +331,6 @@ def test_scores_stay_within_the_bounds_whatever_the_draws():
         low = board.bounds.low[m.label].mean(axis=1)
         high = board.bounds.high[m.label].mean(axis=1)
         assert np.all(board.means[m.label] >= low - 1e-9) and np.all(board.means[m.label] <= high + 1e-9), m.label
-
-
-def test_vectorized_scores_equal_ir_measures_also_over_many_draws():
-    """bridge.estimate.vectorized against ir_measures on graded qrels; a batch of grade vectors (draws x pairs) scores
-    each row as that row alone would, normaliser shared or not."""
-    from bridge.estimate.vectorized import FlatQrels, RunMatrix, normaliser, per_topic
-
-    rng = random.Random(1)
-    topics = [f"q{i}" for i in range(12)]
-    docs = [f"d{j}" for j in range(25)]
-    qrels = {q: {d: rng.choice([0, 1, 2, 3]) for d in rng.sample(docs, 8)} for q in topics}
-    run = {q: {d: rng.random() for d in rng.sample(docs, 15)} for q in topics}
-    flat = FlatQrels(qrels, topics, threshold=2)
-    matrix = RunMatrix(run, flat, 10)
-    names = {"nDCG": "nDCG@10", "Hit": "Hit@10", "P": "P@10", "Recall": "Recall@10", "RR": "MRR@10"}
-    expected = per_query_scores(run, qrels, topics, resolve_measures(list(names.values()), 2), 2)
-    draws = np.stack([flat.grades, np.zeros_like(flat.grades), np.roll(flat.grades, 3)])
-    for measure, label in names.items():
-        assert np.allclose(per_topic(measure, matrix, flat, flat.grades, 10), expected[label]), measure
-        batch = per_topic(measure, matrix, flat, draws, 10, normaliser(measure, flat.slots, draws, 10, 2))
-        for row, grades in zip(batch, draws, strict=True):
-            assert np.allclose(row, per_topic(measure, matrix, flat, grades, 10)), measure
 
 
 def test_bounds_over_many_topics_equal_each_topic_alone_and_every_assignment():

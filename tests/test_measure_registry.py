@@ -1,5 +1,7 @@
 """An estimated measure is one registered object: a toy measure registered here only (R-capped precision) is parsed,
-scored, estimated and bounded with nothing else edited, every number against a hand computation.
+scored, estimated, bounded and run through ``bridge eval``, ``bridge score`` and ``pt.bridge`` with nothing else
+edited, every number against a hand computation; and every registered measure that ir_measures knows, computed by its
+object, equals ir_measures.
 
 Fixture (k = 2, relevant at grade 1): q1 judges a 1, b 0, c 1 and leaves x (P 0.5) and y (P 0.25) open; q2 judges
 d 1 and leaves w and v (P 0.5 each) open, v in no top 2. A ranks (a, x) and (w, d); B ranks (x, y) and (e, d), e
@@ -8,20 +10,28 @@ unjudged and not open (0).
 
 from __future__ import annotations
 
+import random
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
 
 from bridge.core.measures import Measure
+from bridge.core.trec import write_run
 from bridge.estimate.arrays import FlatQrels, RunMatrix, divide, gains_at
 from bridge.estimate.calibration import INTERCEPT, Calibration
 from bridge.estimate.holes import HoleModel
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard
 from bridge.estimate.measures import MEASURES, Drawn, Entries, EstimatedMeasure, parse_measures
 from bridge.estimate.tables import BoundsTable
-from bridge.estimate.vectorized import per_topic, relevance_effects
-from bridge.evaluation.scoring.trec_measures import top_k_measures
+from bridge.estimate.vectorized import normaliser, per_topic, relevance_effects
+from bridge.evaluation.scoring.curves import build_label_matrix, marginal_contribution, random_orders, subpool_qrels
+from bridge.evaluation.scoring.providers import IR_MEASURES, OBJECT, ObjectScorer, resolve_measures
+from bridge.evaluation.scoring.trec_measures import per_query_scores, top_k_measures
+from tests.test_api import small  # noqa: F401 - the fixture
+from tests.test_eval_cli import bridge, read_csv, workspace  # noqa: F401 - the fixture
+from tests.test_score import TOPICS as SCORED_TOPICS
+from tests.test_score import saved  # noqa: F401 - the fixture
 
 FIXED = {"q1": {"a": 1, "b": 0, "c": 1}, "q2": {"d": 1}}
 OPEN_P = {("q1", "x"): 0.5, ("q1", "y"): 0.25, ("q2", "w"): 0.5, ("q2", "v"): 0.5}
@@ -125,6 +135,132 @@ def test_its_estimate_and_bounds_by_hand(rcap):
     assert low.tolist() == [-0.5, -0.5] and high.tolist() == [1.0, 0.5]
     for s in est.values():
         assert s.low <= s.interval[0] <= s.estimate <= s.interval[1] <= s.high
+
+
+def test_it_runs_through_bridge_eval(rcap, workspace):  # noqa: F811
+    """``bridge eval --measures Rcap@2,P@2`` on test_eval_cli's workspace (six topics, k = 2): ir_measures does not
+    know Rcap, so its object computes it, and the leaderboard has its column. Original qrels (the gold document only,
+    so Rcap divides by 1): bm25 ranks it first (1), dense third and splade never (0). Augmented (gold and a relevant
+    everywhere, c on q1-q3: Rcap divides by 2): bm25 (gold, a) 1; dense (a, c) 1 on q1-q3 and 1/2 on q4-q6 = 0.75;
+    splade (c, d) 1/2 on q1-q3 and 0 on q4-q6 = 0.25. The estimate reads it from the registry too."""
+    specs = resolve_measures(["rcap@2", "P@2"])
+    assert [(s.label, s.provider) for s in specs] == [("Rcap@2", OBJECT), ("P@2", IR_MEASURES)]
+    tmp, dataset = workspace
+    assert bridge("eval", "--dataset", dataset, "--measures", "Rcap@2,P@2", "--orders", "2", "--permutations", "200",
+                  "--draws", "200", "--no-figures") == 0  # fmt: skip
+    rows = {r["system"]: r for r in read_csv(tmp / "reports/beir-small/leaderboard.csv") if r["measure"] == "Rcap@2"}
+    assert {s: (float(r["original"]), float(r["augmented"])) for s, r in rows.items()} == {
+        "bm25": (1.0, 1.0), "dense": (0.0, 0.75), "splade": (0.0, 0.25)
+    }  # fmt: skip
+    for r in rows.values():
+        assert float(r["lower"]) <= float(r["estimate"]) <= float(r["upper"])
+
+
+def test_it_reaches_bridge_score(rcap, saved):  # noqa: F811
+    """``bridge score --measures Rcap@2`` places a new run by it: test_score's saved leaderboard judges gold (1) and
+    n1-n3 (0) originally (Rcap divides by 1), its augmented qrels add a (1) and c (1 on q1-q3, 0 elsewhere: it
+    divides by 2). The new run ranks gold, c, e: 1 originally; augmented 1 on q1-q3 and 1/2 on q4-q6 = 0.75."""
+    tmp, dataset = saved
+    new = {q: {f"{q}-gold": 3.0, f"{q}-c": 2.0, f"{q}-e": 1.0} for q in SCORED_TOPICS}
+    write_run(new, tmp / "fusion.run", tag="fusion")
+    assert bridge("score", "fusion.run", "--dataset", dataset, "--judge", "constant", "--measures", "Rcap@2",
+                  "--out", "scored") == 0  # fmt: skip
+    rows = {r["system"]: r for r in read_csv(tmp / "scored/leaderboard.csv") if r["measure"] == "Rcap@2"}
+    assert (float(rows["fusion"]["original"]), float(rows["fusion"]["augmented"])) == (1.0, 0.75)
+    assert float(rows["fusion"]["lower"]) <= float(rows["fusion"]["estimate"]) <= float(rows["fusion"]["upper"])
+
+
+def test_it_reaches_pt_bridge(rcap, small):  # noqa: F811
+    """``pt.bridge.Experiment`` with ``Rcap@2`` among its measures: PyTerrier's own table computes it through
+    ir_measures' provider of measures defined by a function (the object's values), bridge's estimate follows it.
+    test_api's dataset judges each topic's gold passage (1) and f (0): bm25 ranks gold first (1), dense (a, c) and
+    splade (c, d) have no relevant in their top 2 (0)."""
+    pytest.importorskip("pyterrier")
+    from bridge.api import load_dataset
+    from bridge.pyterrier import Experiment, FillOptions, JudgeConfig, get_qrels, get_topics
+    from tests.test_pyterrier import frames
+
+    _, name, runs = small
+    ds = load_dataset(name)
+    result = Experiment(frames(runs), get_topics(ds), get_qrels(ds), ["Rcap@2", "P@2"], names=list(runs), dataset=ds,
+                        judge=JudgeConfig("random", max_minutes=None), fill=FillOptions(draws=100, seed=3))  # fmt: skip
+    table = result.table.set_index("name")
+    assert table["Rcap@2"].to_dict() == {"bm25": 1.0, "dense": 0.0, "splade": 0.0}
+    assert table["P@2"].to_dict() == {"bm25": 0.5, "dense": 0.0, "splade": 0.0}
+    for _, row in table.iterrows():
+        assert row["Rcap@2 lower"] <= row["Rcap@2 estimate"] <= row["Rcap@2 upper"]
+
+
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_it_reaches_the_curves(rcap, threshold):
+    """The curves' fast path computes any registered measure by its object (here at the pools' depth and below it):
+    building each sub-pool's qrels and scoring them by the providers (Rcap's object, ir_measures' P) gives the same
+    marginal contributions."""
+    from tests.test_curves import random_case as curves_case
+
+    runs, original, augmented, topics = curves_case(5, graded=True)
+    orders = random_orders(len(runs), 2, seed=5)
+    matrix = build_label_matrix(runs, original, augmented, topics, depth=4, threshold=threshold)
+    measures = parse_measures("Rcap@4,Rcap@2,P@3")
+    fast = marginal_contribution(matrix, orders, measures)
+    specs = resolve_measures([m.label for m in measures], threshold)
+    systems = sorted(runs)
+    for o, order in enumerate(orders):
+        for r, system in enumerate(systems):
+            others = [systems[s] for s in order if s != r]
+            for m in range(1, len(systems)):
+                pools = [subpool_qrels(runs, original, augmented, topics, chosen, 4) for chosen in
+                         (others[:m], [*others[:m], system])]  # fmt: skip
+                before, after = (per_query_scores(runs[system], pool, topics, specs, threshold) for pool in pools)
+                for spec in specs:
+                    expected = abs(after[spec.label].mean() - before[spec.label].mean())
+                    assert fast[spec.label][o, r, m - 1] == pytest.approx(expected, abs=1e-12), spec.label
+    assert all(fast[m.label].max() > 0 for m in measures)  # the case really exercises the sub-pools
+
+
+def random_case(seed: int) -> tuple[dict, dict, list[str]]:
+    """Graded qrels (0-3) and a run with many tied scores; q0 unanswered, q13 unjudged, some rankings shorter than
+    the cutoffs."""
+    rng = random.Random(seed)
+    topics = [f"q{i}" for i in range(14)]
+    docs = [f"d{j}" for j in range(25)]
+    qrels = {q: {d: rng.choice([0, 1, 2, 3]) for d in rng.sample(docs, 8)} for q in topics[:-1]}
+    run = {q: {d: float(rng.randint(0, 4)) for d in rng.sample(docs, rng.randint(1, 15))} for q in topics[1:]}
+    return qrels, run, topics
+
+
+@pytest.mark.parametrize("threshold", [1, 2])
+def test_every_registered_measure_ir_measures_knows_equals_it_per_topic(threshold):
+    """The two providers agree: each registered measure that ir_measures knows, at several cutoffs, computed by its
+    object (the provider of the measures ir_measures does not know, and the estimate's and the curves' scoring)
+    equals ir_measures per topic."""
+    qrels, run, topics = random_case(threshold)
+    checked = []
+    for registered in MEASURES.values():
+        for k in (1, 3, 10):
+            [spec] = resolve_measures([f"{registered.name}@{k}"], threshold)
+            if spec.provider != IR_MEASURES:
+                continue
+            expected = per_query_scores(run, qrels, topics, [spec], threshold)[spec.label]
+            own = spec.estimated(threshold)
+            assert own is not None and own.name == registered.name, spec
+            ours = ObjectScorer(qrels, topics, [own], threshold).evaluate(run)[own.label]
+            np.testing.assert_allclose(ours, expected, atol=1e-12, err_msg=spec.label)
+            checked.append(spec.label)
+    assert checked
+
+
+def test_a_batch_of_draws_scores_each_row_as_that_row_alone():
+    """Every registered measure over a batch of grade vectors (draws x pairs): each row as that row alone would,
+    normaliser shared or not."""
+    qrels, run, topics = random_case(3)
+    flat = FlatQrels(qrels, topics, threshold=2)
+    matrix = RunMatrix(run, flat, 10)
+    draws = np.stack([flat.grades, np.zeros_like(flat.grades), np.roll(flat.grades, 3)])
+    for name in MEASURES.names():
+        batch = per_topic(name, matrix, flat, draws, 10, normaliser(name, flat.slots, draws, 10, 2))
+        for row, grades in zip(batch, draws, strict=True):
+            assert np.allclose(row, per_topic(name, matrix, flat, grades, 10)), name
 
 
 def test_unregistered_it_is_unknown_again():

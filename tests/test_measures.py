@@ -9,6 +9,7 @@ import pytrec_eval
 
 from bridge.core.errors import InputError
 from bridge.core.trec import canonical_scores
+from bridge.evaluation.scoring.providers import resolve_measures
 from bridge.evaluation.scoring.trec_measures import (
     Scorer,
     evaluate,
@@ -16,7 +17,6 @@ from bridge.evaluation.scoring.trec_measures import (
     ir_measures_of,
     judged_at,
     per_query_scores,
-    resolve_measures,
     run_depth,
 )
 
@@ -176,7 +176,8 @@ def test_one_measure_vocabulary_serves_every_command():
     from bridge.cli import build_parser
     from bridge.core.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at
     from bridge.estimate.measures import parse_measures
-    from bridge.evaluation.scoring.trec_measures import DEFAULT_MEASURES, default_measure_names, resolve_measure
+    from bridge.evaluation.scoring.providers import resolve_measure
+    from bridge.evaluation.scoring.trec_measures import DEFAULT_MEASURES, default_measure_names
 
     parser = build_parser()
     assert parser.parse_args(["label", "--dataset", "nq"]).settle_measures == at(COMPARED) == "Hit@10,nDCG@10,Recall@10"

@@ -1,8 +1,8 @@
 """Each command's default measures and the measure a leaderboard column estimates (:class:`Measure`).
 
 The estimated measures themselves (their names, ir_measures' names, aliases, the parsing of ``NAME@K`` lists) are
-objects in one registry, :mod:`bridge.estimate.measures`; scoring through ir_measures lives in
-:mod:`bridge.evaluation.scoring.trec_measures`.
+objects in one registry, :mod:`bridge.estimate.measures`; who computes a leaderboard column (ir_measures where it
+knows the measure, else the registered object) is :mod:`bridge.evaluation.scoring.providers`.
 """
 
 from __future__ import annotations

@@ -3,7 +3,9 @@ the leaderboard's, the aliases a command line accepts), its value from the gains
 change a pair's label makes to it (the value of a judgment) and its bounds over every assignment of the open labels.
 
 Whatever lists estimated measures (:func:`parse_measures`, :func:`estimated_name`, :func:`labels`, eval's top-k
-measures) reads the registry, so adding a measure is one class here, registered with :func:`estimated`. Semantics
+measures) reads the registry, so adding a measure is one class here, registered with :func:`estimated`; a leaderboard
+column of a measure ir_measures does not know is computed by its object (``bridge eval``, ``bridge score``, the
+curves, ``pt.bridge``: :mod:`bridge.evaluation.scoring.providers`). Semantics
 are trec_eval's (ties broken as :func:`bridge.core.trec.top_k` does): nDCG@k with the grades as linear gains and the
 ideal DCG from every judged document of the topic, Hit@k (a relevant document in the top k), P@k, Recall@k
 (relevant in the top k over relevant judged; 0 without any) and RR@k.

@@ -71,8 +71,8 @@ def _add_measure_options(p: argparse.ArgumentParser) -> None:
     g.add_argument(
         "--measures",
         default=None,
-        help="comma-separated ir_measures names, replacing the defaults; aliases Hit@k, Recall@k, MRR@k; "
-        "BRIDGE-<Hit|nDCG|Recall|Precision>@k for the BRIDGE script semantics",
+        help="comma-separated ir_measures names or registered measures (NAME@K), replacing the defaults; aliases "
+        "Hit@k, Recall@k, MRR@k; BRIDGE-<Hit|nDCG|Recall|Precision>@k for the BRIDGE script semantics",
     )
     g.add_argument(
         "--bridge-compat",

@@ -34,7 +34,8 @@ from bridge.core.layout import RAG_ANSWERS, RAG_CSV, Workspace
 from bridge.core.trec import Qrels, Run, top_k
 from bridge.datasets import Dataset
 from bridge.evaluation.rebenchmark.inputs import InputFiles, load_inputs
-from bridge.evaluation.scoring.trec_measures import per_query_scores, resolve_measures
+from bridge.evaluation.scoring.providers import resolve_measures
+from bridge.evaluation.scoring.trec_measures import per_query_scores
 from bridge.judging import ParseError, parse_json_object, yes_no
 from bridge.llm.base import LLMBackend, LLMRequest, Message, answer_probability, schema_text
 from bridge.prompts import template_module

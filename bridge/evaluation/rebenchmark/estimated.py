@@ -34,11 +34,10 @@ from bridge.estimate.leaderboard import (
     most_valuable,
     p_resolved,
     ranked_lists,
-    settle_measure,
     shared_ranks,
 )
 from bridge.evaluation.rebenchmark.inputs import EvalInputs
-from bridge.evaluation.scoring.trec_measures import MeasureSpec
+from bridge.evaluation.scoring.providers import MeasureSpec
 from bridge.judging.quality.audit_records import gate_recall
 
 
@@ -157,9 +156,9 @@ class EstimatedLeaderboard:
 
 
 def estimate_measures(specs: Sequence[MeasureSpec], threshold: int = 1) -> list[Measure]:
-    """The leaderboard's measures that are estimated (Hit, nDCG, P, Recall, RR with a cutoff, relevance at
-    ``threshold``)."""
-    return [m for m in (settle_measure(s.label, s.measure, threshold) for s in specs) if m is not None]
+    """The leaderboard's measures that are estimated (every registered measure with a cutoff, relevance at
+    ``threshold``: :meth:`MeasureSpec.estimated`)."""
+    return [m for m in (s.estimated(threshold) for s in specs) if m is not None]
 
 
 def estimate_leaderboard(

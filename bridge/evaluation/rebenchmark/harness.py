@@ -31,8 +31,9 @@ from bridge.evaluation.rebenchmark.tables import (
     significance,
 )
 from bridge.evaluation.scoring.curves import DEFAULT_ORDERS, Curves, build_label_matrix, compute_curves
+from bridge.evaluation.scoring.providers import MeasureSpec, resolve_measures
 from bridge.evaluation.scoring.significance import DEFAULT_PERMUTATIONS
-from bridge.evaluation.scoring.trec_measures import MeasureSpec, default_measure_names, resolve_measures
+from bridge.evaluation.scoring.trec_measures import default_measure_names
 
 __all__ = ["EvalConfig", "EvalResult", "run_evaluation"]
 

@@ -23,9 +23,10 @@ from bridge.core.trec import Qrels, Run
 from bridge.estimate.leaderboard import p_resolved
 from bridge.evaluation.rebenchmark.estimated import EstimatedLeaderboard
 from bridge.evaluation.rebenchmark.inputs import ORIGINAL
+from bridge.evaluation.scoring.providers import MeasureSpec
 from bridge.evaluation.scoring.rankcorr import kendall_tau, tau_ap
 from bridge.evaluation.scoring.significance import DEFAULT_PERMUTATIONS, PairTest, compare_families
-from bridge.evaluation.scoring.trec_measures import MeasureSpec, Scorer, holes_in_top_k, per_query_scores
+from bridge.evaluation.scoring.trec_measures import SpecScorer, holes_in_top_k
 
 
 @dataclass(frozen=True)
@@ -72,17 +73,15 @@ def score_systems(
     systems = tuple(sorted(runs))
     values: dict[tuple[str, str], np.ndarray] = {}
     total = len(systems) * len(qrels_sets)
-    standard = [s.measure for s in specs if not s.compat]
-    prepared: dict[str, Run] = {}  # each run's part the measures read, the same under every qrels set
+    prepared: dict[str, Run | None] = {}  # each run's part ir_measures reads, the same under every qrels set
     with tqdm(total=total, desc="eval", unit="run", disable=not progress) as bar:
         for name, qrels in qrels_sets.items():
-            scorer = Scorer(qrels, topics, standard) if standard else None
+            scorer = SpecScorer(qrels, topics, specs, threshold)
             rows = []
             for system in systems:
-                if scorer is not None and system not in prepared:
+                if system not in prepared:
                     prepared[system] = scorer.prepare(runs[system])
-                run = runs[system]
-                rows.append(per_query_scores(run, qrels, topics, specs, threshold, scorer, prepared.get(system)))
+                rows.append(scorer.evaluate(runs[system], prepared[system]))
                 bar.update(1)
             for spec in specs:
                 values[(name, spec.label)] = np.array([r[spec.label] for r in rows]).reshape(len(systems), len(topics))

@@ -13,14 +13,16 @@ depth-k pool of the given systems over the topics:
   left out of the average, where ``H(C_{m-1})`` is empty).
 * Marginal contribution of system r: for m = 1..n-1, ``S_m`` is the first m systems of the order
   with r removed; ``MC_m(r) = |Perf_{D_r}(r) - Perf_{D_{S_m}}(r)|`` where ``D_r = D_{S_m + {r}}``.
-  Perf is Hit@k, nDCG@k or Recall@k (trec_eval semantics, mean over topics).
+  Perf is Hit@k, nDCG@k, Recall@k or MRR@k (trec_eval semantics, mean over topics), each computed by its
+  registered object as :mod:`bridge.evaluation.scoring.providers` computes the measures ir_measures does not know.
 * Both are averaged over systems and over ``orders`` seeded random system orders (default 10).
 
 Speed: the label matrix holds, per system, query and rank, the original grade of the document
 or the index of its new relevant pair, and per pair the systems that retrieved it. For one order
-and one system r, the sub-pool size at which each pair becomes visible is one array; every
-per-query count the measures need (relevant found, relevant per grade for the ideal DCG) is then
-a cumulative histogram over m, so all n-1 sub-pools are measured at once in numpy. The
+and one system r, the sub-pool size at which each pair becomes visible is one array; r's top k
+under every sub-pool is then one array of gains (n-1 x topics x k), and each sub-pool's judged
+grades per topic a cumulative histogram over m of the pairs per grade, so all n-1 sub-pools are
+measured at once in numpy (a measure's normaliser once per distinct histogram). The
 straightforward computation (:func:`marginal_contribution_reference`: build each sub-pool's
 qrels, run ir_measures) gives the same numbers and serves as the test oracle and benchmark baseline.
 """
@@ -35,7 +37,10 @@ from pathlib import Path
 import numpy as np
 
 from bridge.core.fsio import atomic_write
+from bridge.core.measures import Measure, at
 from bridge.core.trec import Qrels, Run, top_k
+from bridge.estimate.measures import parse_measures
+from bridge.evaluation.scoring.providers import CountedGrades, object_values
 
 CURVE_MEASURES = ("Hit", "nDCG", "Recall", "MRR")
 DEFAULT_ORDERS = 10
@@ -203,30 +208,25 @@ def growth_counts(matrix: LabelMatrix, orders: np.ndarray) -> tuple[np.ndarray, 
 
 
 class _Fast:
-    """The vectorised marginal contribution: per-system arrays built once, per-order histograms."""
+    """The vectorised marginal contribution: per-system arrays built once, per-order histograms; each measure is its
+    registered object's, as the object provider computes it (:mod:`bridge.evaluation.scoring.providers`): its values
+    on system r's top k under a sub-pool over its normaliser of the sub-pool's grades (counted per grade level)."""
 
-    def __init__(self, matrix: LabelMatrix) -> None:
-        self.m = matrix
-        n_s, n_q, depth = matrix.elem_pair.shape
+    def __init__(self, matrix: LabelMatrix, measures: Sequence[Measure]) -> None:
+        self.m, self.measures = matrix, list(measures)
+        n_s, n_q, _ = matrix.elem_pair.shape
         self.n_s, self.n_q, self.n_l = n_s, n_q, len(matrix.levels)
-        discount = 1.0 / np.log2(np.arange(depth) + 2.0)
-        self.ideal_cum = np.concatenate([[0.0], np.cumsum(discount)])
-        orig = matrix.elem_orig_gain
-        self.dcg_orig = (orig * discount).sum(axis=2)
-        self.hits_orig = (orig >= matrix.threshold).sum(axis=2).astype(float)
-        reciprocal = 1.0 / (np.arange(depth) + 1.0)
-        self.rr_orig = np.where(orig >= matrix.threshold, reciprocal, 0.0).max(axis=2)  # (S, Q): judged ones only
-        self.level_relevant = matrix.levels >= matrix.threshold
         self.own = []
         for s in range(n_s):
             q, rank = np.nonzero(matrix.elem_pair[s] >= 0)
             pair = matrix.elem_pair[s, q, rank]
             level = matrix.pair_level[pair]
-            gain = matrix.levels[level]
             total = np.zeros((self.n_l, n_q))
             np.add.at(total, (level, q), 1.0)
-            relevant = (gain >= matrix.threshold).astype(float)
-            self.own.append((q, pair, level, gain * discount[rank], relevant, total, relevant * reciprocal[rank]))
+            found = matrix.elem_orig_gain[s].copy()  # r's top k with every pair it retrieved judged
+            found[q, rank] = matrix.levels[level]
+            touched, row = np.unique(q, return_inverse=True)  # the topics where r retrieved a pair
+            self.own.append((q, rank, pair, level, total, found, touched, row))
 
     def order_histograms(self, first: np.ndarray, second: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
         """For one order: ``by_first[l, j, q]`` = pairs of grade l and topic q whose first position is < j
@@ -241,31 +241,11 @@ class _Fast:
         by_second[:, :, 1:, :] = np.cumsum(counts, axis=2)
         return by_first, by_second
 
-    def _own_cumulative(self, t: np.ndarray, q: np.ndarray, n_m: int, weights=None, keys=None) -> np.ndarray:
-        """(K, n_m, Q): per key, the weight of r's own pairs visible (t <= m) for m = 1..n_m."""
-        n_keys = self.n_l if keys is not None else 1
-        keys = keys if keys is not None else np.zeros_like(q)
+    def _own_cumulative(self, t: np.ndarray, q: np.ndarray, n_m: int, keys: np.ndarray) -> np.ndarray:
+        """(L, n_m, Q): per grade level, r's own pairs visible (t <= m) for m = 1..n_m."""
         index = (keys * (n_m + 2) + np.minimum(t, n_m + 1)) * self.n_q + q
-        counts = np.bincount(index, weights=weights, minlength=n_keys * (n_m + 2) * self.n_q)
-        return np.cumsum(counts.reshape(n_keys, n_m + 2, self.n_q), axis=1)[:, 1 : n_m + 1, :]
-
-    def _own_best(self, t: np.ndarray, q: np.ndarray, n_m: int, weights: np.ndarray) -> np.ndarray:
-        """(n_m, Q): per topic, the largest weight among r's own pairs visible (t <= m) for m = 1..n_m."""
-        best = np.zeros((self.n_q, n_m + 2))
-        np.maximum.at(best, (q, np.minimum(t, n_m + 1)), weights)
-        return np.maximum.accumulate(best, axis=1)[:, 1 : n_m + 1].T
-
-    def _ideal(self, per_level: np.ndarray) -> tuple[np.ndarray, np.ndarray]:
-        """Ideal DCG@depth and the number of relevant documents, from (L, M, Q) counts per grade."""
-        depth = len(self.ideal_cum) - 1
-        per_level = per_level.astype(np.int64)
-        start = np.cumsum(per_level, axis=0) - per_level
-        ideal = np.zeros(per_level.shape[1:])
-        for level, gain in enumerate(self.m.levels):  # a handful of grades: a loop beats tensordot here
-            end = np.minimum(start[level] + per_level[level], depth)
-            ideal += gain * (self.ideal_cum[end] - self.ideal_cum[np.minimum(start[level], depth)])
-        relevant = per_level[self.level_relevant].sum(axis=0)
-        return ideal, relevant
+        counts = np.bincount(index, minlength=self.n_l * (n_m + 2) * self.n_q)
+        return np.cumsum(counts.reshape(self.n_l, n_m + 2, self.n_q), axis=1)[:, 1 : n_m + 1, :]
 
     def system_curves(
         self, r: int, p: int, first: np.ndarray, second: np.ndarray, by_first: np.ndarray, by_second: np.ndarray
@@ -285,53 +265,66 @@ class _Fast:
             + by_second[:, p, ms + 1, :]
             + self.m.orig_level_counts[:, None, :]
         )
-        q, pair, level, dcg_w, hit_w, own_total, rr_w = self.own[r]
+        q, rank, pair, level, own_total, found, touched, row = self.own[r]
         f = first[pair]
         t = np.where(f == p, second[pair], f - (f > p) + 1)
-        dcg = self.dcg_orig[r] + self._own_cumulative(t, q, n_m, dcg_w)[0]
-        hits = self.hits_orig[r] + self._own_cumulative(t, q, n_m, hit_w)[0]
-        rr = np.maximum(self.rr_orig[r], self._own_best(t, q, n_m, rr_w))
-        with_r = pool + (own_total[:, None, :] - self._own_cumulative(t, q, n_m, keys=level))
-        dcg_r = self.dcg_orig[r] + np.bincount(q, weights=dcg_w, minlength=self.n_q)
-        hits_r = self.hits_orig[r] + np.bincount(q, weights=hit_w, minlength=self.n_q)
-        rr_r = np.maximum(self.rr_orig[r], self._own_best(np.ones_like(t), q, 1, rr_w)[0])
-        return (
-            _measures(dcg, hits, rr, *self._ideal(pool)),
-            _measures(*(np.broadcast_to(x, dcg.shape) for x in (dcg_r, hits_r, rr_r)), *self._ideal(with_r)),
-        )
+        with_r = pool + (own_total[:, None, :] - self._own_cumulative(t, q, n_m, level))
+        varying = np.repeat(self.m.elem_orig_gain[r][touched][None], n_m, axis=0)  # r's top k under D_{S_m} there
+        varying[:, row, rank] = np.where(t[None, :] <= ms[:, None], self.m.levels[level], 0.0)
+        return self._means(self.m.elem_orig_gain[r], pool, (touched, varying)), self._means(found, with_r)
+
+    def _means(
+        self, gains: np.ndarray, counts: np.ndarray, varying: tuple[np.ndarray, np.ndarray] | None = None
+    ) -> dict[str, np.ndarray]:
+        """Each measure's mean over topics per m, from r's top-k gains (Q x k; ``varying``: the topics where they
+        change with m, and their gains there, n_m x topics x k) and the sub-pools' judged grades as counts per grade
+        level (L x n_m x Q)."""
+        m, out = self.m, {}
+        judged = CountedGrades(m.levels, counts)
+        for measure in self.measures:
+            norm = judged.normaliser(measure, m.threshold)
+            top = gains[..., : measure.k]
+            values = np.array(np.broadcast_to(object_values(measure, top, norm, m.threshold), counts.shape[1:]))
+            if varying is not None:
+                topics, there = varying
+                part = None if norm is None else norm[:, topics]
+                values[:, topics] = object_values(measure, there[..., : measure.k], part, m.threshold)
+            out[measure.label] = values.mean(axis=-1)  # contiguous rows: equal values, equal means
+        return out
 
 
-def _measures(
-    dcg: np.ndarray, hits: np.ndarray, rr: np.ndarray, ideal: np.ndarray, relevant: np.ndarray
+def marginal_contribution(
+    matrix: LabelMatrix, orders: np.ndarray, measures: Sequence[Measure] | None = None
 ) -> dict[str, np.ndarray]:
-    """Mean over topics (axis -1) of Hit, nDCG, Recall and MRR from per-(m, topic) sums and reciprocal ranks."""
-    ndcg = np.divide(dcg, ideal, out=np.zeros_like(ideal), where=ideal > 0)
-    recall = np.divide(hits, relevant, out=np.zeros_like(ideal), where=relevant > 0)
-    return {"Hit": (hits > 0).mean(axis=-1), "nDCG": ndcg.mean(axis=-1), "Recall": recall.mean(axis=-1),
-            "MRR": rr.mean(axis=-1)}  # fmt: skip
-
-
-def marginal_contribution(matrix: LabelMatrix, orders: np.ndarray) -> dict[str, np.ndarray]:
-    """MC_m(r) for every order, system r and m = 1..S-1, keyed ``Hit@k``, ``nDCG@k``, ``Recall@k``, ``MRR@k``."""
+    """MC_m(r) for every order, system r and m = 1..S-1, keyed ``Hit@k``, ``nDCG@k``, ``Recall@k``, ``MRR@k``
+    (``measures``: any registered measures at cutoffs up to the matrix's depth instead)."""
     n_s = len(matrix.systems)
-    out = {name: np.zeros((len(orders), n_s, max(n_s - 1, 0))) for name in CURVE_MEASURES}
+    measures = list(measures) if measures is not None else parse_measures(at(CURVE_MEASURES, matrix.depth))
+    deeper = [m.label for m in measures if m.k > matrix.depth]
+    if deeper:
+        raise ValueError(f"the curves' pools are {matrix.depth} deep: {', '.join(deeper)} would read deeper")
+    out = {m.label: np.zeros((len(orders), n_s, max(n_s - 1, 0))) for m in measures}
     if n_s >= 2:
-        fast = _Fast(matrix)
+        fast = _Fast(matrix, measures)
         for o, order in enumerate(orders):
             position = _positions(order)
             first, second = matrix.first_two(position)
             by_first, by_second = fast.order_histograms(first, second)
             for r in range(n_s):
                 without_r, with_r = fast.system_curves(r, int(position[r]), first, second, by_first, by_second)
-                for name in CURVE_MEASURES:
-                    out[name][o, r] = np.abs(with_r[name] - without_r[name])
-    return {f"{name}@{matrix.depth}": v for name, v in out.items()}
+                for label in out:
+                    out[label][o, r] = np.abs(with_r[label] - without_r[label])
+    return out
 
 
-def compute_curves(matrix: LabelMatrix, n_orders: int = DEFAULT_ORDERS, seed: int = 0) -> Curves:
+def compute_curves(
+    matrix: LabelMatrix, n_orders: int = DEFAULT_ORDERS, seed: int = 0, measures: Sequence[Measure] | None = None
+) -> Curves:
+    """Growth and marginal contribution over ``n_orders`` seeded orders (``measures``: as
+    :func:`marginal_contribution`)."""
     orders = random_orders(len(matrix.systems), n_orders, seed)
     found, growth = growth_counts(matrix, orders)
-    return Curves(matrix.systems, orders, found, growth, marginal_contribution(matrix, orders))
+    return Curves(matrix.systems, orders, found, growth, marginal_contribution(matrix, orders, measures))
 
 
 # -- the straightforward computation (test oracle, benchmark baseline) ---------------------------
@@ -390,7 +383,8 @@ def marginal_contribution_reference(
     only_systems: Sequence[int] | None = None,
 ) -> dict[str, np.ndarray]:
     """MC_m(r) by building each sub-pool's qrels and scoring r with ir_measures (NaN for skipped systems)."""
-    from bridge.evaluation.scoring.trec_measures import per_query_scores, resolve_measures
+    from bridge.evaluation.scoring.providers import resolve_measures
+    from bridge.evaluation.scoring.trec_measures import per_query_scores
 
     systems = sorted(runs)
     n_s = len(systems)

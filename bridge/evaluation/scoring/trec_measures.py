@@ -1,4 +1,4 @@
-"""Measures through ir_measures with trec_eval semantics, the BRIDGE-compatible variants, and Hole@k.
+"""Measures through ir_measures with trec_eval semantics, every leaderboard column scored by its provider, and Hole@k.
 
 Runs are passed through :func:`bridge.core.trec.canonical_scores` first, so ties are broken as
 trec_eval breaks them (score descending, docid descending) whichever back-end ir_measures
@@ -8,49 +8,29 @@ answer scores 0 (and is reported), a query outside the topics is ignored (and re
 Judged@k is computed here (:func:`judged_at`, the quantity of ir_measures' ``judged`` provider,
 tested equal), the other measures by ir_measures, one evaluator per qrels set (:class:`Scorer`).
 
-Measure names: any ir_measures string (``nDCG@10``, ``P(rel=2)@5``, ``AP``), plus the aliases
-``Hit@k`` (= ``Success@k``), ``Recall@k`` (= ``R@k``) and ``MRR@k`` (= ``RR@k``). On a dataset
-whose relevance threshold is above 1 (dl19: grade >= 2), binary measures that accept ``rel=``
-get it implicitly. ``BRIDGE-<name>@k`` selects the BRIDGE authors' script semantics
-(:mod:`bridge.evaluation.scoring.bridge_compat`), which are not trec_eval's and are labelled as such.
+Measure names and who computes each column (ir_measures, a registered measure's object, the BRIDGE authors' script):
+:mod:`bridge.evaluation.scoring.providers`; :class:`SpecScorer` scores a column list by its providers. On a dataset
+whose relevance threshold is above 1 (dl19: grade >= 2), binary measures that accept ``rel=`` get it implicitly.
+``BRIDGE-<name>@k`` selects the BRIDGE authors' script semantics (:mod:`bridge.evaluation.scoring.bridge_compat`),
+which are not trec_eval's and are labelled as such.
 """
 
 from __future__ import annotations
 
-import re
 from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass
 
 import ir_measures
 import numpy as np
 
-from bridge.core.errors import InputError
 from bridge.core.measures import COMPARED, LEADERBOARD
 from bridge.core.trec import Qrels, Run, canonical_scores, top_k
-from bridge.estimate.measures import MEASURES, aliases, labels
+from bridge.estimate.measures import MEASURES, aliases
+from bridge.evaluation.scoring.bridge_compat import compat_scores
+from bridge.evaluation.scoring.providers import COMPAT_PREFIX, IR_MEASURES, OBJECT, MeasureSpec, ObjectScorer
 
 DEFAULT_MEASURES = tuple(f"{aliases().get(name, name)}@10" for name in COMPARED)
 """What :func:`evaluate` scores by default, as ir_measures names (Success@10, nDCG@10, R@10)."""
-COMPAT_PREFIX = "BRIDGE-"
-
-
-@dataclass(frozen=True)
-class MeasureSpec:
-    """One leaderboard column: what the user reads (``label``) and what is computed (``measure``)."""
-
-    label: str
-    """Shown in reports and CSV files: ``Hit@10``, ``nDCG@10``, ``BRIDGE-nDCG@10``."""
-    measure: str
-    """The ir_measures string evaluated (``Success(rel=2)@10``), or the compat name (``BRIDGE-nDCG@10``)."""
-    compat: bool = False
-    """BRIDGE script semantics (non-standard; for comparison with published BRIDGE numbers only)."""
-    diagnostic: bool = False
-    """Describes the judgments rather than the system (Judged@k): no significance tests or rank correlations."""
-
-    @property
-    def tested(self) -> bool:
-        """Part of significance tests and rank-correlation summaries."""
-        return not (self.compat or self.diagnostic)
 
 
 def ir_measures_of(names: Iterable[str]) -> list[ir_measures.Measure]:
@@ -63,41 +43,6 @@ def default_measure_names(k: int = 10, bridge_compat: bool = False) -> list[str]
     if bridge_compat:
         names += [f"{COMPAT_PREFIX}{name}@{k}" for name in ("Hit", "nDCG", "Recall")]
     return names
-
-
-def resolve_measure(name: str, threshold: int = 1) -> MeasureSpec:
-    """A user's measure name as a :class:`MeasureSpec`; raise :class:`InputError` if unknown."""
-    name = name.strip()
-    if name.startswith(COMPAT_PREFIX):
-        from bridge.evaluation.scoring.bridge_compat import parse_compat
-
-        parse_compat(name)  # validates
-        return MeasureSpec(name, name, compat=True)
-    try:
-        names = aliases()
-        alias = re.compile(r"^(" + "|".join(names) + r")(?=[@(]|$)")
-        measure = ir_measures.parse_measure(alias.sub(lambda m: names[m.group(1)], name))
-    except (ValueError, NameError, SyntaxError, TypeError, AttributeError) as exc:
-        raise InputError(f"unknown measure {name!r} ({exc})", field="measures") from None
-    label = _label(measure)
-    if threshold > 1 and "rel" in measure.SUPPORTED_PARAMS and "rel" not in measure.params:
-        measure = measure(rel=threshold)
-    return MeasureSpec(label, str(measure), diagnostic=measure.NAME == "Judged")
-
-
-def resolve_measures(names: Iterable[str], threshold: int = 1) -> list[MeasureSpec]:
-    specs = [resolve_measure(n, threshold) for n in names if n.strip()]
-    labels = [s.label for s in specs]
-    duplicates = sorted({label for label in labels if labels.count(label) > 1})
-    if duplicates:
-        raise InputError(f"measure(s) given twice: {', '.join(duplicates)}", field="measures")
-    return specs
-
-
-def _label(measure: ir_measures.Measure) -> str:
-    text = str(measure)
-    name = measure.NAME
-    return labels().get(name, name) + text[len(name) :] if text.startswith(name) else text
 
 
 @dataclass(frozen=True)
@@ -184,32 +129,54 @@ def evaluate(run: Run, qrels: Qrels, topics: Sequence[str], measures: Sequence[s
     return Scorer(qrels, topics, measures).evaluate(run)
 
 
+class SpecScorer:
+    """Per-topic values of leaderboard columns under one qrels set over exactly ``topics``, each column computed by
+    its provider (:class:`MeasureSpec`): ir_measures (one :class:`Scorer`), the registered measures' objects (one
+    :class:`bridge.evaluation.scoring.providers.ObjectScorer`) or the BRIDGE script. Built once per qrels set."""
+
+    def __init__(self, qrels: Qrels, topics: Sequence[str], specs: Sequence[MeasureSpec], threshold: int = 1) -> None:
+        self.qrels, self.topics, self.specs, self.threshold = qrels, list(topics), list(specs), threshold
+        standard = [s.measure for s in specs if s.provider == IR_MEASURES]
+        self.scorer = Scorer(qrels, topics, standard) if standard else None
+        objects = [m for m in (s.estimated(threshold) for s in specs if s.provider == OBJECT) if m is not None]
+        self.objects = ObjectScorer(qrels, topics, objects, threshold) if objects else None
+
+    def prepare(self, run: Run) -> Run | None:
+        """What ir_measures reads of ``run`` (:meth:`Scorer.prepare`; None without ir_measures' columns)."""
+        return self.scorer.prepare(run) if self.scorer is not None else None
+
+    def evaluate(self, run: Run, prepared: Run | None = None) -> dict[str, np.ndarray]:
+        """label -> per-topic values in ``topics`` order (NaN where a compat measure skips a topic); ``prepared``:
+        :meth:`prepare` of ``run``, where the caller has it."""
+        out: dict[str, np.ndarray] = {}
+        if self.scorer is not None:
+            result = self.scorer.evaluate(run, prepared)
+            for spec in self.specs:
+                if spec.provider == IR_MEASURES:
+                    values = result.per_query[spec.measure]
+                    out[spec.label] = np.array([values[q] for q in self.topics], dtype=float)
+        if self.objects is not None:
+            out.update(self.objects.evaluate(run))
+        for spec in self.specs:
+            if spec.compat:
+                out[spec.label] = compat_scores(spec.measure, run, self.qrels, self.topics, self.threshold)
+        return out
+
+
 def per_query_scores(
     run: Run,
     qrels: Qrels,
     topics: Sequence[str],
     specs: Sequence[MeasureSpec],
     threshold: int = 1,
-    scorer: Scorer | None = None,
+    scorer: SpecScorer | None = None,
     prepared: Run | None = None,
 ) -> dict[str, np.ndarray]:
     """label -> per-topic values in ``topics`` order (NaN where a compat measure skips a topic). ``scorer``: the
-    :class:`Scorer` of the specs' standard measures under ``qrels`` when scoring many runs; ``prepared``: its
-    :meth:`Scorer.prepare` of ``run``."""
-    from bridge.evaluation.scoring.bridge_compat import compat_scores
-
-    out: dict[str, np.ndarray] = {}
-    standard = [s for s in specs if not s.compat]
-    if standard:
-        scorer = scorer if scorer is not None else Scorer(qrels, topics, [s.measure for s in standard])
-        result = scorer.evaluate(run, prepared)
-        for spec in standard:
-            values = result.per_query[spec.measure]
-            out[spec.label] = np.array([values[q] for q in topics], dtype=float)
-    for spec in specs:
-        if spec.compat:
-            out[spec.label] = compat_scores(spec.measure, run, qrels, topics, threshold)
-    return out
+    :class:`SpecScorer` of the specs under ``qrels`` when scoring many runs; ``prepared``: its
+    :meth:`SpecScorer.prepare` of ``run``."""
+    scorer = scorer if scorer is not None else SpecScorer(qrels, topics, specs, threshold)
+    return scorer.evaluate(run, prepared)
 
 
 def hole_rate(
