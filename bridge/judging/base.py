@@ -307,6 +307,47 @@ def build_judge(spec: JudgeSpec, context: JudgeContext) -> Judge:
     return entry.factory(spec, context)
 
 
+@dataclass(frozen=True)
+class Decider:
+    """Who decided a pair, as its record names it: the judge, its configuration, the model and the stage (the judge's
+    name where it is its own stage)."""
+
+    judge: str
+    config_id: str
+    model: str = ""
+    stage: str = ""
+
+
+def judge_record(
+    case: Case,
+    label: int | None,
+    route: str,
+    by: Decider,
+    details: dict[str, Any] | None = None,
+    p_yes: float | None = None,
+    usage: Usage | None = None,
+    rounds: list[dict[str, Any]] | None = None,
+) -> LabelRecord:
+    """The one way a judge writes its record of a pair: the pair's own facts (ids, the systems that ranked it, its best
+    rank) from its case, the decision and who made it from the judge."""
+    return LabelRecord(
+        qid=case.qid,
+        docid=case.docid,
+        label=label,
+        route=route,
+        judge=by.judge,
+        config_id=by.config_id,
+        model=by.model,
+        rounds=rounds if rounds is not None else [],
+        details=details if details is not None else {},
+        p_yes=p_yes,
+        usage=usage if usage is not None else Usage(),
+        systems=list(case.systems),
+        min_rank=case.min_rank,
+        stage=by.stage or by.judge,
+    )
+
+
 def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:
     """The cases of pool entries (query text, answers, document contents), in order."""
     queries = {q.qid: q for q in dataset.queries}

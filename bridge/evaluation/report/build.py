@@ -20,6 +20,7 @@ from bridge.evaluation.report.hard_label_sections import hard_label_blocks
 from bridge.evaluation.report.reusability_sections import reusability_blocks
 from bridge.evaluation.report.sections import HARD_LABELS
 from bridge.evaluation.report.trust import trust_blocks
+from bridge.evaluation.scoring.providers import OBJECT, MeasureSpec
 
 
 def build_blocks(
@@ -47,7 +48,7 @@ def build_blocks(
                 "qrels sets: " + ", ".join(_qrels_summary(result, q) for q in scores.qrels_names),
                 f"relevance threshold for binary measures and holes: grade >= {inputs.threshold}",
                 f"measures: {', '.join(s.label for s in scores.specs)} (ir_measures / trec_eval semantics; ties broken "
-                "by score descending, then docid descending, as trec_eval)",
+                "by score descending, then docid descending, as trec_eval)" + _own_measures(scores.specs),
                 f"settings: k={config.k}, {_significance_setting(config)}, {config.orders} curve orders, "
                 f"seed {config.seed}",
             )
@@ -145,3 +146,9 @@ def _definitions(result: EvalResult) -> list[Block]:
             "gold documents (not cut at k), a hit is recall > 0, and topics without gold are skipped."
         )
     return [Heading("Definitions"), Bullets(tuple(items))]
+
+
+def _own_measures(specs: Sequence[MeasureSpec]) -> str:
+    """The measures ir_measures does not know, computed by their registered objects in the same tie order."""
+    own = [s.label for s in specs if s.provider == OBJECT]
+    return f"; {', '.join(own)} computed by the registered measure, not ir_measures" if own else ""

@@ -52,12 +52,14 @@ from bridge.encoders.precision import cpu_label
 from bridge.estimate.calibration import Calibration, PairFacts, pool_candidates
 from bridge.judging.base import (
     Case,
+    Decider,
     Judge,
     Preparable,
     Preparation,
     Prepared,
     Reply,
     cases_for,
+    judge_record,
     usage_of,
 )
 from bridge.judging.fitting.hole_calibration import calibration_lines, fit_hole_calibration
@@ -469,18 +471,5 @@ class AnswerContextJudge:
         """The judge's record of a pair (``model``: default the LLM's id, if it has one)."""
         if model is None:
             model = self.llm.model_id if self.llm is not None else ""
-        return LabelRecord(
-            qid=case.qid,
-            docid=case.docid,
-            label=label,
-            route=route,
-            judge=self.name,
-            config_id=self.config_id,
-            model=model,
-            details=details,
-            systems=list(case.systems),
-            min_rank=case.min_rank,
-            stage=self.stage,
-            p_yes=p_yes,
-            usage=usage_of(responses),
-        )
+        by = Decider(self.name, self.config_id, model, self.stage)
+        return judge_record(case, label, route, by, details, p_yes, usage_of(responses))

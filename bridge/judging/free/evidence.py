@@ -30,7 +30,7 @@ from typing import Literal
 
 from bridge.core.label_records import LabelRecord
 from bridge.datasets import Dataset
-from bridge.judging.base import Case, Judge, WrapsJudge
+from bridge.judging.base import Case, Decider, Judge, WrapsJudge, judge_record
 
 EVIDENCE_VERSION = "answer-match-1"
 """Changes whenever the matching rules change; part of every evidence-stage configuration id."""
@@ -282,20 +282,9 @@ class EvidenceStage(WrapsJudge):
             matched = self.matches(case)
             found[(case.qid, case.docid)] = matched
             if matched is not None and not matched and self.config.mode == "gate":
+                details = {"evidence": {"mode": self.config.mode, "matched": []}}
                 on_record(
-                    LabelRecord(
-                        qid=case.qid,
-                        docid=case.docid,
-                        label=0,
-                        route="answer-absent",
-                        judge=self.name,
-                        config_id=config_id,
-                        model="",
-                        details={"evidence": {"mode": self.config.mode, "matched": []}},
-                        systems=list(case.systems),
-                        min_rank=case.min_rank,
-                        stage=self.stage,
-                    )
+                    judge_record(case, 0, "answer-absent", Decider(self.name, config_id, "", self.stage), details)
                 )
             else:
                 forward.append(case if not matched else replace(case, evidence=matched))

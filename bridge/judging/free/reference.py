@@ -19,7 +19,7 @@ from pathlib import Path
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord
 from bridge.core.trec import Qrels, read_qrels
-from bridge.judging.base import Case, JudgeContext, JudgeSpec, register_judge
+from bridge.judging.base import Case, Decider, JudgeContext, JudgeSpec, judge_record, register_judge
 from bridge.judging.settings import option
 
 
@@ -51,20 +51,7 @@ class RandomConfig:
 def _record(
     case: Case, label: int | None, route: str, judge: str, config_id: str, details: dict, p_yes: float | None = None
 ) -> LabelRecord:
-    return LabelRecord(
-        qid=case.qid,
-        docid=case.docid,
-        label=label,
-        route=route,
-        judge=judge,
-        config_id=config_id,
-        model="",
-        details=details,
-        systems=list(case.systems),
-        min_rank=case.min_rank,
-        stage=judge,
-        p_yes=p_yes,
-    )
+    return judge_record(case, label, route, Decider(judge, config_id), details, p_yes)
 
 
 class QrelsJudge:

@@ -29,7 +29,7 @@ from bridge.core.label_records import LabelRecord
 from bridge.datasets import Dataset
 from bridge.encoders.embeddings import PassageEmbeddings
 from bridge.estimate.calibration import ADAPTER, Calibration, PairFacts, prior_logit
-from bridge.judging.base import Case, Judge, Preparable, Preparation, Prepared
+from bridge.judging.base import Case, Decider, Judge, Preparable, Preparation, Prepared, judge_record
 from bridge.judging.fitting.hole_calibration import known_pair_calibration
 from bridge.judging.fitting.metrics import Agreement, agreement_of
 from bridge.judging.learned.topic_models import (
@@ -257,15 +257,13 @@ class TopicAdapterJudge:
 
     def _record(self, case: Case, p: float, model: TopicModel, route: TopicRoute, config_id: str) -> LabelRecord:
         cv = route.cv
-        return LabelRecord(
-            qid=case.qid,
-            docid=case.docid,
-            label=int(p >= 0.5),
-            route="adapter",
-            judge=self.name,
-            config_id=config_id,
-            model=f"{self.config.family}:{self.config.encoder}",
-            details={
+        by = Decider(self.name, config_id, f"{self.config.family}:{self.config.encoder}", self.stage)
+        return judge_record(
+            case,
+            int(p >= 0.5),
+            "adapter",
+            by,
+            {
                 "adapter": {
                     "model_key": model.key,
                     "family": model.family,
@@ -276,10 +274,7 @@ class TopicAdapterJudge:
                     "cv_kappa": cv.kappa if cv else None,
                 }
             },
-            p_yes=p,
-            systems=list(case.systems),
-            min_rank=case.min_rank,
-            stage=self.stage,
+            p,
         )
 
     # -- the adapter's own audit -----------------------------------------------------------------

@@ -43,11 +43,13 @@ from bridge.datasets import Dataset
 from bridge.estimate.calibration import Calibration, PairFacts
 from bridge.judging.base import (
     Case,
+    Decider,
     Judge,
     JudgeContext,
     Preparable,
     Preparation,
     Prepared,
+    judge_record,
     register_judge,
     usage_of,
 )
@@ -231,11 +233,9 @@ class _ExemplarStage:
         p: float | None,
         usage: Usage | None = None,
     ) -> LabelRecord:
-        return LabelRecord(
-            qid=case.qid, docid=case.docid, label=label, route=route, judge=self.name, config_id=config_id,
-            model=self.model_id, details=details, p_yes=p, usage=usage or Usage(), systems=list(case.systems),
-            min_rank=case.min_rank, stage=self.stage,
-        )  # fmt: skip
+        return judge_record(
+            case, label, route, Decider(self.name, config_id, self.model_id, self.stage), details, p, usage
+        )
 
 
 class ExemplarJudge(_ExemplarStage):

@@ -24,10 +24,12 @@ from typing import Any, Literal
 from bridge.core.label_records import LabelRecord
 from bridge.judging.base import (
     Case,
+    Decider,
     JudgeContext,
     JudgeSpec,
     ParseError,
     ask_with_repair,
+    judge_record,
     parse_json_object,
     register_judge,
     usage_of,
@@ -313,21 +315,15 @@ class DebateEngine:
 
     def _record(self, d: _Debate, label: int | None, route: str, details: dict[str, Any] | None = None) -> LabelRecord:
         first = d.rounds[0].turn(AGENT_A) if d.rounds else None
-        return LabelRecord(
-            qid=d.case.qid,
-            docid=d.case.docid,
-            label=label,
-            route=route,
-            judge=self.name,
-            config_id=self.config_id,
-            model=self.llm.model_id,
-            rounds=[{"round": r.number, "agents": [_turn_json(t) for t in r.turns]} for r in d.rounds],
+        return judge_record(
+            d.case,
+            label,
+            route,
+            Decider(self.name, self.config_id, self.llm.model_id),
             details={**d.cut, **(details or {})},
             p_yes=first.p_yes if first else None,
             usage=usage_of(d.responses),
-            systems=list(d.case.systems),
-            min_rank=d.case.min_rank,
-            stage=self.name,
+            rounds=[{"round": r.number, "agents": [_turn_json(t) for t in r.turns]} for r in d.rounds],
         )
 
 

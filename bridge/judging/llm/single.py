@@ -15,6 +15,7 @@ from typing import Any, ClassVar
 from bridge.core.label_records import LabelRecord, Usage
 from bridge.judging.base import (
     Case,
+    Decider,
     Judge,
     JudgeContext,
     JudgeSpec,
@@ -23,6 +24,7 @@ from bridge.judging.base import (
     Reply,
     WrapsJudge,
     ask_with_repair,
+    judge_record,
     parse_json_object,
     register_judge,
     usage_of,
@@ -136,21 +138,8 @@ class _SingleCallJudge:
             **self.fitted(case).details(),
             "prompt": request_key(self.llm.model_id, self.request(case))[:16],
         }
-        return LabelRecord(
-            qid=case.qid,
-            docid=case.docid,
-            label=label,
-            route=route,
-            judge=self.name,
-            config_id=self.config_id,
-            model=self.llm.model_id,
-            details=details,
-            p_yes=details.get("p_yes"),
-            usage=usage_of(reply.responses),
-            systems=list(case.systems),
-            min_rank=case.min_rank,
-            stage=self.name,
-        )
+        by = Decider(self.name, self.config_id, self.llm.model_id)
+        return judge_record(case, label, route, by, details, details.get("p_yes"), usage_of(reply.responses))
 
     def judge(self, cases: Sequence[Case], on_record: Callable[[LabelRecord], None]) -> None:
         for case, reply in zip(cases, self.ask(cases), strict=True):
@@ -257,19 +246,8 @@ class PrefilteredJudge(WrapsJudge):
             ]
             spent[key] = usage_of([resp for r in replies for resp in r.responses])
             if all(r.value is not None and r.value["is_supported"] is False for r in replies):
-                record = LabelRecord(
-                    qid=case.qid,
-                    docid=case.docid,
-                    label=0,
-                    route="prefiltered",
-                    judge=self.name,
-                    config_id=config_id,
-                    model=self.voters[0].llm.model_id,
-                    systems=list(case.systems),
-                    min_rank=case.min_rank,
-                    stage="prefilter",
-                )
-                on_record(replace(record, details={"prefilter": votes[key]}, usage=spent[key]))
+                by = Decider(self.name, config_id, self.voters[0].llm.model_id, "prefilter")
+                on_record(judge_record(case, 0, "prefiltered", by, {"prefilter": votes[key]}, usage=spent[key]))
             else:
                 survivors.append(case)
 
