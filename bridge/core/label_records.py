@@ -11,7 +11,7 @@ from __future__ import annotations
 from collections.abc import Collection, Iterable, Mapping, Sequence
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
+from typing import Any, Protocol
 
 from bridge.core.errors import InputError
 from bridge.core.fsio import read_jsonl
@@ -46,6 +46,19 @@ class Usage:
         )
 
 
+class PoolPair(Protocol):
+    """What a record takes from the pair it judges (:class:`bridge.judging.base.Case`)."""
+
+    @property
+    def qid(self) -> str: ...
+    @property
+    def docid(self) -> str: ...
+    @property
+    def systems(self) -> tuple[str, ...]: ...
+    @property
+    def min_rank(self) -> int | None: ...
+
+
 @dataclass(frozen=True)
 class LabelRecord:
     qid: str
@@ -73,6 +86,11 @@ class LabelRecord:
 
     def to_json(self) -> dict[str, Any]:
         return asdict(self)
+
+    @classmethod
+    def of_pair(cls, pair: PoolPair, **fields: Any) -> LabelRecord:
+        """The record of a judged pair: its ids, the systems that retrieved it and its best rank, with ``fields``."""
+        return cls(qid=pair.qid, docid=pair.docid, systems=list(pair.systems), min_rank=pair.min_rank, **fields)
 
     @classmethod
     def from_json(cls, data: Mapping[str, Any], path: Path | None = None, line: int | None = None) -> LabelRecord:

@@ -282,21 +282,13 @@ class EvidenceStage(WrapsJudge):
             matched = self.matches(case)
             found[(case.qid, case.docid)] = matched
             if matched is not None and not matched and self.config.mode == "gate":
+                details = {"evidence": {"mode": self.config.mode, "matched": []}}
                 on_record(
-                    LabelRecord(
-                        qid=case.qid,
-                        docid=case.docid,
-                        label=0,
-                        route="answer-absent",
-                        judge=self.name,
-                        config_id=config_id,
-                        model="",
-                        details={"evidence": {"mode": self.config.mode, "matched": []}},
-                        systems=list(case.systems),
-                        min_rank=case.min_rank,
-                        stage=self.stage,
+                    LabelRecord.of_pair(
+                        case, label=0, route="answer-absent", judge=self.name, config_id=config_id, model="",
+                        details=details, stage=self.stage,
                     )
-                )
+                )  # fmt: skip
             else:
                 forward.append(case if not matched else replace(case, evidence=matched))
 

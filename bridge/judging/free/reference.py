@@ -51,20 +51,10 @@ class RandomConfig:
 def _record(
     case: Case, label: int | None, route: str, judge: str, config_id: str, details: dict, p_yes: float | None = None
 ) -> LabelRecord:
-    return LabelRecord(
-        qid=case.qid,
-        docid=case.docid,
-        label=label,
-        route=route,
-        judge=judge,
-        config_id=config_id,
-        model="",
-        details=details,
-        systems=list(case.systems),
-        min_rank=case.min_rank,
-        stage=judge,
+    return LabelRecord.of_pair(
+        case, label=label, route=route, judge=judge, config_id=config_id, model="", details=details, stage=judge,
         p_yes=p_yes,
-    )
+    )  # fmt: skip
 
 
 class QrelsJudge:

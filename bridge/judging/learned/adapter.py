@@ -257,9 +257,8 @@ class TopicAdapterJudge:
 
     def _record(self, case: Case, p: float, model: TopicModel, route: TopicRoute, config_id: str) -> LabelRecord:
         cv = route.cv
-        return LabelRecord(
-            qid=case.qid,
-            docid=case.docid,
+        return LabelRecord.of_pair(
+            case,
             label=int(p >= 0.5),
             route="adapter",
             judge=self.name,
@@ -277,8 +276,6 @@ class TopicAdapterJudge:
                 }
             },
             p_yes=p,
-            systems=list(case.systems),
-            min_rank=case.min_rank,
             stage=self.stage,
         )
 

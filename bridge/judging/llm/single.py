@@ -147,9 +147,8 @@ class _SingleCallJudge:
             **self.fitted(case).details(),
             "prompt": request_key(self.llm.model_id, self.request(case))[:16],
         }
-        return LabelRecord(
-            qid=case.qid,
-            docid=case.docid,
+        return LabelRecord.of_pair(
+            case,
             label=label,
             route=route,
             judge=self.name,
@@ -158,8 +157,6 @@ class _SingleCallJudge:
             details=details,
             p_yes=details.get("p_yes"),
             usage=usage_of(reply.responses),
-            systems=list(case.systems),
-            min_rank=case.min_rank,
             stage=self.name,
         )
 
@@ -275,19 +272,13 @@ class PrefilteredJudge(WrapsJudge):
             ]
             spent[key] = usage_of([resp for r in replies for resp in r.responses])
             if all(r.value is not None and r.value["is_supported"] is False for r in replies):
-                record = LabelRecord(
-                    qid=case.qid,
-                    docid=case.docid,
-                    label=0,
-                    route="prefiltered",
-                    judge=self.name,
-                    config_id=config_id,
-                    model=self.voters[0].llm.model_id,
-                    systems=list(case.systems),
-                    min_rank=case.min_rank,
-                    stage="prefilter",
-                )
-                on_record(replace(record, details={"prefilter": votes[key]}, usage=spent[key]))
+                model = self.voters[0].llm.model_id
+                on_record(
+                    LabelRecord.of_pair(
+                        case, label=0, route="prefiltered", judge=self.name, config_id=config_id, model=model,
+                        details={"prefilter": votes[key]}, usage=spent[key], stage="prefilter",
+                    )
+                )  # fmt: skip
             else:
                 survivors.append(case)
 
