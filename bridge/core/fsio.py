@@ -12,11 +12,13 @@ import json
 import logging
 import os
 import tempfile
-from collections.abc import Iterator, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from pathlib import Path
-from typing import IO, Any
+from typing import IO, Any, TypeVar
 
 log = logging.getLogger(__name__)
+
+T = TypeVar("T")
 
 
 @contextlib.contextmanager
@@ -166,8 +168,14 @@ def _warn_torn(path: Path, lineno: int) -> None:
 
 def read_utf8(path: str | Path) -> str:
     """A text file's content; bytes that are not UTF-8 are one :class:`InputError` naming the line."""
+    return read_decoded(lambda p: p.read_text(encoding="utf-8"), path)
+
+
+def read_decoded(reader: Callable[[Path], T], path: str | Path) -> T:
+    """``reader(path)`` (a reader that decodes the file as UTF-8); bytes that are not UTF-8 are one
+    :class:`InputError` naming the line (:func:`decode_error`)."""
     try:
-        return Path(path).read_text(encoding="utf-8")
+        return reader(Path(path))
     except UnicodeDecodeError:
         raise decode_error(path) from None
 

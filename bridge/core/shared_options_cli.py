@@ -56,6 +56,24 @@ def add_common_options(parser: argparse.ArgumentParser) -> None:
     parser.add_argument("--quiet", "-q", action="store_true", help="no progress bars or info logs")
 
 
+def add_command(
+    sub: argparse._SubParsersAction,
+    name: str,
+    help: str,
+    description: str | None = None,
+    *,
+    wrap: bool = False,
+    common: bool = True,
+) -> argparse.ArgumentParser:
+    """A subcommand, with the options every command shares unless ``common`` is false (a command whose actions carry
+    them). Its description is printed as written (its own line breaks), or with ``wrap`` rewrapped by argparse."""
+    raw = {} if wrap else {"formatter_class": argparse.RawDescriptionHelpFormatter}
+    p = sub.add_parser(name, help=help, description=description, **raw)
+    if common:
+        add_common_options(p)
+    return p
+
+
 def workspace_from_args(args: argparse.Namespace) -> Workspace:
     return Workspace(args.data_dir, args.runs_dir, args.qrels_dir, args.reports_dir, args.cache_dir)
 

@@ -17,7 +17,7 @@ from operator import itemgetter
 from pathlib import Path
 
 from bridge.core.errors import InputError
-from bridge.core.fsio import atomic_write, decode_error
+from bridge.core.fsio import atomic_write, read_decoded
 
 Run = dict[str, dict[str, float]]
 """qid -> docid -> score (the shape ir_measures and pytrec_eval take)."""
@@ -55,10 +55,7 @@ def canonical_scores(run: Mapping[str, Mapping[str, float]], depth: int | None =
 
 def read_run(path: str | Path) -> Run:
     """Read a TREC run; raise :class:`InputError` naming file, line and problem (bytes that are not UTF-8 too)."""
-    try:
-        return _read_run(Path(path))
-    except UnicodeDecodeError:
-        raise decode_error(path) from None
+    return read_decoded(_read_run, path)
 
 
 def _read_run(path: Path) -> Run:
@@ -96,12 +93,20 @@ def _read_run(path: Path) -> Run:
             size = len(docs)
             docs[docid] = value
             if len(docs) == size:
-                raise InputError(
-                    f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {_first_line(path, qid, docid)}",
-                    path=path,
-                    line=lineno,
-                )
+                raise duplicate_pair(qid, docid, _first_line(path, qid, docid), path, lineno)
     return run
+
+
+def duplicate_pair(qid: str, docid: str, first: int, path: Path, line: int) -> InputError:
+    """A (qid, docid) that a file (run, qrels, pool) holds twice: the error naming both lines."""
+    return InputError(f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {first}", path=path, line=line)
+
+
+def note_pair(seen_at: dict[tuple[str, str], int], qid: str, docid: str, path: Path, line: int) -> None:
+    """Note the line a file holds (qid, docid) on; raise :func:`duplicate_pair`'s error where it held it before."""
+    first = seen_at.setdefault((qid, docid), line)
+    if first != line:
+        raise duplicate_pair(qid, docid, first, path, line)
 
 
 def _first_line(path: Path, qid: str, docid: str) -> int:
@@ -134,10 +139,7 @@ def write_run(run: Mapping[str, Mapping[str, float]], path: str | Path, tag: str
 
 def read_qrels(path: str | Path) -> Qrels:
     """Read TREC qrels ``qid iter docid rel``; raise :class:`InputError` on any malformed line or bad bytes."""
-    try:
-        return _read_qrels(Path(path))
-    except UnicodeDecodeError:
-        raise decode_error(path) from None
+    return read_decoded(_read_qrels, path)
 
 
 def _read_qrels(path: Path) -> Qrels:
@@ -159,14 +161,7 @@ def _read_qrels(path: Path) -> Qrels:
                 raise InputError(
                     f"relevance {rel!r} is not an integer", path=path, line=lineno, field="relevance"
                 ) from None
-            key = (qid, docid)
-            if key in seen_at:
-                raise InputError(
-                    f"duplicate (qid, docid) ({qid}, {docid}), first seen on line {seen_at[key]}",
-                    path=path,
-                    line=lineno,
-                )
-            seen_at[key] = lineno
+            note_pair(seen_at, qid, docid, path, lineno)
             qrels.setdefault(qid, {})[docid] = grade
     return qrels
 

@@ -15,7 +15,7 @@ from pathlib import Path
 
 from bridge.core.errors import MissingDataError
 from bridge.core.label_records import lift_new_labels
-from bridge.core.shared_options_cli import add_common_options, workspace_from_args
+from bridge.core.shared_options_cli import add_command, workspace_from_args
 from bridge.core.trec import Qrels
 from bridge.datasets.bridge_rows import BridgeRow, IdIssue, write_bridge_file
 from bridge.datasets.options_cli import dataset_from_args
@@ -36,13 +36,8 @@ reports/<ds>/bridge-export/<ds>_test.jsonl. The file is written atomically.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "export",
-        help="write the augmented qrels in another benchmark's layout (--format bridge: BRIDGE JSONL)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_common_options(p)
+    help = "write the augmented qrels in another benchmark's layout (--format bridge: BRIDGE JSONL)"
+    p = add_command(sub, "export", help, DESCRIPTION)
     p.add_argument("--format", choices=FORMATS, default="bridge", help="output layout (default: bridge)")
     p.add_argument("--out", type=Path, default=None, help="output file (default: reports/<ds>/bridge-export/...)")
     p.set_defaults(func=cmd_export)

@@ -13,8 +13,9 @@ from __future__ import annotations
 import gzip
 import hashlib
 import json
-from collections.abc import Iterator
+from collections.abc import Iterable, Iterator
 from pathlib import Path
+from typing import Any
 
 from bridge.core.errors import InputError
 from bridge.core.fsio import read_jsonl
@@ -39,6 +40,23 @@ DESCRIPTIONS = {
     "preprocessed text); original qrels: the graded 2-1-0 links",
 }
 """What each named dataset is (the report's header)."""
+
+
+def _named(
+    name: str, docs: dict[str, Document], queries: Iterable[Query], qrels: Qrels, files: Iterable[Path], **more: Any
+) -> Dataset:
+    """A named dataset read into memory: its name is its slug, its description :data:`DESCRIPTIONS`'s, its
+    fingerprint that of the ``files`` it was read from."""
+    return Dataset(
+        name=name,
+        slug=name,
+        corpus=DictCorpus(docs),
+        queries=tuple(queries),
+        qrels=qrels,
+        fingerprint=fingerprint(*files),
+        description=DESCRIPTIONS[name],
+        **more,
+    )
 
 
 @NAMED.register("nq")
@@ -91,14 +109,12 @@ def load_nq(data_dir: Path) -> Dataset:
                     line=lineno + 1,
                     field="question",
                 )
-    return Dataset(
-        name="nq",
-        slug="nq",
-        corpus=DictCorpus(docs),
-        queries=tuple(queries),
-        qrels=qrels,
-        fingerprint=fingerprint(oracle, distractor_file),
-        description=DESCRIPTIONS["nq"],
+    return _named(
+        "nq",
+        docs,
+        queries,
+        qrels,
+        (oracle, distractor_file),
         known_negatives={qid: tuple(d for d in ids if d not in qrels[qid]) for qid, ids in distractors.items()},
         candidate_lists={
             qid: (*qrels[qid], *(d for d in ids if d not in qrels[qid])) for qid, ids in distractors.items()
@@ -133,16 +149,7 @@ def load_dl19(data_dir: Path) -> Dataset:
         if "docid" not in row or "doc" not in row:
             raise InputError("expected fields 'docid' and 'doc'", path=docs_file, line=lineno)
         docs[str(row["docid"])] = Document(str(row["docid"]), "", row["doc"])
-    return Dataset(
-        name="dl19",
-        slug="dl19",
-        corpus=DictCorpus(docs),
-        queries=tuple(queries),
-        qrels=qrels,
-        fingerprint=fingerprint(qrels_file, queries_file, docs_file),
-        description=DESCRIPTIONS["dl19"],
-        relevance_threshold=2,
-    )
+    return _named("dl19", docs, queries, qrels, (qrels_file, queries_file, docs_file), relevance_threshold=2)
 
 
 def _read_id_text(path: Path) -> Iterator[tuple[int, str, str]]:
@@ -165,12 +172,5 @@ def load_nfcorpus(data_dir: Path) -> Dataset:
     qrels = read_qrels(qrels_file)
     docs = {docid: Document(docid, "", text) for _, docid, text in _read_id_text(docs_file)}
     queries = tuple(Query(qid, text) for _, qid, text in _read_id_text(queries_file) if qid in qrels)
-    return Dataset(
-        name="nfcorpus",
-        slug="nfcorpus",
-        corpus=DictCorpus(docs),
-        queries=queries,
-        qrels=restrict(qrels, (q.qid for q in queries)),
-        fingerprint=fingerprint(docs_file, queries_file, qrels_file),
-        description=DESCRIPTIONS["nfcorpus"],
-    )
+    qrels = restrict(qrels, (q.qid for q in queries))
+    return _named("nfcorpus", docs, queries, qrels, (docs_file, queries_file, qrels_file))

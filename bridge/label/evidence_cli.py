@@ -5,18 +5,18 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.core.shared_options_cli import add_common_options, workspace_from_args
+from bridge.core.shared_options_cli import add_command, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
+
+DESCRIPTION = (
+    "Measure the evidence stage without any model: its recall on the original relevant passages "
+    "(the gate would set the missed ones to 0), how many pool pairs hold an answer, and samples of both."
+)
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "evidence",
-        help="answer-string evidence: recall on gold passages, what it finds in the pool, what it misses",
-        description="Measure the evidence stage without any model: its recall on the original relevant passages "
-        "(the gate would set the missed ones to 0), how many pool pairs hold an answer, and samples of both.",
-    )
-    add_common_options(p)
+    help = "answer-string evidence: recall on gold passages, what it finds in the pool, what it misses"
+    p = add_command(sub, "evidence", help, DESCRIPTION, wrap=True)
     p.add_argument("--show", type=int, default=5, help="examples to print of misses and of matched pool pairs")
     p.set_defaults(func=cmd_evidence)
 

@@ -11,7 +11,7 @@ from functools import partial
 from pathlib import Path
 from typing import TYPE_CHECKING
 
-from bridge.core.shared_options_cli import add_common_options, at_least_two, show_progress, workspace_from_args
+from bridge.core.shared_options_cli import add_command, at_least_two, show_progress, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.judging import JudgeSpec, judge_traits
 from bridge.label.chain import answer_fallback
@@ -25,12 +25,9 @@ if TYPE_CHECKING:
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "judge-eval",
-        help="measure judges against human labels (bAcc, escalation, kappa) -> reports/<ds>/judge-eval.md",
-        description="Run DREAM and the baseline judges on a balanced sample of human-judged pairs.",
-    )
-    add_common_options(p)
+    help = "measure judges against human labels (bAcc, escalation, kappa) -> reports/<ds>/judge-eval.md"
+    description = "Run DREAM and the baseline judges on a balanced sample of human-judged pairs."
+    p = add_command(sub, "judge-eval", help, description, wrap=True)
     add_llm_options(p)
     add_judge_options(p)
     p.set_defaults(dataset="dl19")

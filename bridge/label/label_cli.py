@@ -12,7 +12,7 @@ from typing import TYPE_CHECKING
 
 from bridge.core.measures import COMPARED, at
 from bridge.core.shared_options_cli import (
-    add_common_options,
+    add_command,
     add_executor_options,
     add_force_option,
     args_settings,
@@ -25,19 +25,19 @@ from bridge.label.label_options_cli import add_label_options, spec_from_args
 if TYPE_CHECKING:
     from bridge.label.distributed import RayExecution
 
+DESCRIPTION = (
+    "Judge every unjudged pool pair, cheapest trustworthy stage first: answer evidence decides "
+    "answer-free pairs for free (datasets with answers), topic adapters learned from each topic's own human "
+    "judgments label topics that have enough of them, and the rest go to the fallback judge (by default the "
+    "cascade: one calibrated LLM pass, a DREAM debate for the uncertain band, people for disagreements). "
+    "Known pairs judged like pool pairs measure the judge (reports/<ds>/judge-audit.json). Resumes from "
+    "labels.jsonl; every LLM call is cached."
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "label",
-        help="judge pool pairs (evidence, topic adapters, cascade, DREAM, people) -> labels.jsonl, augmented.qrels",
-        description="Judge every unjudged pool pair, cheapest trustworthy stage first: answer evidence decides "
-        "answer-free pairs for free (datasets with answers), topic adapters learned from each topic's own human "
-        "judgments label topics that have enough of them, and the rest go to the fallback judge (by default the "
-        "cascade: one calibrated LLM pass, a DREAM debate for the uncertain band, people for disagreements). "
-        "Known pairs judged like pool pairs measure the judge (reports/<ds>/judge-audit.json). Resumes from "
-        "labels.jsonl; every LLM call is cached.",
-    )
-    add_common_options(p)
+    help = "judge pool pairs (evidence, topic adapters, cascade, DREAM, people) -> labels.jsonl, augmented.qrels"
+    p = add_command(sub, "label", help, DESCRIPTION, wrap=True)
     add_label_options(p)
     add_value_options(p)
     p.add_argument(

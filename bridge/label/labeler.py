@@ -15,16 +15,17 @@ never to labels.jsonl, and the verdict to ``judge-audit.json``. The run writes t
 from __future__ import annotations
 
 import logging
+from collections.abc import Callable
+from functools import partial
 
 from bridge.core.interrupts import sigterm_interrupts
 from bridge.core.lock import folder_lock
 from bridge.datasets import Dataset
-from bridge.estimate.calibration import Calibration
 from bridge.label.audit_run import finish_label_run, judge_audit
 from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths
 from bridge.label.judging import chain_calibrations, counted_config_ids, judge_pool
-from bridge.label.plan import LabelOptions, LabelPlan, plan_label_run
+from bridge.label.plan import LabelOptions, plan_label_run
 from bridge.label.summary import LabelSummary
 
 logger = logging.getLogger(__name__)
@@ -42,27 +43,20 @@ def label_pool(dataset: Dataset, chain: JudgeChain, paths: LabelPaths, options: 
         plan = plan_label_run(dataset, chain, paths, options)
         order_ids = counted_config_ids(chain, options.refine)
         calibrations = chain_calibrations(chain, options.refine)
+        finish = partial(finish_label_run, dataset, chain, paths, options, plan, order_ids, calibrations)
         try:
             runner = judge_pool(dataset, chain, paths, options, plan, calibrations)
             judge_audit(chain, paths, options, plan, runner)
         except BaseException:  # Ctrl+C, SIGTERM, a model server's error: keep what was paid for, then stop
-            _finish_interrupted(dataset, chain, paths, options, plan, order_ids, calibrations)
+            _finish_interrupted(finish)
             raise
-        return finish_label_run(dataset, chain, paths, options, plan, order_ids, calibrations)
+        return finish()
 
 
-def _finish_interrupted(
-    dataset: Dataset,
-    chain: JudgeChain,
-    paths: LabelPaths,
-    options: LabelOptions,
-    plan: LabelPlan,
-    order_ids: list[str],
-    calibrations: dict[str, Calibration],
-) -> None:
+def _finish_interrupted(finish: Callable[[], LabelSummary]) -> None:
     """An interrupted run's state from the records it kept (augmented qrels, calibrations, the audit; the ledger is
     already written): a failure here is reported, never raised over the interrupt that the caller must see."""
     try:
-        finish_label_run(dataset, chain, paths, options, plan, order_ids, calibrations)
+        finish()
     except Exception as exc:
         logger.warning("the interrupted run's qrels, calibrations and audit were not written: %s", exc)

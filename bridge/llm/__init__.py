@@ -10,6 +10,7 @@ from __future__ import annotations
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Any
 
 from bridge.core.layout import LLM_CACHE
 from bridge.core.registry import Registry
@@ -49,36 +50,25 @@ BACKENDS: Registry[Callable[[LLMConfig], LLMBackend]] = Registry("LLM backend")
 """LLM backends by name, each a factory of its config (heavy libraries are imported when one is made)."""
 
 
+def _gguf_settings(config: LLMConfig) -> dict[str, Any]:
+    """The settings both llama.cpp backends' configs take from the LLM options."""
+    names = ("model", "n_ctx", "n_threads", "n_threads_batch", "cache_dir")
+    return {name: getattr(config, name) for name in names}
+
+
 @BACKENDS.register("llamacpp-batched")
 def _llamacpp_batched(config: LLMConfig) -> LLMBackend:
     from bridge.llm.llamacpp_batched import BatchedLlamaCppBackend
     from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig
 
-    return BatchedLlamaCppBackend(
-        BatchedLlamaCppConfig(
-            model=config.model,
-            n_seq=config.n_seq,
-            n_ctx=config.n_ctx,
-            n_threads=config.n_threads,
-            n_threads_batch=config.n_threads_batch,
-            cache_dir=config.cache_dir,
-        )
-    )
+    return BatchedLlamaCppBackend(BatchedLlamaCppConfig(n_seq=config.n_seq, **_gguf_settings(config)))
 
 
 @BACKENDS.register("llamacpp")
 def _llamacpp(config: LLMConfig) -> LLMBackend:
     from bridge.llm.llamacpp import LlamaCppBackend, LlamaCppConfig
 
-    return LlamaCppBackend(
-        LlamaCppConfig(
-            model=config.model,
-            n_ctx=config.n_ctx,
-            n_threads=config.n_threads,
-            n_threads_batch=config.n_threads_batch,
-            cache_dir=config.cache_dir,
-        )
-    )
+    return LlamaCppBackend(LlamaCppConfig(**_gguf_settings(config)))
 
 
 @BACKENDS.register("openai")

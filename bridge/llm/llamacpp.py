@@ -17,7 +17,7 @@ from typing import Any
 import numpy as np
 
 from bridge.llm.base import LLMRequest, LLMResponse, field_value_token, refuse_scoring
-from bridge.llm.models import file_digest, library_version, resolve_gguf
+from bridge.llm.llamacpp_prompt import GgufBackend, too_long_response
 
 
 @dataclass(frozen=True)
@@ -35,35 +35,13 @@ class LlamaCppConfig:
     """Where assembled models (Qwen) are stored."""
 
 
-class LlamaCppBackend:
+class LlamaCppBackend(GgufBackend):
+    config: LlamaCppConfig
+
     def __init__(self, config: LlamaCppConfig | None = None) -> None:
-        self.config = config or LlamaCppConfig()
-        self.model_path = resolve_gguf(self.config.model, self.config.cache_dir)
-        self._model_id = f"llamacpp:{self.model_path.name}:{file_digest(self.model_path, self.config.cache_dir)}"
+        super().__init__(config or LlamaCppConfig(), "llamacpp")
         self._model: Any = None
-        self._vocab: Any = None
         self._grammars: dict[str, Any] = {}
-
-    @property
-    def model_id(self) -> str:
-        return self._model_id
-
-    @property
-    def cache_id(self) -> str:
-        """The response cache's identity: the model file's whole digest, the context size and the library build."""
-        return f"{self._model_id}:n_ctx={self.config.n_ctx}:llama-cpp-python={library_version('llama_cpp_python')}"
-
-    @property
-    def n_ctx(self) -> int:
-        return self.config.n_ctx
-
-    def prompt_tokens(self, request: LLMRequest) -> int:
-        """Tokens ``request``'s prompt takes, chat template included (the model's weights are not loaded)."""
-        from bridge.llm.llamacpp_prompt import count_prompt_tokens, load_vocab
-
-        if self._vocab is None:
-            self._vocab = load_vocab(self.model_path)
-        return count_prompt_tokens(self._vocab, request)
 
     @property
     def _llm(self) -> Any:
@@ -99,8 +77,6 @@ class LlamaCppBackend:
 
     def _fitting(self, request: LLMRequest) -> LLMResponse:
         """The response, or a ``too-long`` one for a prompt the context cannot hold (llama-cpp-python raises)."""
-        from bridge.llm.llamacpp_prompt import too_long_response
-
         tokens = self.prompt_tokens(request)
         if tokens >= self.config.n_ctx:
             return too_long_response(tokens)

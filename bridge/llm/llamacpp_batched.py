@@ -38,36 +38,22 @@ from __future__ import annotations
 
 import time
 from collections.abc import Sequence
-from typing import Any
 
 from bridge.core.errors import BridgeError
 from bridge.llm.base import LLMRequest, LLMResponse, field_value_token
 from bridge.llm.llamacpp_engine import Engine
-from bridge.llm.llamacpp_prompt import PromptTooLong, count_prompt_tokens, load_vocab, too_long_response
+from bridge.llm.llamacpp_prompt import GgufBackend, PromptTooLong, too_long_response
 from bridge.llm.llamacpp_slots import BatchedLlamaCppConfig, Seq
-from bridge.llm.models import file_digest, library_version, resolve_gguf
 
 
-class BatchedLlamaCppBackend:
-    """``LLMBackend`` over llama.cpp that decodes up to ``n_seq`` requests per step."""
+class BatchedLlamaCppBackend(GgufBackend):
+    """``LLMBackend`` over llama.cpp that decodes up to ``n_seq`` requests per step (``n_ctx``: one slot's context)."""
+
+    config: BatchedLlamaCppConfig
 
     def __init__(self, config: BatchedLlamaCppConfig | None = None) -> None:
-        self.config = config or BatchedLlamaCppConfig()
-        self.model_path = resolve_gguf(self.config.model, self.config.cache_dir)
-        digest = file_digest(self.model_path, self.config.cache_dir)
-        self._model_id = f"llamacpp-batched:{self.model_path.name}:{digest}"
+        super().__init__(config or BatchedLlamaCppConfig(), "llamacpp-batched")
         self._engine: Engine | None = None
-        self._vocab: Any = None
-
-    @property
-    def n_ctx(self) -> int:
-        return self.config.n_ctx
-
-    def prompt_tokens(self, request: LLMRequest) -> int:
-        """Tokens ``request`` needs in one slot's context (see :func:`count_prompt_tokens`)."""
-        if self._vocab is None:
-            self._vocab = load_vocab(self.model_path)
-        return count_prompt_tokens(self._vocab, request)
 
     @property
     def model_id(self) -> str:
@@ -82,11 +68,6 @@ class BatchedLlamaCppBackend:
         response of one backend stand for the other's, and a comparison of the two would compare the
         cache with itself."""
         return self._model_id
-
-    @property
-    def cache_id(self) -> str:
-        """The response cache's identity: the model file's whole digest, the context size and the library build."""
-        return f"{self._model_id}:n_ctx={self.config.n_ctx}:llama-cpp-python={library_version('llama_cpp_python')}"
 
     @property
     def engine(self) -> Engine:

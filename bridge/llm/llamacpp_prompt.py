@@ -1,6 +1,7 @@
 """A request's prompt as llama-cpp-python's chat handler builds it: the tokens, stop rules and sampling
 parameters ``Llama.create_chat_completion`` would use (intercepted, see ``PromptCapture``), its token count, and the
-answer to a prompt the context cannot hold. Shared by the sequential and the batched llama.cpp backends.
+answer to a prompt the context cannot hold; and :class:`GgufBackend`, what both backends know of the model file
+before its weights are loaded. Shared by the sequential and the batched llama.cpp backends.
 """
 
 from __future__ import annotations
@@ -10,6 +11,7 @@ from typing import Any
 
 from bridge.core.errors import BridgeError
 from bridge.llm.base import TOO_LONG, LLMRequest, LLMResponse
+from bridge.llm.models import file_digest, library_version, resolve_gguf
 
 
 class _Captured(Exception):
@@ -48,6 +50,38 @@ def load_vocab(model_path: Path) -> Any:
     from llama_cpp import Llama
 
     return Llama(model_path=str(model_path), vocab_only=True, verbose=False)
+
+
+class GgufBackend:
+    """A llama.cpp backend's model file: resolved, named by its digest (``kind`` first, so two backends' responses
+    are cached apart), its tokenizer loaded alone to count prompt tokens. ``config`` has ``model``, ``n_ctx`` and
+    ``cache_dir``."""
+
+    def __init__(self, config: Any, kind: str) -> None:
+        self.config = config
+        self.model_path = resolve_gguf(config.model, config.cache_dir)
+        self._model_id = f"{kind}:{self.model_path.name}:{file_digest(self.model_path, config.cache_dir)}"
+        self._vocab: Any = None
+
+    @property
+    def model_id(self) -> str:
+        return self._model_id
+
+    @property
+    def cache_id(self) -> str:
+        """The response cache's identity: the model file's whole digest, the context size and the library build."""
+        return f"{self._model_id}:n_ctx={self.config.n_ctx}:llama-cpp-python={library_version('llama_cpp_python')}"
+
+    @property
+    def n_ctx(self) -> int:
+        return self.config.n_ctx
+
+    def prompt_tokens(self, request: LLMRequest) -> int:
+        """Tokens ``request``'s prompt takes, chat template included, in one context (see
+        :func:`count_prompt_tokens`; the model's weights are not loaded)."""
+        if self._vocab is None:
+            self._vocab = load_vocab(self.model_path)
+        return count_prompt_tokens(self._vocab, request)
 
 
 class PromptCapture:

@@ -5,14 +5,13 @@ from __future__ import annotations
 import argparse
 import logging
 
-from bridge.core.shared_options_cli import add_common_options, add_force_option, args_settings, workspace_from_args
+from bridge.core.shared_options_cli import add_command, add_force_option, args_settings, workspace_from_args
 from bridge.core.stamp import stage_stamp
 from bridge.datasets.options_cli import dataset_from_args
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser("pool", help="top-DEPTH of every run minus judged pairs -> pool.tsv")
-    add_common_options(p)
+    p = add_command(sub, "pool", "top-DEPTH of every run minus judged pairs -> pool.tsv", wrap=True)
     p.add_argument("--depth", type=int, default=10, help="pool depth per run (default: 10)")
     p.add_argument(
         "--lenient-qids",

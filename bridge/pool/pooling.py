@@ -14,8 +14,8 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from bridge.core.errors import BridgeError, InputError
-from bridge.core.fsio import atomic_write, decode_error
-from bridge.core.trec import Qrels, Run, read_runs, top_k
+from bridge.core.fsio import atomic_write, read_decoded
+from bridge.core.trec import Qrels, Run, note_pair, read_runs, top_k
 
 log = logging.getLogger(__name__)
 
@@ -120,10 +120,7 @@ def read_pool(path: str | Path) -> list[PoolEntry]:
     path = Path(path)
     if not path.exists():
         raise BridgeError(f"{path} not found: run `bridge pool` first")
-    try:
-        return _read_pool(path)
-    except UnicodeDecodeError:
-        raise decode_error(path) from None
+    return read_decoded(_read_pool, path)
 
 
 def _read_pool(path: Path) -> list[PoolEntry]:
@@ -138,14 +135,7 @@ def _read_pool(path: Path) -> list[PoolEntry]:
             if fields == [""]:
                 continue
             entry = _pool_entry(fields, path, lineno)
-            pair = (entry.qid, entry.docid)
-            if pair in seen_at:
-                raise InputError(
-                    f"duplicate (qid, docid) ({entry.qid}, {entry.docid}), first seen on line {seen_at[pair]}",
-                    path=path,
-                    line=lineno,
-                )
-            seen_at[pair] = lineno
+            note_pair(seen_at, entry.qid, entry.docid, path, lineno)
             entries.append(entry)
     return entries
 

@@ -4,23 +4,22 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.core.shared_options_cli import add_common_options, show_progress, workspace_from_args
+from bridge.core.shared_options_cli import add_command, show_progress, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.encoders.precision import PRECISIONS
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
 
+DESCRIPTION = (
+    "Run the systems of a pool file (bridge/retrievers/pools/*.toml) and write runs/<ds>/<system>.run. "
+    "Indexes and encodings are cached under --cache-dir, keyed by dataset, model and parameters; a run whose "
+    "inputs did not change is skipped. LLM-based systems (rerank-llm, rerank-rebel, hyde, query2doc, mugi) use "
+    "the LLM backend options below and the shared LLM response cache: the backend is opened only when such a "
+    "system is selected, and the model is loaded only when a response is not in the cache."
+)
+
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "retrieve",
-        help="run the pool's retrieval systems, write TREC runs",
-        description="Run the systems of a pool file (bridge/retrievers/pools/*.toml) and write runs/<ds>/<system>.run. "
-        "Indexes and encodings are cached under --cache-dir, keyed by dataset, model and parameters; a run whose "
-        "inputs did not change is skipped. LLM-based systems (rerank-llm, rerank-rebel, hyde, query2doc, mugi) use "
-        "the LLM backend options below and the shared LLM response cache: the backend is opened only when such a "
-        "system is selected, and the model is loaded only when a response is not in the cache.",
-    )
-    add_common_options(p)
+    p = add_command(sub, "retrieve", "run the pool's retrieval systems, write TREC runs", DESCRIPTION, wrap=True)
     add_llm_options(p)
     p.add_argument("--pool-config", default="default", help="pool file name in bridge/retrievers/pools or a TOML path")
     p.add_argument("--systems", default=None, help="comma-separated subset of the pool's systems (plus their inputs)")

@@ -9,7 +9,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING
 
 from bridge.core.layout import REVIEW_CSV
-from bridge.core.shared_options_cli import add_common_options, workspace_from_args
+from bridge.core.shared_options_cli import add_command, add_common_options, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.review.options_cli import add_review_settings, review_overrides_from_args
 
@@ -58,12 +58,8 @@ def _action(
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "review",
-        help="people decide escalated pairs: web page, CSV round trip, merge",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    help = "people decide escalated pairs: web page, CSV round trip, merge"
+    p = add_command(sub, "review", help, DESCRIPTION, common=False)  # each action carries the shared options
     actions = p.add_subparsers(dest="review_command", required=True, metavar="ACTION")
     serve = _action(actions, "serve", "serve the review web page on 127.0.0.1", cmd_serve)
     serve.add_argument("--host", default="127.0.0.1", help="interface to listen on (default: 127.0.0.1)")

@@ -18,8 +18,7 @@ import math
 import random
 import statistics
 from collections.abc import Iterable, Sequence
-from dataclasses import dataclass, field
-from typing import Any
+from dataclasses import dataclass
 
 from bridge.core.label_records import HUMAN_JUDGE, LabelRecord
 from bridge.datasets import Dataset
@@ -28,23 +27,9 @@ from bridge.estimate.hole_evidence import model_record
 from bridge.judging import cases_for
 from bridge.pool.pooling import PoolEntry
 from bridge.review.config import ReviewConfig
+from bridge.review.records import ItemSpec
 
 Pair = tuple[str, str]
-
-
-@dataclass(frozen=True)
-class ItemSpec:
-    kind: str
-    """``case`` (an escalated pair) or ``check`` (an attention check with a known answer)."""
-    qid: str
-    docid: str
-    query: str
-    answers: tuple[str, ...]
-    chunk: str
-    rounds: list[dict[str, Any]] = field(default_factory=list)
-    source: dict[str, Any] = field(default_factory=dict)
-    """The escalated record's provenance (route, judge, config_id, model, details, ...); {} for checks."""
-    gold: int | None = None
 
 
 SAMPLING_DESIGN = "stratified by the judge's P, Neyman allocation"

@@ -1,12 +1,12 @@
-"""What the review database hands out and takes in, as values (an annotator, an item, a CSV judgment, what a sync or
-an import did), and the errors it raises for an annotator.
+"""What the review database hands out and takes in, as values (an annotator, an item to store and an item stored, a
+CSV judgment, what a sync or an import did), and the errors it raises for an annotator.
 """
 
 from __future__ import annotations
 
 import json
 import sqlite3
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.core.errors import BridgeError
@@ -28,25 +28,33 @@ class Annotator:
 
 
 @dataclass(frozen=True)
-class Item:
-    id: int
-    public_id: str
+class ItemSpec:
+    """An item to store: what people are shown and what is known of its answer."""
+
     kind: str
+    """``case`` (an escalated pair) or ``check`` (an attention check with a known answer)."""
     qid: str
     docid: str
     query: str
     answers: tuple[str, ...]
     chunk: str
-    rounds: list[dict[str, Any]]
-    source: dict[str, Any]
-    gold: int | None
-    active: bool
+    rounds: list[dict[str, Any]] = field(default_factory=list)
+    source: dict[str, Any] = field(default_factory=dict)
+    """The escalated record's provenance (route, judge, config_id, model, details, ...); {} for checks."""
+    gold: int | None = None
+
+
+@dataclass(frozen=True)
+class Item(ItemSpec):
+    """An item as stored: its spec with its row id, public id and whether it is still handed out."""
+
+    id: int = field(kw_only=True)
+    public_id: str = field(kw_only=True)
+    active: bool = field(kw_only=True)
 
     @classmethod
     def from_row(cls, row: sqlite3.Row) -> Item:
         return cls(
-            row["id"],
-            row["public_id"],
             row["kind"],
             row["qid"],
             row["docid"],
@@ -56,7 +64,9 @@ class Item:
             json.loads(row["rounds"]),
             json.loads(row["source"]),
             row["gold"],
-            bool(row["active"]),
+            id=row["id"],
+            public_id=row["public_id"],
+            active=bool(row["active"]),
         )
 
 

@@ -97,10 +97,11 @@ class ReviewDB:
                 self._idle.put(conn)
 
     @contextlib.contextmanager
-    def _write(self) -> Iterator[sqlite3.Connection]:
-        """One write transaction: everything inside commits together or not at all."""
+    def _transaction(self, begin: str) -> Iterator[sqlite3.Connection]:
+        """One transaction, begun with ``begin``: everything inside commits together or, where the block fails,
+        not at all."""
         with self._connection() as conn:
-            conn.execute("BEGIN IMMEDIATE")
+            conn.execute(begin)
             try:
                 yield conn
             except BaseException:
@@ -108,15 +109,13 @@ class ReviewDB:
                 raise
             conn.execute("COMMIT")
 
-    @contextlib.contextmanager
-    def _read(self) -> Iterator[sqlite3.Connection]:
-        """One consistent snapshot for several SELECTs."""
-        with self._connection() as conn:
-            conn.execute("BEGIN")
-            try:
-                yield conn
-            finally:
-                conn.execute("COMMIT")
+    def _write(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One write transaction (the write lock taken at once)."""
+        return self._transaction("BEGIN IMMEDIATE")
+
+    def _read(self) -> contextlib.AbstractContextManager[sqlite3.Connection]:
+        """One consistent snapshot for several SELECTs (a failed block's ROLLBACK undoes nothing: it wrote nothing)."""
+        return self._transaction("BEGIN")
 
     def close(self) -> None:
         """Close the pooled connections (the object stays usable: new ones are opened on demand)."""
@@ -128,8 +127,7 @@ class ReviewDB:
 
     @staticmethod
     def _meta(conn: sqlite3.Connection, key: str) -> str | None:
-        row = conn.execute("SELECT value FROM meta WHERE key = ?", (key,)).fetchone()
-        return None if row is None else row[0]
+        return _first_value(conn, "SELECT value FROM meta WHERE key = ?", (key,))
 
     # -- settings ----------------------------------------------------------------------------
     @property
@@ -337,11 +335,9 @@ class ReviewDB:
         return share > 0 and self._digest(f"slot\t{annotator_id}\t{position}") < share * 2**64
 
     def assignment_state(self, annotator_id: int, item_id: int) -> str | None:
+        sql = "SELECT state FROM assignments WHERE item_id = ? AND annotator_id = ?"
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT state FROM assignments WHERE item_id = ? AND annotator_id = ?", (item_id, annotator_id)
-            ).fetchone()
-        return None if row is None else row[0]
+            return _first_value(conn, sql, (item_id, annotator_id))
 
     # -- judgments ---------------------------------------------------------------------------
     def submit(self, annotator_id: int, public_id: str, label: int, comment: str = "") -> bool:
@@ -396,11 +392,9 @@ class ReviewDB:
             return conn.execute("SELECT COUNT(*) FROM judgments WHERE annotator_id = ?", (annotator_id,)).fetchone()[0]
 
     def judgment_of(self, annotator_id: int, item_id: int) -> int | None:
+        sql = "SELECT label FROM judgments WHERE item_id = ? AND annotator_id = ?"
         with self._read() as conn:
-            row = conn.execute(
-                "SELECT label FROM judgments WHERE item_id = ? AND annotator_id = ?", (item_id, annotator_id)
-            ).fetchone()
-        return None if row is None else row[0]
+            return _first_value(conn, sql, (item_id, annotator_id))
 
     def import_judgments(self, rows: Sequence[ImportRow], path: Path) -> ImportSummary:
         """Add judgments from a crowdsourcing platform: all rows or none.
@@ -466,3 +460,9 @@ class ReviewDB:
             case_ids = [r[0] for r in conn.execute("SELECT id FROM items WHERE kind = 'case' AND active ORDER BY id")]
             checks = conn.execute("SELECT COUNT(*) FROM items WHERE kind = 'check' AND active").fetchone()[0]
             return progress(case_ids, checks, self._annotator_names(conn), self._judgments(conn), config)
+
+
+def _first_value(conn: sqlite3.Connection, sql: str, params: tuple[Any, ...]) -> Any:
+    """The first column of the first row ``sql`` selects; None where it selects none."""
+    row = conn.execute(sql, params).fetchone()
+    return None if row is None else row[0]

@@ -7,7 +7,7 @@ import argparse
 
 from bridge.core.errors import BridgeError
 from bridge.core.shared_options_cli import (
-    add_common_options,
+    add_command,
     add_force_option,
     args_settings,
     show_progress,
@@ -30,13 +30,8 @@ Default measures at k: Hit (Success), nDCG, Recall, MRR, Judged.
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "eval",
-        help="re-benchmark every run on original vs augmented qrels -> reports/<ds>/ (and `eval check`)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_common_options(p)
+    help = "re-benchmark every run on original vs augmented qrels -> reports/<ds>/ (and `eval check`)"
+    p = add_command(sub, "eval", help, DESCRIPTION)
     g = add_input_options(p)
     g.add_argument("--strict-qids", action="store_true", help="stop when query ids of topics, runs and qrels differ")
     _add_measure_options(p)

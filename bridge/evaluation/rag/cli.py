@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import argparse
 
-from bridge.core.shared_options_cli import add_common_options, show_progress, workspace_from_args
+from bridge.core.shared_options_cli import add_command, show_progress, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 from bridge.evaluation.rebenchmark.inputs_cli import add_input_options, input_files
 from bridge.llm.options_cli import add_llm_options, llm_config_from_args
@@ -21,13 +21,8 @@ report of a later `bridge eval`) and rag_answers.jsonl. Every LLM call is cached
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "rag",
-        help="answer from each run's top-k, judge the answers -> RAGAlign@k (reports/<ds>/rag.csv)",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_common_options(p)
+    help = "answer from each run's top-k, judge the answers -> RAGAlign@k (reports/<ds>/rag.csv)"
+    p = add_command(sub, "rag", help, DESCRIPTION)
     add_llm_options(p)
     add_input_options(p)
     g = p.add_argument_group("RAG")

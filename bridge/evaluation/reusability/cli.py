@@ -6,7 +6,7 @@ import argparse
 
 from bridge.core.errors import BridgeError
 from bridge.core.measures import REUSABILITY, at
-from bridge.core.shared_options_cli import add_common_options, workspace_from_args
+from bridge.core.shared_options_cli import add_command, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 
 DESCRIPTION = """\
@@ -32,13 +32,8 @@ its encoder or LLM with the others. Writes reports/<ds>/reusability.json; `bridg
 def register(sub: argparse._SubParsersAction) -> None:
     from bridge.label.label_options_cli import add_label_options
 
-    p = sub.add_parser(
-        "reusability",
-        help="leave-one-system-out test: does filling a system's unique pairs repair its score? -> reusability.json",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
-    add_common_options(p)
+    help = "leave-one-system-out test: does filling a system's unique pairs repair its score? -> reusability.json"
+    p = add_command(sub, "reusability", help, DESCRIPTION)
     add_label_options(p)
     g = p.add_argument_group("leave-one-out")
     g.add_argument("--depth", type=int, default=10, help="pool depth k of the test (default: 10)")

@@ -6,7 +6,7 @@ import argparse
 from pathlib import Path
 
 from bridge.core.errors import BridgeError
-from bridge.core.shared_options_cli import add_common_options, show_progress
+from bridge.core.shared_options_cli import add_command, show_progress
 from bridge.label.label_options_cli import add_label_options
 
 DESCRIPTION = """\
@@ -32,14 +32,9 @@ team checks in CI whether its retriever regressed (docs/ci.md):
 
 
 def register(sub: argparse._SubParsersAction) -> None:
-    p = sub.add_parser(
-        "score",
-        help="score new run files against a dataset's filled qrels: estimate, interval, verdicts -> a leaderboard",
-        description=DESCRIPTION,
-        formatter_class=argparse.RawDescriptionHelpFormatter,
-    )
+    help = "score new run files against a dataset's filled qrels: estimate, interval, verdicts -> a leaderboard"
+    p = add_command(sub, "score", help, DESCRIPTION)
     p.add_argument("runs", nargs="+", metavar="[NAME=]RUN", help="TREC run files (name: the file stem, or NAME=)")
-    add_common_options(p)
     g = p.add_argument_group("score")
     g.add_argument("--out", type=Path, default=None, help="output folder (default: <reports-dir>/<ds>/score)")
     g.add_argument("--depth", type=int, default=10, help="pool depth of the new runs (default: 10, as `bridge pool`)")
