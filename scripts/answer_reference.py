@@ -30,8 +30,8 @@ sys.path.insert(0, str(ROOT))
 from bridge.core.fsio import atomic_write, write_json_atomic  # noqa: E402
 from bridge.datasets import load_dataset  # noqa: E402
 from bridge.datasets.kinds import pair_kind  # noqa: E402
+from bridge.judging.fitting.metrics import cohen_kappa  # noqa: E402
 from bridge.judging.free.evidence import matched_answers  # noqa: E402
-from bridge.judging.metrics import cohen_kappa  # noqa: E402
 from bridge.judging.reference_labels import DESIGN_FILE, read_reference_design  # noqa: E402
 from bridge.pool.pooling import PoolEntry, read_pool  # noqa: E402
 

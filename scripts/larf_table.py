@@ -21,7 +21,7 @@ from bridge.core.layout import DEFAULT_DATA_DIR
 from bridge.core.trec import read_run, top_k
 from bridge.datasets import load_dataset
 from bridge.evaluation.scoring.trec_measures import evaluate
-from bridge.judging.metrics import agreement_of
+from bridge.judging.fitting.metrics import agreement_of
 
 DEPTH = 5
 POOL = f"""

@@ -67,8 +67,7 @@ from bridge.judging.fitting.hole_fit import Sample, kind_candidates, kind_shares
 from bridge.judging.free.answer_features import LEXICAL, AnswerReader, Score, Scorer, lexical_features, logit
 from bridge.judging.free.answer_fits import (
     AnswerContextConfig,
-    fit_digest,
-    fit_inputs,
+    FitSource,
     refit_plan,
     why_refit,
 )
@@ -212,7 +211,7 @@ class AnswerContextJudge:
         facts: Mapping[tuple[str, str], PoolEntry],
         design: Mapping[tuple[str, str], Inclusion] | None = None,
     ) -> str:
-        return fit_digest(pairs, facts, design or {}, self.features, self.model_ids, self.config)
+        return FitSource(pairs, facts, design or {}, self.features, self.model_ids, self.config).digest()
 
     def fit_inputs(
         self,
@@ -220,9 +219,9 @@ class AnswerContextJudge:
         facts: Mapping[tuple[str, str], PoolEntry],
         design: Mapping[tuple[str, str], Inclusion] | None = None,
     ) -> dict[str, Any]:
-        """What a kept fit was made from (:func:`~bridge.judging.free.answer_fits.fit_inputs`)."""
+        """What a kept fit was made from (:meth:`~bridge.judging.free.answer_fits.FitSource.inputs`)."""
         model = self.llm.model_id if self.llm is not None else None
-        return fit_inputs(pairs, facts, design or {}, self.features, {"model": model, **self.model_ids}, self.config)
+        return FitSource(pairs, facts, design or {}, self.features, self.model_ids, self.config).inputs(model)
 
     def _read_reference(self, cases: Sequence[Case]) -> tuple[np.ndarray, list[Score | None], list[list[LLMResponse]]]:
         """:meth:`feature_rows` of the reference in tenths, each logged with the time so far and the time left (a

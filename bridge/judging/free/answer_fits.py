@@ -82,58 +82,54 @@ class AnswerContextConfig:
     """Strata whose quality is shown even when the cross-validation does not choose them."""
 
 
-def fit_digest(
-    pairs: Sequence[HumanPair],
-    facts: Mapping[tuple[str, str], PoolEntry],
-    design: Mapping[tuple[str, str], Inclusion],
-    features: Sequence[str],
-    model_ids: Mapping[str, str | None],
-    config: AnswerContextConfig,
-) -> str:
-    """The digest a fit is kept under: everything it was fitted from (the reference's pairs, their pool facts and
-    sampling design, the features and the models behind them, the settings, the procedure's version)."""
-    payload = json.dumps(
-        {
-            "pairs": [[p.qid, p.docid, int(p.relevant)] for p in pairs],
-            "facts": sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items()),
-            "design": sorted([q, d, i.kind, i.probability] for (q, d), i in design.items()),
-            "features": features,
-            **model_ids,
-            "window": config.window,
-            "calibration": asdict(config.calibration),
-            "report": config.report_strata,
+@dataclass(frozen=True)
+class FitSource:
+    """Everything an answer judge's fit on the reference is made from: the reference's pairs, their pool facts and
+    sampling design, the features and the models behind them, the settings (and the procedure's version)."""
+
+    pairs: Sequence[HumanPair]
+    facts: Mapping[tuple[str, str], PoolEntry]
+    design: Mapping[tuple[str, str], Inclusion]
+    features: Sequence[str]
+    model_ids: Mapping[str, str | None]
+    config: AnswerContextConfig
+
+    def _reference(self) -> tuple[list, list, list]:
+        """The reference's labels, pool facts and design as plain lists (sorted where their order is not the file's)."""
+        return (
+            [[p.qid, p.docid, int(p.relevant)] for p in self.pairs],
+            sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in self.facts.items()),
+            sorted([q, d, i.kind, i.probability] for (q, d), i in self.design.items()),
+        )
+
+    def digest(self) -> str:
+        """The digest a fit is kept under."""
+        labels, facts, design = self._reference()
+        payload = {"pairs": labels, "facts": facts, "design": design, "features": self.features, **self.model_ids}
+        payload |= {"window": self.config.window, "calibration": asdict(self.config.calibration)}
+        payload |= {"report": self.config.report_strata, "version": CALIBRATION_VERSION}
+        return hashlib.sha256(json.dumps(payload, sort_keys=True).encode()).hexdigest()[:16]
+
+    def inputs(self, model: str | None) -> dict[str, Any]:
+        """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest; the
+        reference's parts by a short digest each); ``model`` the LLM's id."""
+
+        def short(value: Any) -> str:
+            return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
+
+        labels, facts, design = self._reference()
+        return {
+            "model": model,
+            **self.model_ids,
+            "features": list(self.features),
+            "reference pairs": len(self.pairs),
+            "labels": short(labels),
+            "pool facts": short(facts),
+            "design": short(design),
+            "calibration settings": short([asdict(self.config.calibration), self.config.report_strata]),
+            "window": self.config.window,
             "version": CALIBRATION_VERSION,
-        },
-        sort_keys=True,
-    )
-    return hashlib.sha256(payload.encode()).hexdigest()[:16]
-
-
-def fit_inputs(
-    pairs: Sequence[HumanPair],
-    facts: Mapping[tuple[str, str], PoolEntry],
-    design: Mapping[tuple[str, str], Inclusion],
-    features: Sequence[str],
-    models: Mapping[str, str | None],
-    config: AnswerContextConfig,
-) -> dict[str, Any]:
-    """What a kept fit was made from, in words a user can compare (saved in the fit file beside its digest; the
-    reference's parts by a short digest each). ``models``: the LLM's id under ``model``, then the signals' models."""
-
-    def short(value: Any) -> str:
-        return hashlib.sha256(json.dumps(value, sort_keys=True).encode()).hexdigest()[:8]
-
-    return {
-        **models,
-        "features": list(features),
-        "reference pairs": len(pairs),
-        "labels": short([[p.qid, p.docid, int(p.relevant)] for p in pairs]),
-        "pool facts": short(sorted([q, d, list(e.systems), e.min_rank] for (q, d), e in facts.items())),
-        "design": short(sorted([q, d, i.kind, i.probability] for (q, d), i in design.items())),
-        "calibration settings": short([asdict(config.calibration), config.report_strata]),
-        "window": config.window,
-        "version": CALIBRATION_VERSION,
-    }
+        }
 
 
 @dataclass(frozen=True)
