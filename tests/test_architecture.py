@@ -406,3 +406,16 @@ def test_no_module_imports_from_a_layer_above_its_own():
         if target != "argparse" and layer_of(target) > layer_of(name)
     )
     assert up == []
+
+
+CONVENTIONAL_NAMES = {"__init__", "cli", "options_cli", "base"}
+"""File names every package may have: its package, its command line, its flags, its plug-in protocol and registry."""
+
+
+def test_no_two_modules_share_a_name():
+    """A module's file name says what it is, once: two ``measures.py`` or ``summary.py`` make a reader open both."""
+    by_name: dict[str, list[str]] = {}
+    for name, path in project_modules().items():
+        by_name.setdefault(path.stem, []).append(name)
+    twins = sorted(f"{stem}: {', '.join(sorted(names))}" for stem, names in by_name.items() if len(names) > 1)
+    assert [t for t in twins if t.split(":")[0] not in CONVENTIONAL_NAMES] == []

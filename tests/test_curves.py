@@ -5,7 +5,7 @@ import math
 import numpy as np
 import pytest
 
-from bridge.evaluation.rebenchmark.tables import holes
+from bridge.evaluation.rebenchmark.run_scores import holes
 from bridge.evaluation.scoring.curves import (
     build_label_matrix,
     compute_curves,

@@ -8,7 +8,7 @@ import numpy as np
 import pytest
 
 from bridge.core.label_records import LabelRecord
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.estimate.calibration import INTERCEPT, RANDOM_SAMPLING, Calibration, sigmoid
 from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model
 from bridge.estimate.leaderboard import EstimateConfig, Leaderboard

@@ -16,7 +16,7 @@ from dataclasses import dataclass
 import numpy as np
 import pytest
 
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import write_run
 from bridge.estimate.arrays import FlatQrels, RunMatrix, divide, gains_at
 from bridge.estimate.calibration import INTERCEPT, Calibration

@@ -171,10 +171,10 @@ def test_scoring_to_the_measures_depth_changes_nothing():
 
 
 def test_one_measure_vocabulary_serves_every_command():
-    """bridge/core/measures.py states the names once: eval's columns, label's value measures, reusability's measures and
-    the API's default scores are its lists; the estimate parses both vocabularies to the same measure."""
+    """bridge/core/measure_sets.py states the names once: eval's columns, label's value measures, reusability's measures
+    and the API's default scores are its lists; the estimate parses both vocabularies to the same measure."""
     from bridge.cli import build_parser
-    from bridge.core.measures import COMPARED, LEADERBOARD, REUSABILITY, Measure, at
+    from bridge.core.measure_sets import COMPARED, LEADERBOARD, REUSABILITY, Measure, at
     from bridge.estimate.measures import parse_measures
     from bridge.evaluation.scoring.providers import resolve_measure
     from bridge.evaluation.scoring.trec_measures import DEFAULT_MEASURES, default_measure_names

@@ -10,10 +10,10 @@ import numpy as np
 import pytest
 
 from bridge.cli import main
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import write_run
-from bridge.evaluation.reusability.experiment import FigureSettings, JudgeModels, evaluate_reusability
 from bridge.evaluation.reusability.fills import Fill, LeaveOutScorer, TopicGrades, baseline_fills, fill_grades
+from bridge.evaluation.reusability.leave_one_out import FigureSettings, JudgeModels, evaluate_reusability
 from bridge.evaluation.reusability.leave_out import (
     LeaveOutTest,
     holey_qrels,

@@ -9,7 +9,7 @@ from collections.abc import Iterable, Mapping, Sequence
 
 import numpy as np
 
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import Qrels
 from bridge.estimate.calibration import Pair
 from bridge.estimate.holes import CappedPairs

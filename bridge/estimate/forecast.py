@@ -15,7 +15,7 @@ from dataclasses import dataclass, replace
 
 import numpy as np
 
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import Run
 from bridge.estimate.calibration import UNCALIBRATED
 from bridge.estimate.hole_evidence import HoleEvidence, HoleModelConfig, build_hole_model

@@ -45,7 +45,7 @@ from statistics import NormalDist
 
 import numpy as np
 
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import Run, top_k
 from bridge.estimate.arrays import FlatQrels, RunMatrix, gains_at
 from bridge.estimate.bounds import Bounds

@@ -18,7 +18,7 @@ from typing import Any, ClassVar
 
 import numpy as np
 
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.registry import Registry
 from bridge.estimate.arrays import (
     FlatQrels,
@@ -72,7 +72,7 @@ class EstimatedMeasure:
     :meth:`normaliser` and :meth:`forced_normalisers`."""
 
     name: ClassVar[str]
-    """The key: :attr:`bridge.core.measures.Measure.name`."""
+    """The key: :attr:`bridge.core.measure_sets.Measure.name`."""
     ir_name: ClassVar[str]
     """ir_measures' name (``Success``)."""
     label: ClassVar[str]

@@ -20,8 +20,8 @@ from bridge.judging.quality.audit_report import AuditedRun, audit_report
 from bridge.judging.work import WorkItem
 from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths, write_label_qrels
-from bridge.label.judging import chain_calibrations
 from bridge.label.plan import LabelOptions, LabelPlan
+from bridge.label.pool_judging import chain_calibrations
 from bridge.label.summary import LabelSummary
 
 

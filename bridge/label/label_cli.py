@@ -10,7 +10,7 @@ from __future__ import annotations
 import argparse
 from typing import TYPE_CHECKING
 
-from bridge.core.measures import COMPARED, at
+from bridge.core.measure_sets import COMPARED, at
 from bridge.core.shared_options_cli import (
     add_command,
     add_executor_options,

@@ -24,8 +24,8 @@ from bridge.datasets import Dataset
 from bridge.label.audit_run import finish_label_run, judge_audit
 from bridge.label.chain import JudgeChain
 from bridge.label.files import LabelPaths
-from bridge.label.judging import chain_calibrations, counted_config_ids, judge_pool
 from bridge.label.plan import LabelOptions, plan_label_run
+from bridge.label.pool_judging import chain_calibrations, counted_config_ids, judge_pool
 from bridge.label.summary import LabelSummary
 
 logger = logging.getLogger(__name__)

@@ -16,7 +16,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from bridge.core.label_records import LabelRecord
-from bridge.core.measures import COMPARED, at
+from bridge.core.measure_sets import COMPARED, at
 from bridge.core.stamp import family_of_each
 from bridge.core.trec import Run
 from bridge.datasets import Dataset

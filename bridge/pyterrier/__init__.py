@@ -17,7 +17,7 @@ PyTerrier's conventions throughout: ``qid, query`` topics, ``qid, docno, score, 
 ``qid, docno, label`` qrels (ir_measures' ``query_id, doc_id, relevance`` are read too), ``verbose`` for progress
 bars. Judges that call a model cache their responses in bridge's response cache (``JudgeConfig.cache_dir``).
 
-The modules: :mod:`~bridge.pyterrier.frames` (topics, qrels and results as frames and back),
+The modules: :mod:`~bridge.pyterrier.conversions` (topics, qrels and results as frames and back),
 :mod:`~bridge.pyterrier.filling` (the judge, the pooling and :func:`infer_qrels`), :mod:`~bridge.pyterrier.experiment`
 (:func:`Experiment`) and :mod:`~bridge.pyterrier.transformers` (:class:`Judge`, :class:`Retriever`).
 """
@@ -34,9 +34,9 @@ except ModuleNotFoundError as exc:
         name="pyterrier",
     ) from None
 
+from bridge.pyterrier.conversions import get_qrels, get_topics
 from bridge.pyterrier.experiment import Experiment, FilledExperiment, FillOptions
 from bridge.pyterrier.filling import JudgeConfig, infer_qrels
-from bridge.pyterrier.frames import get_qrels, get_topics
 from bridge.pyterrier.transformers import Judge, Retriever
 
 __all__ = ["Experiment", "FillOptions", "FilledExperiment", "Judge", "JudgeConfig", "Retriever", "get_qrels",

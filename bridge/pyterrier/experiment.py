@@ -12,8 +12,8 @@ import pandas as pd
 import pyterrier as pt
 
 from bridge.core.errors import BridgeError, InputError
+from bridge.pyterrier.conversions import _as_run, _dataset, _pt_qrels, _results
 from bridge.pyterrier.filling import JudgeConfig, _label
-from bridge.pyterrier.frames import _as_run, _dataset, _pt_qrels, _results
 
 if TYPE_CHECKING:
     from bridge.api import Evaluation

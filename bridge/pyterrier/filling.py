@@ -15,7 +15,7 @@ from typing import TYPE_CHECKING, Any
 import pandas as pd
 
 from bridge.core.errors import BridgeError
-from bridge.pyterrier.frames import QRELS_COLUMNS, _dataset, _qrels_columns, _runs_of
+from bridge.pyterrier.conversions import QRELS_COLUMNS, _dataset, _qrels_columns, _runs_of
 
 if TYPE_CHECKING:
     from bridge.api import LabelingOptions, Labels

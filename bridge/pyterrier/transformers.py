@@ -10,8 +10,8 @@ import pandas as pd
 import pyterrier as pt
 
 from bridge.core.errors import BridgeError
+from bridge.pyterrier.conversions import QRELS_COLUMNS, RESULT_COLUMNS, _dataset, _results
 from bridge.pyterrier.filling import FILLED_EXTRA, JudgeConfig, infer_qrels
-from bridge.pyterrier.frames import QRELS_COLUMNS, RESULT_COLUMNS, _dataset, _results
 
 if TYPE_CHECKING:
     from bridge.core.trec import Qrels

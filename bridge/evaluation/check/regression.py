@@ -28,7 +28,7 @@ from bridge.core.errors import BridgeError, InputError
 from bridge.core.layout import JUDGE_AUDIT
 from bridge.evaluation.rebenchmark.eval_summary import fmt_ci
 from bridge.evaluation.rebenchmark.inputs import AUGMENTED
-from bridge.evaluation.rebenchmark.tables import read_leaderboard
+from bridge.evaluation.rebenchmark.run_scores import read_leaderboard
 from bridge.judging.quality.audit_records import read_audit_report
 
 

@@ -18,7 +18,7 @@ from bridge.evaluation.rebenchmark.estimated import EstimatedLeaderboard, estima
 from bridge.evaluation.rebenchmark.inputs import AUGMENTED, EvalInputs
 from bridge.evaluation.rebenchmark.provenance import RouteCount, route_counts
 from bridge.evaluation.rebenchmark.qids import QidIssue
-from bridge.evaluation.rebenchmark.tables import (
+from bridge.evaluation.rebenchmark.run_scores import (
     HoleRow,
     LeaderboardRow,
     RankShift,

@@ -14,7 +14,7 @@ from matplotlib.figure import Figure
 from matplotlib.ticker import MaxNLocator
 
 from bridge.core.figures import save_png
-from bridge.evaluation.rebenchmark.tables import HoleRow, LeaderboardRow
+from bridge.evaluation.rebenchmark.run_scores import HoleRow, LeaderboardRow
 from bridge.evaluation.scoring.curves import Curves
 
 REFERENCE_COLOR = "#8c8c8c"

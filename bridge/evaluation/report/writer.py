@@ -29,7 +29,12 @@ from bridge.core.layout import (
 from bridge.evaluation.rebenchmark.estimated import write_comparisons, write_stability, write_valuable_pairs
 from bridge.evaluation.rebenchmark.harness import EvalResult
 from bridge.evaluation.rebenchmark.provenance import write_routes
-from bridge.evaluation.rebenchmark.tables import write_holes, write_leaderboard, write_significance, write_topic_scores
+from bridge.evaluation.rebenchmark.run_scores import (
+    write_holes,
+    write_leaderboard,
+    write_significance,
+    write_topic_scores,
+)
 from bridge.evaluation.report import plots
 from bridge.evaluation.report.answer import estimate_figure_points, holey_scores
 from bridge.evaluation.report.build import build_blocks

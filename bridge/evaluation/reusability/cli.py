@@ -5,7 +5,7 @@ from __future__ import annotations
 import argparse
 
 from bridge.core.errors import BridgeError
-from bridge.core.measures import REUSABILITY, at
+from bridge.core.measure_sets import REUSABILITY, at
 from bridge.core.shared_options_cli import add_command, workspace_from_args
 from bridge.datasets.options_cli import dataset_from_args
 

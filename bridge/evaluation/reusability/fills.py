@@ -11,7 +11,7 @@ from dataclasses import dataclass, field
 import numpy as np
 
 from bridge.core.label_records import LabelRecord
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import Qrels, Run
 from bridge.estimate.measures import MEASURES
 from bridge.estimate.vectorized import FlatQrels, RunMatrix, per_topic

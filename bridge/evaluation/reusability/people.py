@@ -23,7 +23,7 @@ from pathlib import Path
 
 from bridge.core.fsio import write_json_atomic
 from bridge.core.label_records import LabelRecord
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import Qrels, Run
 from bridge.estimate.calibration import RANDOM_SAMPLING
 from bridge.estimate.hole_evidence import HoleEvidence, build_hole_model

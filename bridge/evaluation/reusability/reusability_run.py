@@ -1,6 +1,6 @@
 """``bridge reusability`` as a library function: the leave-one-system-out test of a workspace's runs, with the
 removed pairs labelled once by the configured judge (the label pipeline of ``bridge label``) and every fill scored
-(:mod:`bridge.evaluation.reusability.experiment`), written to reports/<ds>/reusability.json."""
+(:mod:`bridge.evaluation.reusability.leave_one_out`), written to reports/<ds>/reusability.json."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ from bridge.core.errors import BridgeError
 from bridge.core.fsio import write_json_atomic
 from bridge.core.label_records import counted_records, read_labels
 from bridge.core.layout import HOLE_CALIBRATIONS_FILE, REUSABILITY_JSON, Workspace
-from bridge.core.measures import REUSABILITY, Measure, at
+from bridge.core.measure_sets import REUSABILITY, Measure, at
 from bridge.core.trec import Qrels
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import read_calibrations
@@ -22,8 +22,8 @@ from bridge.estimate.leaderboard import EstimateConfig
 from bridge.estimate.measures import parse_measures
 from bridge.evaluation.rebenchmark.inputs import pool_specs
 from bridge.evaluation.reusability.estimated_fill import Coverage, RemovedLabels, estimate_fill
-from bridge.evaluation.reusability.experiment import FigureSettings, JudgeModels, evaluate_reusability
 from bridge.evaluation.reusability.fills import THRESHOLDED, Fill, TopicGrades, baseline_fills, judge_fill
+from bridge.evaluation.reusability.leave_one_out import FigureSettings, JudgeModels, evaluate_reusability
 from bridge.evaluation.reusability.leave_out import (
     LeaveOutTest,
     holey_qrels,

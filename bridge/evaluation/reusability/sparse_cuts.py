@@ -33,7 +33,7 @@ import numpy as np
 
 from bridge.core.label_records import LabelRecord
 from bridge.core.layout import Workspace
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import Qrels, Run
 from bridge.datasets import Dataset
 from bridge.estimate.calibration import shift_calibration

@@ -30,7 +30,7 @@ from bridge.estimate.leaderboard import Comparison, EstimateConfig, SystemEstima
 from bridge.evaluation.rebenchmark.estimated import write_comparisons
 from bridge.evaluation.rebenchmark.harness import EvalConfig, EvalResult, run_evaluation
 from bridge.evaluation.rebenchmark.inputs import AUGMENTED, ORIGINAL, EvalInputs
-from bridge.evaluation.rebenchmark.tables import write_leaderboard
+from bridge.evaluation.rebenchmark.run_scores import write_leaderboard
 from bridge.judging import JudgeSpec
 from bridge.label.chain import ChainSpec, build_refine_chain
 from bridge.label.files import LabelPaths, LabelState, read_label_state

@@ -37,7 +37,7 @@ from pathlib import Path
 import numpy as np
 
 from bridge.core.fsio import atomic_write
-from bridge.core.measures import Measure, at
+from bridge.core.measure_sets import Measure, at
 from bridge.core.trec import Qrels, Run, top_k
 from bridge.estimate.measures import parse_measures
 from bridge.evaluation.scoring.providers import CountedGrades, object_values

@@ -29,7 +29,7 @@ import ir_measures
 import numpy as np
 
 from bridge.core.errors import InputError
-from bridge.core.measures import Measure
+from bridge.core.measure_sets import Measure
 from bridge.core.trec import Qrels, Run
 from bridge.estimate.arrays import FlatQrels, RunMatrix, gains_at
 from bridge.estimate.leaderboard import settle_measure

@@ -23,7 +23,7 @@ from dataclasses import dataclass
 import ir_measures
 import numpy as np
 
-from bridge.core.measures import COMPARED, LEADERBOARD
+from bridge.core.measure_sets import COMPARED, LEADERBOARD
 from bridge.core.trec import Qrels, Run, canonical_scores, top_k
 from bridge.estimate.measures import MEASURES, aliases
 from bridge.evaluation.scoring.bridge_compat import compat_scores
