@@ -26,6 +26,16 @@ Pair = tuple[str, str]
 INTERCEPT = "1"
 GATE, ADAPTER, LLM, PRIOR, UNPOOLED, PEOPLE = "gate", "adapter", "llm", "prior", "unpooled", "people"
 UNMEASURED = "unmeasured"
+STAGE_TEXT = {
+    GATE: "the evidence gate (no answer string in the passage; P from its measured miss rate)",
+    ADAPTER: "topic adapters (calibrated on their topic's judged pairs)",
+    LLM: "the LLM judge (calibrated on known pairs)",
+    PRIOR: "no measured stage (the topic's prior)",
+    UNMEASURED: "nothing measured (positives-only qrels: their share relevant anywhere in 0-1)",
+    UNPOOLED: "outside the pool (the topic's prior)",
+}
+"""What the report says of the holes each of the estimate's own calibrations filled (a judge's own stages describe
+themselves: :func:`bridge.judging.base.describe_stage`)."""
 """Open pairs of a topic that no stage calibrated and whose qrels judge no ranked pair non-relevant: nothing measured
 says how many of its holes are relevant, so their share is anywhere in (0, 1) (:func:`uninformed_calibration`)."""
 UNCALIBRATED = (GATE, PRIOR, UNPOOLED, UNMEASURED)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 import json
 import re
-from collections.abc import Callable, Collection, Sequence
+from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
@@ -259,6 +259,24 @@ ENTRY_POINTS = "bridge.judges"
 
 JUDGES: Registry[RegisteredJudge] = Registry("judge", JUDGE_MODULES, ENTRY_POINTS)
 """The judge registry, in registration order; its modules register their judges."""
+
+
+@dataclass(frozen=True)
+class StageText:
+    """What the report says of a judge's stage: a phrase for the holes its calibration filled and, where its fit was
+    measured elsewhere, a sentence on what the fit rests on, from the calibration's saved form."""
+
+    phrase: str
+    fit_sentence: Callable[[Mapping[str, Any]], str] | None = None
+
+
+STAGE_TEXTS: Registry[StageText] = Registry("stage", JUDGE_MODULES, ENTRY_POINTS)
+"""A judge's stages' report text, registered by the judge's module (:func:`describe_stage`)."""
+
+
+def describe_stage(name: str, phrase: str, fit_sentence: Callable[[Mapping[str, Any]], str] | None = None) -> None:
+    """Register what the report says of stage ``name`` (the name its records and calibration carry)."""
+    STAGE_TEXTS.add(name, StageText(phrase, fit_sentence))
 
 
 def register_judge(name: str, config: type = NoConfig, **traits: Any) -> Callable[[JudgeFactory], JudgeFactory]:

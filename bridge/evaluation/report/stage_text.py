@@ -1,41 +1,30 @@
-"""The report's text owned by stages and judges: what each stage's calibration is, and the sentences that name one
-judge (the open judge, the exemplar judge).
-
-Kept apart from the section builders so that this text can move next to the stages and judges it describes; the
-sections ask it by stage or calibration name and never name a judge themselves.
-"""
+"""The report's text on the stages that filled the holes: the estimate's own calibrations say what they are
+(:data:`bridge.estimate.calibration.STAGE_TEXT`), a judge's stages what they are and what their fit rests on
+(:func:`bridge.judging.base.describe_stage`, beside the judge); and the sentence for a run that asked no judge."""
 
 from __future__ import annotations
 
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.estimate.calibration import ADAPTER, GATE, LLM, PRIOR, UNMEASURED, UNPOOLED
+from bridge.estimate.calibration import STAGE_TEXT
 from bridge.evaluation.rebenchmark.estimated import EstimatedLeaderboard
-from bridge.evaluation.report.blocks import fmt
-from bridge.judging.base import leaves_open
-from bridge.judging.learned.exemplar import LLM_NAME as EXEMPLAR_LLM
-from bridge.judging.learned.exemplar import NAME as EXEMPLAR
+from bridge.judging.base import STAGE_TEXTS, leaves_open
 
-_STAGE_TEXT = {
-    GATE: "the evidence gate (no answer string in the passage; P from its measured miss rate)",
-    ADAPTER: "topic adapters (calibrated on their topic's judged pairs)",
-    LLM: "the LLM judge (calibrated on known pairs)",
-    PRIOR: "no measured stage (the topic's prior)",
-    UNMEASURED: "nothing measured (positives-only qrels: their share relevant anywhere in 0-1)",
-    EXEMPLAR: "the exemplar judge (likeness to the topic's known relevant passages; calibrated on another collection's "
-    "holes)",
-    EXEMPLAR_LLM: "the exemplar judge's LLM comparison (the hole beside a known relevant passage; calibrated on "
-    "another collection's holes)",
-    UNPOOLED: "outside the pool (the topic's prior)",
-}
+
+def _phrase(stage: str) -> str:
+    """What filled a hole of ``stage``: the estimate's or the judge's own words (a read reference's calibration
+    otherwise)."""
+    if stage in STAGE_TEXT:
+        return STAGE_TEXT[stage]
+    return STAGE_TEXTS[stage].phrase if stage in STAGE_TEXTS else f"{stage} (calibrated on read holes)"
 
 
 def what_holes_rest_on(estimated: EstimatedLeaderboard) -> tuple[int, str]:
     """The holes' count, and by which stage's calibration how many were filled (largest first)."""
     total = sum(n for n, _ in estimated.stages.values())
     stages = "; ".join(
-        f"{n:,} by {_STAGE_TEXT.get(stage, f'{stage} (calibrated on read holes)')}, {e:.1f} expected relevant"
+        f"{n:,} by {_phrase(stage)}, {e:.1f} expected relevant"
         for stage, (n, e) in sorted(estimated.stages.items(), key=lambda x: -x[1][0])
     )
     return total, stages
@@ -53,34 +42,10 @@ def no_judge_asked(judge: object) -> str | None:
     )
 
 
-def exemplar_quality(calibrations: Mapping[str, Mapping[str, Any]]) -> str | None:
-    """What the exemplar judge's calibration rests on and what it did on the sparse-judgment benchmark (the figures
-    `python -m bench sparse` measured, kept in the shipped fit); None where the estimate has no exemplar
-    calibration."""
-    calibration = calibrations.get(EXEMPLAR)
-    if calibration is None:
-        return None
-    head = (
-        f"The exemplar judge's P (each hole's likeness to its topic's known relevant passages) rests on "
-        f"{calibration.get('population', 'a fit on labelled holes')}; carried here with a common logit shift of sd "
-        f"{fmt(calibration.get('transfer_sd'), 2)} and one per topic of sd {fmt(calibration.get('topic_sd'), 2)}."
-    )
-    measured = calibration.get("benchmark") or []
-    if not measured:
-        return head + " It was never measured on the sparse-judgment benchmark (`python -m bench sparse`)."
-    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
-    for m in measured:
-        groups.setdefault((m["dataset"], m["fit"], m["measure"]), []).append(m)
-
-    def span(values: list[float], digits: int) -> str:
-        low, high = min(values), max(values)
-        return f"{low:.{digits}f}" if low == high else f"{low:.{digits}f}-{high:.{digits}f}"
-
-    said = "; ".join(
-        f"{dataset} ({fit}; {span([m['keep'] for m in ms], 0)} relevant kept per topic), {measure}: Kendall tau "
-        f"{span([m['tau'] for m in ms], 2)} (holey {span([m['tau_holey'] for m in ms], 2)}), mean |error| "
-        f"{span([m['error'] for m in ms], 3)} (holey {span([m['error_holey'] for m in ms], 3)}), the 95% interval "
-        f"holds the truth for {sum(m['covered'] for m in ms)}/{sum(m['systems'] for m in ms)} system-cuts"
-        for (dataset, fit, measure), ms in groups.items()
-    )
-    return f"{head} On the sparse-judgment benchmark (deep collections cut sparse; truth: full judgments): {said}."
+def fit_sentences(calibrations: Mapping[str, Mapping[str, Any]]) -> list[str]:
+    """What each judge stage's fit in the estimate rests on, in the judge's own words."""
+    return [
+        text.fit_sentence(calibrations[name])
+        for name in STAGE_TEXTS
+        if name in calibrations and (text := STAGE_TEXTS[name]).fit_sentence is not None
+    ]

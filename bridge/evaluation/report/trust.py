@@ -9,7 +9,7 @@ from bridge.evaluation.rebenchmark.harness import EvalResult
 from bridge.evaluation.report.audit_sections import judge_quality
 from bridge.evaluation.report.blocks import Alert, Block, Bullets, Heading, expected_count
 from bridge.evaluation.report.calibration_check import coverage_checks
-from bridge.evaluation.report.stage_text import exemplar_quality, what_holes_rest_on
+from bridge.evaluation.report.stage_text import fit_sentences, what_holes_rest_on
 
 
 def trust_blocks(result: EvalResult) -> list[Block]:
@@ -38,9 +38,7 @@ def trust_blocks(result: EvalResult) -> list[Block]:
     ]
     if estimated.people_random:
         items.insert(1, f"People's answers on {estimated.people_random} random holes updated the calibrations.")
-    exemplar = exemplar_quality(estimated.calibrations)
-    if exemplar is not None:
-        items.insert(2, exemplar)
+    items[2:2] = fit_sentences(estimated.calibrations)
     items += coverage_checks(estimated.calibrations)
     return [*blocks, Bullets(tuple(items))]
 

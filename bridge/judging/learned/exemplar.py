@@ -28,6 +28,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import math
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, replace
 from importlib import resources
@@ -49,6 +50,7 @@ from bridge.judging.base import (
     Preparable,
     Preparation,
     Prepared,
+    describe_stage,
     judge_record,
     register_judge,
     usage_of,
@@ -395,3 +397,51 @@ def make_exemplar_llm_judge(spec: Any, context: JudgeContext) -> Judge:
     fit = ExemplarFit.read(Path(spec.settings.fit) if spec.settings.fit else shipped_fit_path(SHIPPED_LLM_FIT))
     dataset, llm = context.needs(LLM_NAME, "dataset"), context.needs(LLM_NAME, "llm")
     return ExemplarLLMJudge(dataset, Comparer(llm), fit, context.encodings(LLM_NAME, fit.encoder))
+
+
+# -- what the report says of the exemplar stages --------------------------------------------------------------------
+
+
+def fit_sentence(calibration: Mapping[str, Any]) -> str:
+    """What the exemplar judge's calibration rests on and what it did on the sparse-judgment benchmark (the figures
+    `python -m bench sparse` measured, kept in the shipped fit): the report's sentence on it."""
+
+    def fmt(value: Any) -> str:
+        return "n/a" if value is None or (isinstance(value, float) and math.isnan(value)) else f"{value:.2f}"
+
+    head = (
+        f"The exemplar judge's P (each hole's likeness to its topic's known relevant passages) rests on "
+        f"{calibration.get('population', 'a fit on labelled holes')}; carried here with a common logit shift of sd "
+        f"{fmt(calibration.get('transfer_sd'))} and one per topic of sd {fmt(calibration.get('topic_sd'))}."
+    )
+    measured = calibration.get("benchmark") or []
+    if not measured:
+        return head + " It was never measured on the sparse-judgment benchmark (`python -m bench sparse`)."
+    groups: dict[tuple[str, str, str], list[Mapping[str, Any]]] = {}
+    for m in measured:
+        groups.setdefault((m["dataset"], m["fit"], m["measure"]), []).append(m)
+
+    def span(values: list[float], digits: int) -> str:
+        low, high = min(values), max(values)
+        return f"{low:.{digits}f}" if low == high else f"{low:.{digits}f}-{high:.{digits}f}"
+
+    said = "; ".join(
+        f"{dataset} ({fit}; {span([m['keep'] for m in ms], 0)} relevant kept per topic), {measure}: Kendall tau "
+        f"{span([m['tau'] for m in ms], 2)} (holey {span([m['tau_holey'] for m in ms], 2)}), mean |error| "
+        f"{span([m['error'] for m in ms], 3)} (holey {span([m['error_holey'] for m in ms], 3)}), the 95% interval "
+        f"holds the truth for {sum(m['covered'] for m in ms)}/{sum(m['systems'] for m in ms)} system-cuts"
+        for (dataset, fit, measure), ms in groups.items()
+    )
+    return f"{head} On the sparse-judgment benchmark (deep collections cut sparse; truth: full judgments): {said}."
+
+
+describe_stage(
+    NAME,
+    "the exemplar judge (likeness to the topic's known relevant passages; calibrated on another collection's holes)",
+    fit_sentence,
+)
+describe_stage(
+    LLM_NAME,
+    "the exemplar judge's LLM comparison (the hole beside a known relevant passage; calibrated on another collection's "
+    "holes)",
+)
