@@ -142,7 +142,8 @@ def test_it_runs_through_bridge_eval(rcap, workspace):  # noqa: F811
     know Rcap, so its object computes it, and the leaderboard has its column. Original qrels (the gold document only,
     so Rcap divides by 1): bm25 ranks it first (1), dense third and splade never (0). Augmented (gold and a relevant
     everywhere, c on q1-q3: Rcap divides by 2): bm25 (gold, a) 1; dense (a, c) 1 on q1-q3 and 1/2 on q4-q6 = 0.75;
-    splade (c, d) 1/2 on q1-q3 and 0 on q4-q6 = 0.25. The estimate reads it from the registry too."""
+    splade (c, d) 1/2 on q1-q3 and 0 on q4-q6 = 0.25. The estimate reads it from the registry too, and the curves
+    draw the run's measures."""
     specs = resolve_measures(["rcap@2", "P@2"])
     assert [(s.label, s.provider) for s in specs] == [("Rcap@2", OBJECT), ("P@2", IR_MEASURES)]
     tmp, dataset = workspace
@@ -154,6 +155,8 @@ def test_it_runs_through_bridge_eval(rcap, workspace):  # noqa: F811
     }  # fmt: skip
     for r in rows.values():
         assert float(r["lower"]) <= float(r["estimate"]) <= float(r["upper"])
+    curves = read_csv(tmp / "reports/beir-small/curves.csv")
+    assert {r["measure"] for r in curves if r["curve"] == "marginal_contribution"} == {"Rcap@2", "P@2"}  # the run's
 
 
 def test_it_reaches_bridge_score(rcap, saved):  # noqa: F811

@@ -100,7 +100,7 @@ def run_evaluation(inputs: EvalInputs, config: EvalConfig = EvalConfig(), progre
     original = inputs.qrels_sets[reference]
     compared = {name: inputs.qrels_sets[name] for name in compared_names}
     hole_rows = holes(inputs.runs, original, compared, topics, config.k, inputs.threshold, inputs.pooled_systems)
-    curves, note = _curves(inputs, config, original, compared)
+    curves, note = _curves(inputs, config, original, compared, specs)
     routes = []
     if compared_names:
         routes = route_counts(
@@ -147,8 +147,14 @@ def _estimated(
 
 
 def _curves(
-    inputs: EvalInputs, config: EvalConfig, original: Qrels, compared: Mapping[str, Qrels]
+    inputs: EvalInputs,
+    config: EvalConfig,
+    original: Qrels,
+    compared: Mapping[str, Qrels],
+    specs: Sequence[MeasureSpec],
 ) -> tuple[Curves | None, str]:
+    """Growth and marginal contribution of the pooled systems, for the run's registered measures the pool's depth
+    reaches (the default four where it asks none)."""
     if config.orders <= 0:
         return None, "curves were not requested (--orders 0)"
     if not compared:
@@ -164,4 +170,5 @@ def _curves(
     note = f"{len(pooled)} pooled systems, {name} qrels, depth {config.k}, {config.orders} orders (seed {config.seed})"
     if left_out:
         note += f"; not pooled, so left out: {', '.join(left_out)}"
-    return compute_curves(matrix, config.orders, config.seed), note
+    measures = [m for s in specs if (m := s.estimated(inputs.threshold)) is not None and m.k <= config.k]
+    return compute_curves(matrix, config.orders, config.seed, measures or None), note
