@@ -203,7 +203,7 @@ def test_a_costly_answer_judge_refines_in_value_order_and_a_larger_budget_goes_o
     import math
 
     from bridge.judging.llm.cascade import CalibratedJudge
-    from bridge.label import judging as label_judging
+    from bridge.label import pool_judging as label_judging
     from bridge.label.chain import JudgeChain
 
     clock = [0.0]
@@ -259,7 +259,7 @@ def test_the_costly_judge_reads_the_kinds_where_the_free_judge_is_weakest_first(
     from bridge.estimate.calibration import INTERCEPT, Calibration
     from bridge.judging.base import Case
     from bridge.judging.work import WorkItem
-    from bridge.label import judging as label_judging
+    from bridge.label import pool_judging as label_judging
     from bridge.label.plan import LabelOptions
     from bridge.label.value import PairValues
 

@@ -182,7 +182,7 @@ def test_a_time_budget_bounds_the_cascades_debates_and_keeps_what_the_one_pass_s
 
     from test_audit import qa_dataset, stage_pool
 
-    from bridge.label import judging as label_judging
+    from bridge.label import pool_judging as label_judging
 
     clock = [0.0]
     monkeypatch.setattr(label_judging.time, "monotonic", lambda: clock[0])
