@@ -11,7 +11,7 @@ with a :class:`ChainSpec`; judges prepare themselves (calibration, hold-outs) th
 
 from __future__ import annotations
 
-from collections.abc import Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Literal
@@ -241,33 +241,65 @@ def build_chain(
     if spec.prefilter:
         voters = [SupportJudge(open_llm(replace(spec.llm, model=m), cache)) for m in spec.prefilter]
         judge = PrefilteredJudge(voters, judge)
-    exemplar = exemplar_stage(spec, dataset, judge)
-    adapter = None
-    why = f"judge {name}"
-    if spec.adapters != "off":
-        fallback = exemplar if exemplar is not None else judge
-        candidate = TopicAdapterJudge(dataset, fallback, spec.adapter, spec.cache_dir, progress=spec.progress)
-        qualified = [q for q in dataset.qids if candidate.qualifies(q)[0]]
-        minimum = spec.adapter.min_judgments
-        if qualified or spec.adapters == "always":
-            adapter = candidate
-            why = (
-                f"judge adapter ({spec.adapter.family}): {len(qualified)} of {len(dataset.qids)} topics have "
-                f">= {minimum} human judgments of both classes to learn from; the others go to {name}"
-            )
-        else:
-            why = (
-                f"judge {name}: no topic has >= {minimum} human judgments of both classes, "
-                "so topic adapters cannot be trained"
-            )
-    if exemplar is not None:
-        why += (
-            f"; exemplar judge: {len(exemplar.topics())} of {len(dataset.qids)} topics have a known relevant passage "
-            f"(calibration {exemplar.calibration.name}), the others go to {name}"
-        )
+    stages: dict[str, Judge] = {}
+    said: list[str] = []
+    inner = judge
+    for stage_name, build in FRONT_STAGES:
+        choice = build(spec, dataset, inner, name)
+        if choice.stage is not None:
+            stages[stage_name] = inner = choice.stage
+        said.append(choice.said)
     mode = evidence_mode(spec.evidence, dataset.has_answers)
-    chain = JudgeChain.of(judge, EvidenceConfig(mode), adapter, exemplar)  # type: ignore[arg-type]
+    chain = JudgeChain.of(judge, EvidenceConfig(mode), stages.get("adapter"), stages.get("exemplar"))  # type: ignore[arg-type]
+    why = "; ".join(s for s in reversed(said) if s)
     return chain, f"{why}; evidence {mode}", llm
+
+
+@dataclass(frozen=True)
+class StageChoice:
+    """A stage in front of the chain's judge as built for a dataset: the stage (None where the spec or the data leave
+    it out), and what the chain's first line says of it."""
+
+    stage: Judge | None
+    said: str = ""
+
+
+def _exemplar_choice(spec: ChainSpec, dataset: Dataset, inner: Judge, name: str) -> StageChoice:
+    exemplar = exemplar_stage(spec, dataset, inner)
+    if exemplar is None:
+        return StageChoice(None)
+    return StageChoice(
+        exemplar,
+        f"exemplar judge: {len(exemplar.topics())} of {len(dataset.qids)} topics have a known relevant passage "
+        f"(calibration {exemplar.calibration.name}), the others go to {name}",
+    )
+
+
+def _adapter_choice(spec: ChainSpec, dataset: Dataset, inner: Judge, name: str) -> StageChoice:
+    if spec.adapters == "off":
+        return StageChoice(None, f"judge {name}")
+    candidate = TopicAdapterJudge(dataset, inner, spec.adapter, spec.cache_dir, progress=spec.progress)
+    qualified = [q for q in dataset.qids if candidate.qualifies(q)[0]]
+    minimum = spec.adapter.min_judgments
+    if qualified or spec.adapters == "always":
+        return StageChoice(
+            candidate,
+            f"judge adapter ({spec.adapter.family}): {len(qualified)} of {len(dataset.qids)} topics have "
+            f">= {minimum} human judgments of both classes to learn from; the others go to {name}",
+        )
+    return StageChoice(
+        None,
+        f"judge {name}: no topic has >= {minimum} human judgments of both classes, so topic adapters cannot be trained",
+    )
+
+
+FRONT_STAGES: tuple[tuple[str, Callable[[ChainSpec, Dataset, Judge, str], StageChoice]], ...] = (
+    ("exemplar", _exemplar_choice),
+    ("adapter", _adapter_choice),
+)
+"""The label chain's stages in front of its judge, from the judge outwards: each is built over the stage behind it
+(the judge where none is) and hands it the pairs it cannot decide; the evidence stage stands in front of them all
+(:meth:`JudgeChain.of`). A pair is decided by the first stage that can."""
 
 
 def exemplar_wanted(spec: ChainSpec, dataset: Dataset) -> bool:
