@@ -51,6 +51,31 @@ def tiny_beir(tmp_path: Path) -> Path:
     return root
 
 
+def pooled_beir(tmp_path: Path, queries: dict[str, str], text_of: Callable[[str], str]) -> tuple[Path, list[str]]:
+    """A BEIR folder of ``queries`` whose topics judge two passages each (gold relevant, f not), two runs over five
+    passages per topic (``text_of(docid)`` their text) and their pool: what a judge added in a test labels and is
+    measured on. The working folder is ``tmp_path``; returns it and the options naming the dataset."""
+    from bridge.cli import main
+    from bridge.core.trec import write_run
+
+    data = tmp_path / "small"
+    (data / "qrels").mkdir(parents=True)
+    docs = [f"{q}-{s}" for q in queries for s in ("gold", "a", "b", "c", "f")]
+    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": text_of(d)}) + "\n" for d in docs))
+    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in queries.items()))
+    judged = "".join(f"{q}\t{q}-gold\t1\n{q}\t{q}-f\t0\n" for q in queries)
+    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + judged)
+    runs = {
+        "bm25": {q: {f"{q}-gold": 5.0, f"{q}-a": 4.0, f"{q}-b": 3.0} for q in queries},
+        "dense": {q: {f"{q}-a": 5.0, f"{q}-c": 4.0, f"{q}-f": 3.0} for q in queries},
+    }
+    for system, run in runs.items():
+        write_run(run, tmp_path / f"runs/beir-small/{system}.run", tag=system)
+    common = ["--dataset", f"beir:{data}", "--quiet"]
+    assert main(["pool", *common]) == 0
+    return tmp_path, common
+
+
 def run_label(dataset, judge, folder: Path, audit_pairs: int = 0, **options):
     """``label_pool`` on files in ``folder`` (pool.tsv, labels.jsonl, augmented.qrels, audit files);
     no audit unless ``audit_pairs`` is given, so tests count only the pool's calls."""

@@ -5,16 +5,15 @@ encodings from the context the label stage hands every factory, and runs through
 from __future__ import annotations
 
 import csv
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import numpy as np
 import pytest
+from conftest import pooled_beir
 
 from bridge.cli import main
 from bridge.core.label_records import LabelRecord, read_labels
-from bridge.core.trec import write_run
 from bridge.encoders.embeddings import PassageEmbeddings
 from bridge.judging import JUDGES, Case, JudgeContext, JudgeSpec, register_judge
 from bridge.judging.settings import option
@@ -70,22 +69,7 @@ def text_of(docid: str) -> str:
 @pytest.fixture
 def workspace(tmp_path, monkeypatch):
     monkeypatch.chdir(tmp_path)
-    data = tmp_path / "small"
-    (data / "qrels").mkdir(parents=True)
-    docs = [f"{q}-{s}" for q in TOPICS for s in ("gold", "a", "b", "c", "f")]
-    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": text_of(d)}) + "\n" for d in docs))
-    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": t}) + "\n" for q, t in TOPICS.items()))
-    judged = "".join(f"{q}\t{q}-gold\t1\n{q}\t{q}-f\t0\n" for q in TOPICS)
-    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + judged)
-    runs = {
-        "bm25": {q: {f"{q}-gold": 5.0, f"{q}-a": 4.0, f"{q}-b": 3.0} for q in TOPICS},
-        "dense": {q: {f"{q}-a": 5.0, f"{q}-c": 4.0, f"{q}-f": 3.0} for q in TOPICS},
-    }
-    for system, run in runs.items():
-        write_run(run, tmp_path / f"runs/beir-small/{system}.run", tag=system)
-    common = ["--dataset", f"beir:{data}", "--quiet"]
-    assert main(["pool", *common]) == 0
-    return tmp_path, common
+    return pooled_beir(tmp_path, TOPICS, text_of)
 
 
 def test_a_judge_needing_the_corpus_encodings_labels_through_bridge_label(cosine_judge, workspace):

@@ -5,16 +5,15 @@ from __future__ import annotations
 
 import argparse
 import csv
-import json
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 
 import pytest
+from conftest import pooled_beir
 
 from bridge.cli import main
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, read_labels
-from bridge.core.trec import write_run
 from bridge.judging import JUDGES, Case, JudgeSpec, register_judge
 from bridge.judging.settings import option
 
@@ -61,24 +60,8 @@ def text_of(docid: str) -> str:
 
 @pytest.fixture
 def workspace(tmp_path, monkeypatch):
-    """A BEIR folder with two judged passages per topic (gold relevant, f not), three runs and their pool."""
     monkeypatch.chdir(tmp_path)
-    data = tmp_path / "small"
-    (data / "qrels").mkdir(parents=True)
-    docs = [f"{q}-{s}" for q in TOPICS for s in ("gold", "a", "b", "c", "f")]
-    (data / "corpus.jsonl").write_text("".join(json.dumps({"_id": d, "text": text_of(d)}) + "\n" for d in docs))
-    (data / "queries.jsonl").write_text("".join(json.dumps({"_id": q, "text": f"query {q}"}) + "\n" for q in TOPICS))
-    judged = "".join(f"{q}\t{q}-gold\t1\n{q}\t{q}-f\t0\n" for q in TOPICS)
-    (data / "qrels" / "test.tsv").write_text("query-id\tcorpus-id\tscore\n" + judged)
-    runs = {
-        "bm25": {q: {f"{q}-gold": 5.0, f"{q}-a": 4.0, f"{q}-b": 3.0} for q in TOPICS},
-        "dense": {q: {f"{q}-a": 5.0, f"{q}-c": 4.0, f"{q}-f": 3.0} for q in TOPICS},
-    }
-    for system, run in runs.items():
-        write_run(run, tmp_path / f"runs/beir-small/{system}.run", tag=system)
-    common = ["--dataset", f"beir:{data}", "--quiet"]
-    assert main(["pool", *common]) == 0
-    return tmp_path, common
+    return pooled_beir(tmp_path, {q: f"query {q}" for q in TOPICS}, text_of)
 
 
 def test_a_judge_of_one_module_labels_through_bridge_label(word_judge, workspace):
