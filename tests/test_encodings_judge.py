@@ -49,14 +49,17 @@ class CosineJudge:
             on_record(LabelRecord(case.qid, case.docid, label, NAME, NAME, self.config_id, "", stage=NAME))
 
 
-def make_cosine_judge(spec: JudgeSpec, context: JudgeContext) -> CosineJudge:
-    return CosineJudge(spec.settings, context.encodings(NAME))
-
-
 @pytest.fixture
 def cosine_judge():
+    """The judge registered for one test; the contexts its factory was handed, for the test to read."""
+    contexts: list[JudgeContext] = []
+
+    def make_cosine_judge(spec: JudgeSpec, context: JudgeContext) -> CosineJudge:
+        contexts.append(context)
+        return CosineJudge(spec.settings, context.encodings(NAME))
+
     register_judge(NAME, CosineConfig, measured=True)(make_cosine_judge)
-    yield
+    yield contexts
     JUDGES.remove(NAME)
 
 
@@ -75,7 +78,10 @@ def workspace(tmp_path, monkeypatch):
 def test_a_judge_needing_the_corpus_encodings_labels_through_bridge_label(cosine_judge, workspace):
     tmp, common = workspace
     label = ["label", *common, "--judge", NAME, "--audit-pairs", "0", "--no-value-order", "--exemplar", "off"]
-    assert main(label) == 0
+    assert main([*label, "--max-minutes", "5"]) == 0
+    (context,) = cosine_judge
+    assert context.dataset is not None and context.dataset.name.startswith("beir:") and context.max_minutes == 5
+    assert context.llm is None  # it calls no model: none was opened
     records = read_labels(tmp / "qrels/beir-small/labels.jsonl")
     assert {(r.qid, r.docid) for r in records} == {(q, f"{q}-{s}") for q in TOPICS for s in ("a", "b", "c")}
     assert {r.judge for r in records} == {NAME} and {r.config_id for r in records} == {f"{NAME}-0.9"}

@@ -227,16 +227,23 @@ class JudgeChain:
 
 
 def build_chain(
-    spec: ChainSpec, dataset: Dataset, default_qrels: Qrels | None = None, llm: Any = None
+    spec: ChainSpec,
+    dataset: Dataset,
+    default_qrels: Qrels | None = None,
+    llm: Any = None,
+    max_minutes: float | None = None,
 ) -> tuple[JudgeChain, str, Any]:
     """The chain ``spec`` describes for ``dataset``, a line saying what was chosen and why, and the LLM (None
     where no judge calls one). ``default_qrels``: what the qrels judge answers from without a file (the
-    dataset's own qrels); ``llm``: an LLM already opened by an earlier chain, to reuse."""
+    dataset's own qrels); ``llm``: an LLM already opened by an earlier chain, to reuse; ``max_minutes``: the run's
+    budget, for a judge that plans by it."""
     name, needs_llm = spec.judge.name, spec.calls_llm
     cache = Workspace(cache_dir=spec.cache_dir).llm_cache
     if needs_llm and llm is None:
         llm = open_llm(spec.llm, cache, progress=spec.progress)
-    context = JudgeContext(dataset, default_qrels, llm if needs_llm else None, spec.cache_dir, spec.progress)
+    context = JudgeContext(
+        dataset, default_qrels, llm if needs_llm else None, spec.cache_dir, spec.progress, max_minutes
+    )
     judge = build_judge(spec.judge, context)
     if spec.prefilter:
         voters = [SupportJudge(open_llm(replace(spec.llm, model=m), cache)) for m in spec.prefilter]

@@ -84,7 +84,7 @@ def label_stage(
         return None
     settings, budget = costly_judge_within_budget(settings, ds)
     spec = settings.spec
-    chain, choice, llm = build_chain(spec, ds)
+    chain, choice, llm = build_chain(spec, ds, max_minutes=settings.max_minutes)
     options = _label_options(ws, ds, settings, llm, say)
     refine = settings.refine.name if settings.refine is not None else None
     head = f"{ds.name}: {choice}" + (f"; costly judge {refine} re-judges in value order" if refine else "")
