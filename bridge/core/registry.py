@@ -9,6 +9,7 @@ LLM stack), and an unknown name gets one error that lists the known ones.
 from __future__ import annotations
 
 import importlib
+import logging
 from collections.abc import Callable, Iterator, Sequence
 from importlib import metadata
 from typing import Generic, TypeVar
@@ -16,6 +17,7 @@ from typing import Generic, TypeVar
 from bridge.core.errors import BridgeError
 
 T = TypeVar("T")
+log = logging.getLogger(__name__)
 
 
 class Registry(Generic[T]):
@@ -59,7 +61,10 @@ class Registry(Generic[T]):
                 importlib.import_module(module)
             if self.entry_points is not None:
                 for point in metadata.entry_points(group=self.entry_points):
-                    point.load()
+                    try:
+                        point.load()
+                    except Exception as exc:  # another package's plug-in: a broken one costs its entries only
+                        log.warning("%s plug-in %s (%s) was not loaded: %s", self.kind, point.name, point.value, exc)
         return self._entries
 
     def __getitem__(self, name: str) -> T:

@@ -26,7 +26,9 @@ Pair = tuple[str, str]
 INTERCEPT = "1"
 GATE, ADAPTER, LLM, PRIOR, UNPOOLED, PEOPLE = "gate", "adapter", "llm", "prior", "unpooled", "people"
 UNMEASURED = "unmeasured"
-STAGE_TEXT = {
+"""Open pairs of a topic that no stage calibrated and whose qrels judge no ranked pair non-relevant: nothing measured
+says how many of its holes are relevant, so their share is anywhere in (0, 1) (:func:`uninformed_calibration`)."""
+CALIBRATION_PHRASES = {
     GATE: "the evidence gate (no answer string in the passage; P from its measured miss rate)",
     ADAPTER: "topic adapters (calibrated on their topic's judged pairs)",
     LLM: "the LLM judge (calibrated on known pairs)",
@@ -36,8 +38,6 @@ STAGE_TEXT = {
 }
 """What the report says of the holes each of the estimate's own calibrations filled (a judge's own stages describe
 themselves: :func:`bridge.judging.base.describe_stage`)."""
-"""Open pairs of a topic that no stage calibrated and whose qrels judge no ranked pair non-relevant: nothing measured
-says how many of its holes are relevant, so their share is anywhere in (0, 1) (:func:`uninformed_calibration`)."""
 UNCALIBRATED = (GATE, PRIOR, UNPOOLED, UNMEASURED)
 """Groups whose P no judge calibrated on pairs (the gate's comes from its miss rate; the others are guesses)."""
 RANDOM_SAMPLING = "random"

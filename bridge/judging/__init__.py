@@ -3,10 +3,11 @@
 Its rooms import one way, each only from the rooms above it in this list (``tests/test_architecture.py``):
 
 * the root       what judges share: ``base.py`` (the :class:`Case` a judge sees, the :class:`Judge` protocol and its
-  preparation, the :class:`JudgeContext` a factory builds from, tolerant parsing of model replies, and the registry
+  preparation, the :class:`JudgeContext` a factory builds from, one record builder, and the registry
   :data:`JUDGES`: each judge registers with the config class it owns and its traits, and every "which judges ..."
   question is a query of it, :func:`judge_names`, :func:`judge_traits`); ``settings.py`` (how a config declares its
-  flags); ``single_call.py`` (the one-call judges' settings, shared with the judges using their score);
+  flags); ``replies.py`` (tolerant parsing of model replies, one re-ask); ``single_call.py`` (the one-call judges'
+  settings, shared with the judges using their score);
   ``reference_labels.py`` (a read reference); ``teaching.py``; ``work.py`` (pairs in lanes, batched to judges);
 * ``fitting/``   fitting on labelled pairs: metrics with intervals, score maps, the hole-like calibration;
 * ``free/``      judges and rules that call no model: answer-string evidence (``evidence.py``), the qrels, constant,
@@ -33,24 +34,19 @@ from bridge.judging.base import (
     JudgeContext,
     JudgeSpec,
     JudgeTraits,
-    ParseError,
     Preparable,
     Preparation,
     Prepared,
     RegisteredJudge,
-    Reply,
-    ask_with_repair,
     build_judge,
     cases_for,
     default_judge,
     judge_names,
     judge_traits,
-    parse_json_object,
     plain_judge,
     register_judge,
-    usage_of,
-    yes_no,
 )
+from bridge.judging.replies import ParseError, Reply, ask_with_repair, parse_json_object, usage_of, yes_no
 
 __all__ = [
     "JUDGES",

@@ -4,12 +4,10 @@ class it owns), and tolerant parsing of the JSON a model returns."""
 
 from __future__ import annotations
 
-import json
-import re
 from collections.abc import Callable, Collection, Mapping, Sequence
-from dataclasses import dataclass, field, replace
+from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Generic, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, TypeVar, runtime_checkable
 
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, Usage
@@ -20,7 +18,7 @@ from bridge.datasets.kinds import kind_facts
 from bridge.encoders.embeddings import PassageEmbeddings
 from bridge.encoders.sources import MINILM
 from bridge.judging.settings import NoConfig
-from bridge.llm.base import LLMBackend, LLMRequest, LLMResponse, Message
+from bridge.llm.base import LLMBackend
 from bridge.pool.pooling import PoolEntry
 
 T = TypeVar("T")
@@ -160,13 +158,21 @@ class JudgeContext:
         """``what`` (a field) or a clear error naming the judge that needs it."""
         value = getattr(self, what)
         if value is None:
-            raise BridgeError(f"the {judge} judge needs {what.replace('_', ' ')}, and none was given")
+            raise BridgeError(f"the {judge} judge needs {_NEEDED.get(what, what)}, and none was given")
         return value
 
     def encodings(self, judge: str, model: str = MINILM) -> PassageEmbeddings:
         """The dataset's passage and query encodings by ``model`` (cached under ``cache_dir``, shared with the
         dense retriever and the topic adapters)."""
         return PassageEmbeddings(self.needs(judge, "dataset"), self.cache_dir, model, self.progress)
+
+
+_NEEDED = {
+    "dataset": "a dataset (its topics, corpus and judgments)",
+    "llm": "an LLM (--backend and --model; a zero budget opens none)",
+    "qrels": "judgments to answer from (--judge-qrels FILE)",
+}
+"""What a judge's missing context field is, in the words of the error."""
 
 
 JudgeFactory = Callable[["JudgeSpec", JudgeContext], Judge]
@@ -203,10 +209,12 @@ class JudgeTraits:
     """The one-pass scorer whose P LARA reads (judge-eval runs it when LARA is asked)."""
     debates: bool = False
     """Settles a pair by a debate (judge-eval's reference for the single-call judges)."""
-    sample_default: bool = False
-    """Among ``bridge judge-eval``'s default methods on a sample of the dataset's judged pairs."""
-    reference_default: bool = False
-    """Among ``bridge judge-eval``'s default methods on a read reference of answer-bearing pairs."""
+    sample_default: int = 0
+    """Its place among ``bridge judge-eval``'s default methods on a sample of the dataset's judged pairs (0: not
+    one of them)."""
+    reference_default: int = 0
+    """Its place among ``bridge judge-eval``'s default methods on a read reference of answer-bearing pairs (0: not
+    one of them)."""
     budget_note: str = ""
     """What the budget line adds of the judge's cost per pair."""
 
@@ -270,8 +278,9 @@ class StageText:
     fit_sentence: Callable[[Mapping[str, Any]], str] | None = None
 
 
-STAGE_TEXTS: Registry[StageText] = Registry("stage", JUDGE_MODULES, ENTRY_POINTS)
-"""A judge's stages' report text, registered by the judge's module (:func:`describe_stage`)."""
+STAGE_TEXTS: Registry[StageText] = Registry("stage", ("bridge.judging.learned.exemplar",), ENTRY_POINTS)
+"""A judge's stages' report text, registered by the judge's module (:func:`describe_stage`; bridge's own: the
+exemplar stages)."""
 
 
 def describe_stage(name: str, phrase: str, fit_sentence: Callable[[Mapping[str, Any]], str] | None = None) -> None:
@@ -289,11 +298,24 @@ def register_judge(name: str, config: type = NoConfig, **traits: Any) -> Callabl
     return wrap
 
 
-def judge_names(**traits: bool) -> tuple[str, ...]:
+def registered_judges() -> list[RegisteredJudge]:
+    """The registered judges in the order of :data:`JUDGE_MODULES` (then a plug-in's or a test's, as they registered),
+    whichever module happened to be imported first: the order of the flags and of judge-eval's methods."""
+    position = {module: i for i, module in enumerate(JUDGE_MODULES)}
+    entries = JUDGES.values()
+    return sorted(entries, key=lambda j: position.get(j.factory.__module__, len(position)))
+
+
+def judge_names(**traits: Any) -> tuple[str, ...]:
     """The registered judges whose traits have the given values (all of them without any), those that call an LLM
     first, then by name: ``judge_names(answer_bearing=True, calls_llm=True)`` are the costly answer judges."""
     chosen = [j for j in JUDGES.values() if all(getattr(j.traits, k) == v for k, v in traits.items())]
     return tuple(j.name for j in sorted(chosen, key=lambda j: (not j.traits.calls_llm, j.name)))
+
+
+def default_first(**traits: Any) -> tuple[str, ...]:
+    """:func:`judge_names` with the default judge first (the one whose figures stand for the others')."""
+    return tuple(sorted(judge_names(**traits), key=lambda name: not JUDGES[name].traits.default))
 
 
 def judge_traits(name: str) -> JudgeTraits:
@@ -380,104 +402,3 @@ def cases_for(dataset: Dataset, entries: Sequence[PoolEntry]) -> list[Case]:
         kind = tuple(kind_facts(dataset, e.qid, e.docid).items())
         cases.append(Case(e.qid, e.docid, q.text, doc.contents(), q.answers, e.systems, e.min_rank, kind=kind))
     return cases
-
-
-class ParseError(ValueError):
-    pass
-
-
-_FENCE = re.compile(r"^```(?:json)?\s*|\s*```$", re.MULTILINE)
-
-
-def parse_json_object(text: str) -> dict[str, Any]:
-    """The JSON object in a reply; tolerates code fences and text around the object."""
-    stripped = _FENCE.sub("", text.strip())
-    try:
-        value = json.loads(stripped, strict=False)  # strict=False: raw newlines inside strings are fine
-    except json.JSONDecodeError:
-        start, end = stripped.find("{"), stripped.rfind("}")
-        if start < 0 or end <= start:
-            raise ParseError("no JSON object in the reply") from None
-        try:
-            value = json.loads(stripped[start : end + 1], strict=False)
-        except json.JSONDecodeError as exc:
-            raise ParseError(f"invalid JSON: {exc.msg}") from None
-    if not isinstance(value, dict):
-        raise ParseError("the reply is JSON but not an object")
-    return value
-
-
-def yes_no(value: Any, field: str) -> str:
-    if isinstance(value, bool):
-        return "yes" if value else "no"
-    if isinstance(value, str) and value.strip().lower() in ("yes", "no"):
-        return value.strip().lower()
-    raise ParseError(f'field "{field}" must be "yes" or "no", got {value!r}')
-
-
-def usage_of(responses: Sequence[LLMResponse]) -> Usage:
-    total = Usage()
-    for r in responses:
-        total = total + Usage(
-            calls=0 if r.cached else 1,
-            cached_calls=1 if r.cached else 0,
-            prompt_tokens=r.prompt_tokens,
-            completion_tokens=r.completion_tokens,
-            latency_s=0.0 if r.cached else r.latency_s,
-            compute_s=r.compute_s,
-        )
-    return total
-
-
-@dataclass
-class Reply(Generic[T]):
-    """A parsed reply (``value``; None if unusable even after repair) and every response paid for."""
-
-    value: T | None
-    responses: list[LLMResponse]
-    error: str | None = None
-    repaired: bool = False
-
-
-def ask_with_repair(
-    llm: LLMBackend,
-    requests: Sequence[LLMRequest],
-    parse: Callable[[int, LLMResponse], T],
-    repair_text: Callable[[str], str],
-) -> list[Reply[T]]:
-    """Send one batch; re-ask once, as one more batch, for the replies ``parse`` rejects.
-
-    The repair request is the original conversation plus the bad reply and ``repair_text(error)``.
-    """
-    responses = llm.generate(list(requests))
-    replies: list[Reply[T]] = []
-    failed: list[int] = []
-    for i, response in enumerate(responses):
-        try:
-            replies.append(Reply(parse(i, response), [response]))
-        except ParseError as exc:
-            replies.append(Reply(None, [response], str(exc)))
-            failed.append(i)
-    if not failed:
-        return replies
-    repairs = [
-        replace(
-            requests[i],
-            messages=(
-                *requests[i].messages,
-                Message("assistant", responses[i].text),
-                Message("user", repair_text(replies[i].error or "")),
-            ),
-            max_tokens=requests[i].max_tokens * 2,
-        )
-        for i in failed
-    ]
-    for i, response in zip(failed, llm.generate(repairs), strict=True):
-        reply = replies[i]
-        reply.responses.append(response)
-        reply.repaired = True
-        try:
-            reply.value, reply.error = parse(i, response), None
-        except ParseError as exc:
-            reply.error = f"{reply.error}; after repair: {exc}"
-    return replies

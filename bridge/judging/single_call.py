@@ -6,7 +6,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from bridge.judging.base import Reply
+from bridge.judging.replies import Reply
 from bridge.judging.settings import option
 from bridge.llm.base import TOO_LONG
 

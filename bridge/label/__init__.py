@@ -6,7 +6,7 @@
   (its pairs go to the judges in batches by :mod:`bridge.judging.work`);
   * ``plan.py``       its options and what it decides first: the pool left to judge, the audit's pairs, each judge's
     preparation (fixed costs);
-  * ``judging.py``    the pool's pairs: the free stages, then the budget for costly judges in value order (and
+  * ``pool_judging.py`` the pool's pairs: the free stages, then the budget for costly judges in value order (and
     ``--refine``);
   * ``audit_run.py``  the audit's known pairs after the pool, and the outputs from the records: augmented qrels, the
     hole model's calibrations, judge-audit.json;

@@ -106,6 +106,8 @@ class ChainSpec:
     cache_dir: Path = Path("cache")
     """Topic models, encodings and the LLM response cache."""
     progress: bool = True
+    max_minutes: float | None = None
+    """The run's budget for its costly judge, handed to every judge's context (a Ray worker's too)."""
 
     @property
     def calls_llm(self) -> bool:
@@ -231,18 +233,16 @@ def build_chain(
     dataset: Dataset,
     default_qrels: Qrels | None = None,
     llm: Any = None,
-    max_minutes: float | None = None,
 ) -> tuple[JudgeChain, str, Any]:
     """The chain ``spec`` describes for ``dataset``, a line saying what was chosen and why, and the LLM (None
     where no judge calls one). ``default_qrels``: what the qrels judge answers from without a file (the
-    dataset's own qrels); ``llm``: an LLM already opened by an earlier chain, to reuse; ``max_minutes``: the run's
-    budget, for a judge that plans by it."""
+    dataset's own qrels); ``llm``: an LLM already opened by an earlier chain, to reuse."""
     name, needs_llm = spec.judge.name, spec.calls_llm
     cache = Workspace(cache_dir=spec.cache_dir).llm_cache
     if needs_llm and llm is None:
         llm = open_llm(spec.llm, cache, progress=spec.progress)
     context = JudgeContext(
-        dataset, default_qrels, llm if needs_llm else None, spec.cache_dir, spec.progress, max_minutes
+        dataset, default_qrels, llm if needs_llm else None, spec.cache_dir, spec.progress, spec.max_minutes
     )
     judge = build_judge(spec.judge, context)
     if spec.prefilter:
@@ -333,6 +333,7 @@ def build_refine_chain(spec: ChainSpec, refine: JudgeSpec, dataset: Dataset, llm
     if judge_traits(refine.name).refines_exemplar:
         if llm is None:
             llm = open_llm(spec.llm, Workspace(cache_dir=spec.cache_dir).llm_cache, progress=spec.progress)
-        return JudgeChain.of(build_judge(refine, JudgeContext(dataset, None, llm, spec.cache_dir, spec.progress)))
+        context = JudgeContext(dataset, None, llm, spec.cache_dir, spec.progress, spec.max_minutes)
+        return JudgeChain.of(build_judge(refine, context))
     refine_spec = replace(spec, judge=refine, adapters="off", exemplar="off")
     return build_chain(refine_spec, dataset, llm=llm)[0]

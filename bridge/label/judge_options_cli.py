@@ -14,6 +14,7 @@ from typing import Any
 
 from bridge.core.errors import BridgeError
 from bridge.judging import JUDGES, JudgeSpec, default_judge, judge_traits
+from bridge.judging.base import registered_judges
 from bridge.judging.settings import OPTION, Declared, Option, declared_options, nested
 from bridge.label.chain import answer_fallback, answer_judges
 
@@ -22,7 +23,7 @@ def judge_options() -> list[Declared]:
     """Every registered judge's options, once per flag, in registration order (a flag declared twice must be
     declared alike)."""
     seen: dict[str, Declared] = {}
-    for entry in JUDGES.values():
+    for entry in registered_judges():
         for declared in declared_options(entry.config):
             first = seen.setdefault(declared.option.flag, declared)
             if first != declared:

@@ -83,8 +83,9 @@ def label_stage(
         say(skipped)
         return None
     settings, budget = costly_judge_within_budget(settings, ds)
+    settings = replace(settings, spec=replace(settings.spec, max_minutes=settings.max_minutes))
     spec = settings.spec
-    chain, choice, llm = build_chain(spec, ds, max_minutes=settings.max_minutes)
+    chain, choice, llm = build_chain(spec, ds)
     options = _label_options(ws, ds, settings, llm, say)
     refine = settings.refine.name if settings.refine is not None else None
     head = f"{ds.name}: {choice}" + (f"; costly judge {refine} re-judges in value order" if refine else "")

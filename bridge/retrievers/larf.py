@@ -56,6 +56,7 @@ def feedback_judges() -> tuple[str, ...]:
 
 
 def plain_judge() -> str:
+    """The registry's plain judge, asked late: naming a retriever family imports no judge."""
     from bridge.judging import plain_judge
 
     return plain_judge()

@@ -1,5 +1,5 @@
 """The report's text on the stages that filled the holes: the estimate's own calibrations say what they are
-(:data:`bridge.estimate.calibration.STAGE_TEXT`), a judge's stages what they are and what their fit rests on
+(:data:`bridge.estimate.calibration.CALIBRATION_PHRASES`), a judge's stages what they are and what their fit rests on
 (:func:`bridge.judging.base.describe_stage`, beside the judge); and the sentence for a run that asked no judge."""
 
 from __future__ import annotations
@@ -7,7 +7,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
-from bridge.estimate.calibration import STAGE_TEXT
+from bridge.estimate.calibration import CALIBRATION_PHRASES
 from bridge.evaluation.rebenchmark.estimated import EstimatedLeaderboard
 from bridge.judging.base import STAGE_TEXTS, leaves_open
 
@@ -15,8 +15,8 @@ from bridge.judging.base import STAGE_TEXTS, leaves_open
 def _phrase(stage: str) -> str:
     """What filled a hole of ``stage``: the estimate's or the judge's own words (a read reference's calibration
     otherwise)."""
-    if stage in STAGE_TEXT:
-        return STAGE_TEXT[stage]
+    if stage in CALIBRATION_PHRASES:
+        return CALIBRATION_PHRASES[stage]
     return STAGE_TEXTS[stage].phrase if stage in STAGE_TEXTS else f"{stage} (calibrated on read holes)"
 
 

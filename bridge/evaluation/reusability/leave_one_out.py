@@ -14,10 +14,9 @@ Figures per fill and measure: mean |filled - full| over systems (primary), mean 
 Kendall's tau and tau_AP against the full leaderboard, 95% bootstrap intervals over topics, and
 paired bootstrap verdicts of the judge against each floor. Graded qrels are filled with expected
 grades (the topic's grades weighted by the judge's P) or at the threshold grade. This module computes the
-figures (:func:`evaluate_reusability`) from the experiments (``reusability_leave_out.py``), the fills and the scores
-under them (``reusability_fills.py``, the estimate's in ``reusability_estimate.py``), into the result
-(``reusability_results.py``); ``reusability_run.py`` runs the judge and writes the files, and
-``reusability_people.py`` orders the pairs simulated people answer.
+figures (:func:`evaluate_reusability`) from the experiments (``leave_out.py``), the fills and the scores under them
+(``fills.py``, the estimate's in ``estimated_fill.py``), into the result (``results.py``); ``reusability_run.py`` runs
+the judge and writes the files, and ``people.py`` orders the pairs simulated people answer.
 """
 
 from __future__ import annotations

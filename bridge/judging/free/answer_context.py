@@ -50,18 +50,7 @@ from bridge.datasets.kinds import FACTS as KIND_FACTS
 from bridge.datasets.kinds import kind_of
 from bridge.encoders.precision import cpu_label
 from bridge.estimate.calibration import Calibration, PairFacts, pool_candidates
-from bridge.judging.base import (
-    Case,
-    Decider,
-    Judge,
-    Preparable,
-    Preparation,
-    Prepared,
-    Reply,
-    cases_for,
-    judge_record,
-    usage_of,
-)
+from bridge.judging.base import Case, Decider, Judge, Preparable, Preparation, Prepared, cases_for, judge_record
 from bridge.judging.fitting.hole_calibration import calibration_lines, fit_hole_calibration
 from bridge.judging.fitting.hole_fit import Sample, kind_candidates, kind_shares, model_names
 from bridge.judging.free.answer_features import LEXICAL, AnswerReader, Score, Scorer, lexical_features, logit
@@ -78,6 +67,7 @@ from bridge.judging.reference_labels import (
     read_reference_design,
     read_reference_facts,
 )
+from bridge.judging.replies import Reply, usage_of
 from bridge.judging.single_call import failure_route
 from bridge.llm.base import LLMResponse, request_key
 from bridge.pool.pooling import PoolEntry

@@ -9,6 +9,6 @@ from bridge.judging.free.answer_context import AnswerContextJudge
 from bridge.judging.free.answer_fits import AnswerJudgeConfig, fallback_judge
 
 
-@register_judge("answer-lexical", AnswerJudgeConfig, answer_bearing=True, measured=True, reference_default=True)
+@register_judge("answer-lexical", AnswerJudgeConfig, answer_bearing=True, measured=True, reference_default=2)
 def make_answer_lexical(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
     return AnswerContextJudge(None, fallback_judge(spec, context), spec.settings.context)

@@ -176,7 +176,7 @@ def make_constant_judge(spec: JudgeSpec, context: JudgeContext) -> ConstantJudge
     return ConstantJudge(spec.settings.label)
 
 
-@register_judge("answer-string", selectable=False, measured=True, reference_default=True)
+@register_judge("answer-string", selectable=False, measured=True, reference_default=1)
 def make_answer_string_judge(spec: JudgeSpec, context: JudgeContext) -> ConstantJudge:
     """Relevant wherever the passage holds an answer string: the constant judge behind the evidence gate, measured
     on answer-bearing pairs as the baseline every answer judge must beat."""

@@ -53,11 +53,11 @@ from bridge.judging.base import (
     describe_stage,
     judge_record,
     register_judge,
-    usage_of,
 )
 from bridge.judging.learned.topic_models import Encoder
 from bridge.judging.llm.comparer import FEATURE as LLM_FEATURE
 from bridge.judging.llm.comparer import Comparer
+from bridge.judging.replies import usage_of
 from bridge.judging.settings import option
 
 NAME = STAGE = "exemplar"

@@ -19,7 +19,7 @@ def _free_answer_judges() -> str:
 
 @register_judge(
     "answer-context", AnswerJudgeConfig, calls_llm=True, answer_bearing=True, measured=True, refines=True,
-    default=True, reference_default=True,
+    default=True, reference_default=6,
 )  # fmt: skip
 def make_answer_context(spec: JudgeSpec, context: JudgeContext) -> AnswerContextJudge:
     if context.llm is None:

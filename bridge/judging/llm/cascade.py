@@ -23,24 +23,12 @@ from typing import Any
 from bridge.core.deadline import room_before
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, Usage
-from bridge.judging.base import (
-    Case,
-    Judge,
-    JudgeContext,
-    JudgeSpec,
-    Preparation,
-    Prepared,
-    Reply,
-    ask_with_repair,
-    cases_for,
-    parse_json_object,
-    register_judge,
-    usage_of,
-)
+from bridge.judging.base import Case, Judge, JudgeContext, JudgeSpec, Preparation, Prepared, cases_for, register_judge
 from bridge.judging.fitting.score_maps import Band, Calibrator, band_for_share, fit_calibrator, pair_hash
 from bridge.judging.free.known_pairs import KINDS, draw_audit_pairs
 from bridge.judging.llm.dream import DebateConfig, DebateEngine
 from bridge.judging.llm.single import SupportJudge, checked
+from bridge.judging.replies import Reply, ask_with_repair, parse_json_object, usage_of
 from bridge.judging.settings import option
 from bridge.judging.single_call import SingleCallConfig, failure_route
 from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, schema_text
@@ -183,7 +171,7 @@ class CalibratedJudge(SupportJudge):
 
 
 def _confidence(response: LLMResponse) -> int:
-    from bridge.judging.base import ParseError
+    from bridge.judging.replies import ParseError
 
     value = parse_json_object(response.text).get("confidence")
     if not isinstance(value, int) or isinstance(value, bool) or not 0 <= value <= 100:
@@ -436,15 +424,15 @@ class CascadeSettings:
 
 @register_judge(
     ONE_PASS, SingleCallConfig, calls_llm=True, selectable=False, measured=True, scores=True,
-    sample_default=True, reference_default=True,
+    sample_default=2, reference_default=3,
 )  # fmt: skip
 def make_calibrated(spec: JudgeSpec, context: JudgeContext) -> CalibratedJudge:
     return CalibratedJudge(context.needs(ONE_PASS, "llm"), spec.settings)
 
 
 @register_judge(
-    "cascade", CascadeSettings, calls_llm=True, measured=True, default=True, debates=True, sample_default=True,
-    reference_default=True,
+    "cascade", CascadeSettings, calls_llm=True, measured=True, default=True, debates=True, sample_default=5,
+    reference_default=4,
     budget_note=" (its one pass; a pair sent to the debate costs several times that)",
 )  # fmt: skip
 def make_cascade(spec: JudgeSpec, context: JudgeContext) -> CascadeJudge:

@@ -22,19 +22,8 @@ from dataclasses import asdict, dataclass, field, replace
 from typing import Any, Literal
 
 from bridge.core.label_records import LabelRecord
-from bridge.judging.base import (
-    Case,
-    Decider,
-    JudgeContext,
-    JudgeSpec,
-    ParseError,
-    ask_with_repair,
-    judge_record,
-    parse_json_object,
-    register_judge,
-    usage_of,
-    yes_no,
-)
+from bridge.judging.base import Case, Decider, JudgeContext, JudgeSpec, judge_record, register_judge
+from bridge.judging.replies import ParseError, ask_with_repair, parse_json_object, usage_of, yes_no
 from bridge.judging.settings import option
 from bridge.llm.base import TOO_LONG, LLMBackend, LLMRequest, LLMResponse, Message, answer_probability, schema_text
 from bridge.llm.fit import fit_passage
@@ -334,8 +323,8 @@ def _turn_json(turn: AgentTurn) -> dict[str, Any]:
 
 
 @register_judge(
-    "dream", DebateConfig, calls_llm=True, measured=True, feedback=True, debates=True, sample_default=True,
-    reference_default=True,
+    "dream", DebateConfig, calls_llm=True, measured=True, feedback=True, debates=True, sample_default=4,
+    reference_default=5,
 )  # fmt: skip
 def make_dream(spec: JudgeSpec, context: JudgeContext) -> DebateEngine:
     return DebateEngine(context.needs("dream", "llm"), spec.settings)

@@ -19,16 +19,12 @@ from bridge.judging.base import (
     Judge,
     JudgeContext,
     JudgeSpec,
-    ParseError,
     Prepared,
-    Reply,
     WrapsJudge,
-    ask_with_repair,
     judge_record,
-    parse_json_object,
     register_judge,
-    usage_of,
 )
+from bridge.judging.replies import ParseError, Reply, ask_with_repair, parse_json_object, usage_of
 from bridge.judging.single_call import SingleCallConfig, failure_route
 from bridge.llm.base import (
     TOO_LONG,
@@ -261,7 +257,7 @@ class PrefilteredJudge(WrapsJudge):
 
 
 @register_judge(
-    "llmjudge", SingleCallConfig, calls_llm=True, measured=True, plain=True, feedback=True, sample_default=True
+    "llmjudge", SingleCallConfig, calls_llm=True, measured=True, plain=True, feedback=True, sample_default=1
 )
 def make_llmjudge(spec: JudgeSpec, context: JudgeContext) -> SupportJudge:
     return SupportJudge(context.needs("llmjudge", "llm"), spec.settings)

@@ -1,1 +1,3 @@
-"""Measuring a judge: the audit, agreement and calibration metrics with their intervals, the read reference."""
+"""Measuring a judge: the known-pair audit every label run makes (its lanes, records and verdict), judges measured
+against people's labels (``bridge judge-eval``, the topic adapters' part of it), and what each costly judge was
+measured to be worth."""

@@ -26,7 +26,7 @@ from bridge.core.errors import BridgeError
 from bridge.core.fsio import JsonlAppender
 from bridge.core.label_records import LabelRecord, counted_records, read_labels
 from bridge.datasets import Dataset
-from bridge.judging.base import Case, Judge, cases_for, judge_names
+from bridge.judging.base import Case, Judge, cases_for, default_first, judge_names
 from bridge.judging.fitting.hole_calibration import calibration_lines
 from bridge.judging.fitting.metrics import (
     Agreement,
@@ -481,7 +481,7 @@ def lara_quality(qualities: Sequence[JudgeQuality]) -> JudgeQuality:
     calibrated = by.get(scorer)
     if calibrated is None or not calibrated.scored:
         raise BridgeError(f"LARA needs the {scorer} judge's scores: add '{scorer}' to --methods")
-    reference = next((by[m] for m in judge_names(debates=True, selectable=True) if m in by), None)
+    reference = next((by[m] for m in default_first(debates=True, selectable=True) if m in by), None)
     ratio = reference.escalation_ratio if reference is not None else PAPER_ESCALATION
     p = [float(x) for x in calibrated.p_yes]  # type: ignore[arg-type]
     k = round(ratio * len(p))
