@@ -1,13 +1,14 @@
-"""What every relevance judge shares: the case it judges, the Judge protocol and its optional
-preparation, the registry that builds judges from a :class:`JudgeSpec` (each judge registered with the config
-class it owns), and tolerant parsing of the JSON a model returns."""
+"""What every relevance judge shares: the case it judges, the Judge protocol and its optional preparation, the context
+a judge is built from, the registry that builds judges from a :class:`JudgeSpec` (each judge registered with the config
+class it owns and its traits), and the one way a judge writes a pair's record. Parsing a model's replies is
+:mod:`bridge.judging.replies`."""
 
 from __future__ import annotations
 
 from collections.abc import Callable, Collection, Mapping, Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Any, Protocol, TypeVar, runtime_checkable
+from typing import Any, Protocol, runtime_checkable
 
 from bridge.core.errors import BridgeError
 from bridge.core.label_records import LabelRecord, Usage
@@ -20,8 +21,6 @@ from bridge.encoders.sources import MINILM
 from bridge.judging.settings import NoConfig
 from bridge.llm.base import LLMBackend
 from bridge.pool.pooling import PoolEntry
-
-T = TypeVar("T")
 
 
 @dataclass(frozen=True)
@@ -302,8 +301,7 @@ def registered_judges() -> list[RegisteredJudge]:
     """The registered judges in the order of :data:`JUDGE_MODULES` (then a plug-in's or a test's, as they registered),
     whichever module happened to be imported first: the order of the flags and of judge-eval's methods."""
     position = {module: i for i, module in enumerate(JUDGE_MODULES)}
-    entries = JUDGES.values()
-    return sorted(entries, key=lambda j: position.get(j.factory.__module__, len(position)))
+    return sorted(JUDGES.values(), key=lambda j: position.get(j.factory.__module__, len(position)))
 
 
 def judge_names(**traits: Any) -> tuple[str, ...]:
