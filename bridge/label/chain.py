@@ -78,7 +78,7 @@ def refine_judges() -> tuple[str, ...]:
     """Costly judges that re-judge, in value order, what a free stage gave a P (``--refine``): the answer judges (on
     the answer-bearing pairs, calibrated on ``--reference``) and the exemplar judge's LLM comparison (on the pairs of
     topics with a known relevant passage, calibrated on a shipped fit)."""
-    return (*costly_answer_judges(), *(n for n in judge_names(refines=True) if n not in costly_answer_judges()))
+    return tuple(sorted(judge_names(refines=True), key=lambda n: not judge_traits(n).answer_bearing))
 
 
 @dataclass(frozen=True)
